@@ -1,0 +1,309 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ConversationType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONVERSATION_TYPE_UNSPECIFIED: _ClassVar[ConversationType]
+    CONVERSATION_TYPE_DM: _ClassVar[ConversationType]
+    CONVERSATION_TYPE_GROUP: _ClassVar[ConversationType]
+
+class ConsentState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONSENT_STATE_UNSPECIFIED: _ClassVar[ConsentState]
+    CONSENT_STATE_REQUESTED: _ClassVar[ConsentState]
+    CONSENT_STATE_ACCEPTED: _ClassVar[ConsentState]
+    CONSENT_STATE_BLOCKED: _ClassVar[ConsentState]
+CONVERSATION_TYPE_UNSPECIFIED: ConversationType
+CONVERSATION_TYPE_DM: ConversationType
+CONVERSATION_TYPE_GROUP: ConversationType
+CONSENT_STATE_UNSPECIFIED: ConsentState
+CONSENT_STATE_REQUESTED: ConsentState
+CONSENT_STATE_ACCEPTED: ConsentState
+CONSENT_STATE_BLOCKED: ConsentState
+
+class IdentityRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class IdentityResponse(_message.Message):
+    __slots__ = ("protocol", "inbox_id", "address", "network", "installation_id")
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    INBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
+    INSTALLATION_ID_FIELD_NUMBER: _ClassVar[int]
+    protocol: int
+    inbox_id: str
+    address: str
+    network: str
+    installation_id: str
+    def __init__(self, protocol: _Optional[int] = ..., inbox_id: _Optional[str] = ..., address: _Optional[str] = ..., network: _Optional[str] = ..., installation_id: _Optional[str] = ...) -> None: ...
+
+class ConnectRequest(_message.Message):
+    __slots__ = ("to", "name")
+    TO_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    to: str
+    name: str
+    def __init__(self, to: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class Contact(_message.Message):
+    __slots__ = ("name", "inbox_id", "address", "conversation_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    inbox_id: str
+    address: str
+    conversation_id: str
+    def __init__(self, name: _Optional[str] = ..., inbox_id: _Optional[str] = ..., address: _Optional[str] = ..., conversation_id: _Optional[str] = ...) -> None: ...
+
+class ConnectResponse(_message.Message):
+    __slots__ = ("contact",)
+    CONTACT_FIELD_NUMBER: _ClassVar[int]
+    contact: Contact
+    def __init__(self, contact: _Optional[_Union[Contact, _Mapping]] = ...) -> None: ...
+
+class SendRequest(_message.Message):
+    __slots__ = ("to", "text", "data_json", "key", "reply_to")
+    TO_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REPLY_TO_FIELD_NUMBER: _ClassVar[int]
+    to: str
+    text: str
+    data_json: str
+    key: str
+    reply_to: str
+    def __init__(self, to: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., key: _Optional[str] = ..., reply_to: _Optional[str] = ...) -> None: ...
+
+class SendResponse(_message.Message):
+    __slots__ = ("message_id", "conversation_id", "deduplicated")
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
+    message_id: str
+    conversation_id: str
+    deduplicated: bool
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ...) -> None: ...
+
+class ReplyRequest(_message.Message):
+    __slots__ = ("conversation_id", "text", "key")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    text: str
+    key: str
+    def __init__(self, conversation_id: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+
+class ReplyResponse(_message.Message):
+    __slots__ = ("message_id", "conversation_id", "deduplicated")
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
+    message_id: str
+    conversation_id: str
+    deduplicated: bool
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ...) -> None: ...
+
+class ReceiveRequest(_message.Message):
+    __slots__ = ("consumer", "limit", "wait_ms", "exclude_conversation_ids")
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_CONVERSATION_IDS_FIELD_NUMBER: _ClassVar[int]
+    consumer: str
+    limit: int
+    wait_ms: int
+    exclude_conversation_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, consumer: _Optional[str] = ..., limit: _Optional[int] = ..., wait_ms: _Optional[int] = ..., exclude_conversation_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Message(_message.Message):
+    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries")
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SENDER_INBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    SENT_AT_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    REPLY_TO_FIELD_NUMBER: _ClassVar[int]
+    FALLBACK_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    message_id: str
+    conversation_id: str
+    conversation_type: ConversationType
+    sender_inbox_id: str
+    sent_at: _timestamp_pb2.Timestamp
+    content_type: str
+    text: str
+    data_json: str
+    reply_to: str
+    fallback: str
+    sequence: int
+    deliveries: int
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ...) -> None: ...
+
+class ReceiveResponse(_message.Message):
+    __slots__ = ("messages", "more")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[Message]
+    more: bool
+    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., more: _Optional[bool] = ...) -> None: ...
+
+class AckRequest(_message.Message):
+    __slots__ = ("message_ids", "consumer")
+    MESSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    message_ids: _containers.RepeatedScalarFieldContainer[str]
+    consumer: str
+    def __init__(self, message_ids: _Optional[_Iterable[str]] = ..., consumer: _Optional[str] = ...) -> None: ...
+
+class AckResponse(_message.Message):
+    __slots__ = ("acknowledged",)
+    ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
+    acknowledged: int
+    def __init__(self, acknowledged: _Optional[int] = ...) -> None: ...
+
+class RequestsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ConversationRequest(_message.Message):
+    __slots__ = ("conversation_id", "conversation_type", "peer_inbox_id", "peer_address", "first_seen_at", "pending_messages")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PEER_INBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEEN_AT_FIELD_NUMBER: _ClassVar[int]
+    PENDING_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    conversation_type: ConversationType
+    peer_inbox_id: str
+    peer_address: str
+    first_seen_at: _timestamp_pb2.Timestamp
+    pending_messages: int
+    def __init__(self, conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., peer_inbox_id: _Optional[str] = ..., peer_address: _Optional[str] = ..., first_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending_messages: _Optional[int] = ...) -> None: ...
+
+class RequestsResponse(_message.Message):
+    __slots__ = ("requests",)
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedCompositeFieldContainer[ConversationRequest]
+    def __init__(self, requests: _Optional[_Iterable[_Union[ConversationRequest, _Mapping]]] = ...) -> None: ...
+
+class AcceptRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class AcceptResponse(_message.Message):
+    __slots__ = ("accepted",)
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    accepted: bool
+    def __init__(self, accepted: _Optional[bool] = ...) -> None: ...
+
+class BlockRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class BlockResponse(_message.Message):
+    __slots__ = ("blocked",)
+    BLOCKED_FIELD_NUMBER: _ClassVar[int]
+    blocked: bool
+    def __init__(self, blocked: _Optional[bool] = ...) -> None: ...
+
+class SyncRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SyncResponse(_message.Message):
+    __slots__ = ("synced",)
+    SYNCED_FIELD_NUMBER: _ClassVar[int]
+    synced: bool
+    def __init__(self, synced: _Optional[bool] = ...) -> None: ...
+
+class StatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class StreamHealth(_message.Message):
+    __slots__ = ("name", "connected", "last_event_at", "restarts", "last_error")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_FIELD_NUMBER: _ClassVar[int]
+    LAST_EVENT_AT_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    connected: bool
+    last_event_at: _timestamp_pb2.Timestamp
+    restarts: int
+    last_error: str
+    def __init__(self, name: _Optional[str] = ..., connected: _Optional[bool] = ..., last_event_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., restarts: _Optional[int] = ..., last_error: _Optional[str] = ...) -> None: ...
+
+class ConsumerStatus(_message.Message):
+    __slots__ = ("consumer", "pending")
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    consumer: str
+    pending: int
+    def __init__(self, consumer: _Optional[str] = ..., pending: _Optional[int] = ...) -> None: ...
+
+class OutboxEntry(_message.Message):
+    __slots__ = ("key", "conversation_id", "state", "attempts", "last_error", "next_attempt_at")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    conversation_id: str
+    state: str
+    attempts: int
+    last_error: str
+    next_attempt_at: _timestamp_pb2.Timestamp
+    def __init__(self, key: _Optional[str] = ..., conversation_id: _Optional[str] = ..., state: _Optional[str] = ..., attempts: _Optional[int] = ..., last_error: _Optional[str] = ..., next_attempt_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class StatusResponse(_message.Message):
+    __slots__ = ("identity", "streams", "last_sync_at", "last_sync_error", "inbox_messages", "consumers", "requests", "outbox", "installations", "identity_updates", "warnings")
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    STREAMS_FIELD_NUMBER: _ClassVar[int]
+    LAST_SYNC_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_SYNC_ERROR_FIELD_NUMBER: _ClassVar[int]
+    INBOX_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    CONSUMERS_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    OUTBOX_FIELD_NUMBER: _ClassVar[int]
+    INSTALLATIONS_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    identity: IdentityResponse
+    streams: _containers.RepeatedCompositeFieldContainer[StreamHealth]
+    last_sync_at: _timestamp_pb2.Timestamp
+    last_sync_error: str
+    inbox_messages: int
+    consumers: _containers.RepeatedCompositeFieldContainer[ConsumerStatus]
+    requests: int
+    outbox: _containers.RepeatedCompositeFieldContainer[OutboxEntry]
+    installations: int
+    identity_updates: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, identity: _Optional[_Union[IdentityResponse, _Mapping]] = ..., streams: _Optional[_Iterable[_Union[StreamHealth, _Mapping]]] = ..., last_sync_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_sync_error: _Optional[str] = ..., inbox_messages: _Optional[int] = ..., consumers: _Optional[_Iterable[_Union[ConsumerStatus, _Mapping]]] = ..., requests: _Optional[int] = ..., outbox: _Optional[_Iterable[_Union[OutboxEntry, _Mapping]]] = ..., installations: _Optional[int] = ..., identity_updates: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
