@@ -1,0 +1,1 @@
+"""Benchmark harnesses: each module measures cone against a named baseline in the same run."""
