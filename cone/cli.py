@@ -24,7 +24,9 @@ def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         description="Serve the XMTP identity and MLS node APIs that libxmtp calls, on h2c.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=5556, help="port to listen on (default 5556; 0 picks one)")
+    p.add_argument(
+        "--port", type=int, default=5556, help="port to listen on (default 5556; 0 picks one)"
+    )
     p.add_argument("--db", default=None, help="SQLite file to persist state in (default: memory)")
     p.add_argument(
         "--control",

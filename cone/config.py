@@ -1,0 +1,129 @@
+"""Where cone keeps its state and which network it talks to.
+
+Precedence, highest first, for every setting: the command-line flag, then the
+environment variable, then the default.
+
+| setting        | flag                | environment        | default                                   |
+| -------------- | ------------------- | ------------------ | ----------------------------------------- |
+| state directory| `--home`            | `CONE_HOME`        | `$XDG_STATE_HOME/cone`, else `~/.local/state/cone` |
+| network        | `--network`         | `CONE_NETWORK`     | `local` (a `cone devnet` on this machine) |
+| node URL       | `--api-url`         | `CONE_API_URL`     | the network's URL (below)                 |
+| database key   | `--key-file`        | `CONE_DB_KEY`      | key file `db.key` in the state directory  |
+| wallet key     | `--wallet-key-file` | `CONE_WALLET_KEY`  | a new key, made on first start            |
+
+`CONE_DB_KEY` (64 hex characters) wins over any key file, so that a key can be
+injected by a secret manager without touching the disk.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+NETWORK_URLS: Final[dict[str, str]] = {
+    "local": "http://127.0.0.1:5556",
+    "dev": "https://grpc.dev.xmtp.network:443",
+    "production": "https://grpc.production.xmtp.network:443",
+}
+
+SOCKET_NAME: Final = "cone.sock"
+LOCK_NAME: Final = "cone.lock"
+STORE_NAME: Final = "cone.db"
+XMTP_DB_NAME: Final = "xmtp.db3"
+KEY_FILE_NAME: Final = "db.key"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The files of one state directory."""
+
+    home: Path
+
+    @property
+    def socket(self) -> Path:
+        """The Unix socket the core serves on."""
+        return self.home / SOCKET_NAME
+
+    @property
+    def lock(self) -> Path:
+        """The lock file: whoever holds its flock owns the identity."""
+        return self.home / LOCK_NAME
+
+    @property
+    def store(self) -> Path:
+        """cone's own SQLCipher database."""
+        return self.home / STORE_NAME
+
+    @property
+    def xmtp_db(self) -> Path:
+        """libxmtp's encrypted database."""
+        return self.home / XMTP_DB_NAME
+
+    @property
+    def default_key_file(self) -> Path:
+        """Where the database key lives when no other source is given."""
+        return self.home / KEY_FILE_NAME
+
+
+def resolve_home(flag: str | None = None) -> Path:
+    """The state directory from `--home`, `CONE_HOME` or the XDG default."""
+    if flag:
+        return Path(flag).expanduser().absolute()
+    env = os.environ.get("CONE_HOME")
+    if env:
+        return Path(env).expanduser().absolute()
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
+    return (base / "cone").absolute()
+
+
+def resolve_network(flag: str | None = None) -> str:
+    """The network name from `--network`, `CONE_NETWORK` or `local`."""
+    network = flag or os.environ.get("CONE_NETWORK") or "local"
+    if network not in NETWORK_URLS:
+        from cone.errors import InvalidArgument
+
+        raise InvalidArgument(
+            f"unknown network {network!r}: use one of {', '.join(NETWORK_URLS)}", field="network"
+        )
+    return network
+
+
+def resolve_api_url(network: str, flag: str | None = None) -> str:
+    """The node URL from `--api-url`, `CONE_API_URL` or the network's default."""
+    return flag or os.environ.get("CONE_API_URL") or NETWORK_URLS[network]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the core needs to start, resolved once at the edge."""
+
+    paths: Paths
+    network: str
+    api_url: str
+    key_file: Path | None = None
+    wallet_key_file: Path | None = None
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        home: str | None = None,
+        network: str | None = None,
+        api_url: str | None = None,
+        key_file: str | None = None,
+        wallet_key_file: str | None = None,
+    ) -> Settings:
+        """Settings from flags (None when not given), the environment and defaults."""
+        net = resolve_network(network)
+        return cls(
+            paths=Paths(resolve_home(home)),
+            network=net,
+            api_url=resolve_api_url(net, api_url),
+            key_file=Path(key_file).expanduser().absolute() if key_file else None,
+            wallet_key_file=(
+                Path(wallet_key_file).expanduser().absolute() if wallet_key_file else None
+            ),
+        )

@@ -1,0 +1,172 @@
+"""The cone error tree and the one table that maps it onto every wire.
+
+```
+ConeError                      reason (default)        gRPC                 JSON-RPC  exit
+├── InvalidArgument            invalid_argument        INVALID_ARGUMENT     -32602    2
+├── NotFound                   not_found               NOT_FOUND            -32002    3
+├── Conflict                   conflict                ALREADY_EXISTS       -32003    4
+├── FailedPrecondition         failed_precondition     FAILED_PRECONDITION  -32004    4
+├── Unavailable                network_unavailable     UNAVAILABLE          -32001    5
+├── RateLimited                rate_limited            RESOURCE_EXHAUSTED   -32005    5
+├── StateError                 state_error             FAILED_PRECONDITION  -32006    6
+│   (lock held, wrong database key, installation mismatch, bad permissions)
+└── Internal                   internal                INTERNAL             -32603    1
+```
+
+Inside the core, code raises these with a stable `reason`. Each process translates
+exactly once at its boundary: the servicer into a gRPC status whose details carry a
+`google.rpc.ErrorInfo` (domain `cone.chat`, the reason, and metadata `field` and
+`retryAfterMs` where set); the client back into the same `ConeError`; each facade into
+its wire (JSON-RPC codes, MCP `isError`, CLI exit codes) through `jsonrpc_code` and
+`exit_code` below.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Final
+
+import grpc
+
+DOMAIN: Final = "cone.chat"
+
+
+class ConeError(Exception):
+    """Base of every error cone reports. `reason` is stable and machine-readable."""
+
+    default_reason: ClassVar[str] = "internal"
+    grpc_code: ClassVar[grpc.StatusCode] = grpc.StatusCode.INTERNAL
+    jsonrpc_code: ClassVar[int] = -32603
+    exit_code: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str | None = None,
+        field: str | None = None,
+        retry_after_ms: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason or self.default_reason
+        self.field = field
+        self.retry_after_ms = retry_after_ms
+
+    def data(self) -> dict[str, object]:
+        """The machine-readable part, as facades put it on their wire."""
+        data: dict[str, object] = {"reason": self.reason}
+        if self.field is not None:
+            data["field"] = self.field
+        if self.retry_after_ms is not None:
+            data["retryAfterMs"] = self.retry_after_ms
+        return data
+
+
+class InvalidArgument(ConeError):
+    """A parameter is missing, of the wrong type or out of range; `field` names it."""
+
+    default_reason = "invalid_argument"
+    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
+    jsonrpc_code = -32602
+    exit_code = 2
+
+
+class NotFound(ConeError):
+    """A destination, conversation or message does not exist."""
+
+    default_reason = "not_found"
+    grpc_code = grpc.StatusCode.NOT_FOUND
+    jsonrpc_code = -32002
+    exit_code = 3
+
+
+class Conflict(ConeError):
+    """The request contradicts what is recorded (a key or a contact name in use)."""
+
+    default_reason = "conflict"
+    grpc_code = grpc.StatusCode.ALREADY_EXISTS
+    jsonrpc_code = -32003
+    exit_code = 4
+
+
+class FailedPrecondition(ConeError):
+    """The request is valid but the state does not allow it (e.g. reply to a request)."""
+
+    default_reason = "failed_precondition"
+    grpc_code = grpc.StatusCode.FAILED_PRECONDITION
+    jsonrpc_code = -32004
+    exit_code = 4
+
+
+class Unavailable(ConeError):
+    """The network or the daemon cannot be reached; retry later."""
+
+    default_reason = "network_unavailable"
+    grpc_code = grpc.StatusCode.UNAVAILABLE
+    jsonrpc_code = -32001
+    exit_code = 5
+
+
+class RateLimited(ConeError):
+    """XMTP's rate limit was hit; `retry_after_ms` says when to retry, where known."""
+
+    default_reason = "rate_limited"
+    grpc_code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    jsonrpc_code = -32005
+    exit_code = 5
+
+
+class StateError(ConeError):
+    """The state directory cannot be used: locked, wrong key, bad permissions."""
+
+    default_reason = "state_error"
+    grpc_code = grpc.StatusCode.FAILED_PRECONDITION
+    jsonrpc_code = -32006
+    exit_code = 6
+
+
+class Internal(ConeError):
+    """A bug or an unexpected failure; the message says what was being done."""
+
+
+# The one mapping table: reason-independent lookups by wire code, used when an error
+# crosses back from gRPC (the ErrorInfo reason then picks the exact class where known).
+_BY_GRPC: Final[dict[grpc.StatusCode, type[ConeError]]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.ALREADY_EXISTS: Conflict,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: RateLimited,
+    grpc.StatusCode.DEADLINE_EXCEEDED: Unavailable,
+    grpc.StatusCode.INTERNAL: Internal,
+    grpc.StatusCode.UNKNOWN: Internal,
+}
+
+# Reasons that belong to StateError although they travel as FAILED_PRECONDITION.
+STATE_REASONS: Final = frozenset(
+    {"state_error", "locked", "wrong_key", "installation_mismatch", "bad_permissions"}
+)
+
+
+def error_class_for(code: grpc.StatusCode, reason: str | None) -> type[ConeError]:
+    """The ConeError class for a gRPC status code and ErrorInfo reason."""
+    if reason in STATE_REASONS:
+        return StateError
+    return _BY_GRPC.get(code, Internal)
+
+
+__all__ = [
+    "DOMAIN",
+    "STATE_REASONS",
+    "ConeError",
+    "Conflict",
+    "FailedPrecondition",
+    "Internal",
+    "InvalidArgument",
+    "NotFound",
+    "RateLimited",
+    "StateError",
+    "Unavailable",
+    "error_class_for",
+]

@@ -1,0 +1,113 @@
+"""cone's encrypted store: the only importer of sqlcipher3.
+
+`Store` owns one SQLCipher connection and one worker thread. Query modules
+(`inbox`, `conversations`, `meta`) hold plain functions over a connection; the core
+runs them through `Store.read` and `Store.write`, so every mutating call is one
+IMMEDIATE transaction that is committed and synced (synchronous=FULL) before the
+awaiting coroutine resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable
+from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
+
+from cone.store import conversations, inbox, meta
+from cone.store._db import Connection, open_database
+from cone.store._migrations import migrate
+from cone.store.keys import load_db_key
+from cone.store.records import (
+    Consent,
+    ContactRecord,
+    Conversation,
+    IncomingMessage,
+    Kind,
+    Request,
+    StoredMessage,
+)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Store:
+    """An open store. Create with `Store.open`; close with `close`."""
+
+    def __init__(self, conn: Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        # One thread: SQLite work is serialized and never blocks the event loop.
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cone-store")
+
+    @classmethod
+    def open(cls, path: Path, key: bytes) -> Store:
+        """Open or create the store at `path` and bring its schema up to date."""
+        conn = open_database(path, key)
+        try:
+            migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, path)
+
+    def _write_sync(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(self._conn, *args, **kwargs)
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+        return result
+
+    async def write(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run `fn(conn, ...)` in one write transaction; durable when this returns."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, lambda: self._write_sync(fn, *args, **kwargs))
+
+    async def read(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run `fn(conn, ...)` for reading."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, lambda: fn(self._conn, *args, **kwargs))
+
+    def write_now(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """The synchronous `write`, for start-up code that runs before the loop serves."""
+        return self._pool.submit(lambda: self._write_sync(fn, *args, **kwargs)).result()
+
+    def read_now(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """The synchronous `read`, for start-up code."""
+        return self._pool.submit(lambda: fn(self._conn, *args, **kwargs)).result()
+
+    def close(self) -> None:
+        """Finish pending work and close the connection."""
+        self._pool.shutdown(wait=True)
+        self._conn.close()
+
+
+__all__ = [
+    "Consent",
+    "ContactRecord",
+    "Conversation",
+    "IncomingMessage",
+    "Kind",
+    "Request",
+    "Store",
+    "StoredMessage",
+    "conversations",
+    "inbox",
+    "load_db_key",
+    "meta",
+]

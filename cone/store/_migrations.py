@@ -1,0 +1,121 @@
+"""Schema migrations: `user_version` climbs one step at a time, each in one transaction."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from cone.errors import StateError
+from cone.store._db import Connection
+
+# Each entry takes the schema from version i to i+1. Never edit a released step;
+# append a new one.
+MIGRATIONS: Final[list[str]] = [
+    # 0 -> 1: the initial schema.
+    """
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value BLOB NOT NULL
+    ) WITHOUT ROWID;
+
+    -- consent: 1 requested, 2 accepted, 3 blocked. type: 1 dm, 2 group.
+    CREATE TABLE conversations (
+        id            TEXT PRIMARY KEY,
+        type          INTEGER NOT NULL,
+        peer_inbox_id TEXT NOT NULL,
+        consent       INTEGER NOT NULL,
+        first_seen_ns INTEGER NOT NULL,
+        ingested_ns   INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID;
+
+    -- Each XMTP message once; seq is the local order consumers see.
+    CREATE TABLE messages (
+        seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+        id              TEXT NOT NULL UNIQUE,
+        conversation_id TEXT NOT NULL REFERENCES conversations(id),
+        sender_inbox_id TEXT NOT NULL,
+        sent_at_ns      INTEGER NOT NULL,
+        content_type    TEXT NOT NULL,
+        text            TEXT,
+        data_json       TEXT,
+        reply_to        TEXT,
+        fallback        TEXT,
+        send_key        TEXT
+    );
+    CREATE INDEX messages_by_conversation ON messages(conversation_id, seq);
+    -- A peer's repeat of the same send key is dropped on ingest.
+    CREATE UNIQUE INDEX messages_by_sender_key ON messages(sender_inbox_id, send_key)
+        WHERE send_key IS NOT NULL;
+
+    -- Per-consumer delivery counts and acknowledgements.
+    CREATE TABLE receipts (
+        consumer   TEXT NOT NULL,
+        seq        INTEGER NOT NULL REFERENCES messages(seq),
+        deliveries INTEGER NOT NULL DEFAULT 0,
+        acked_ns   INTEGER,
+        PRIMARY KEY (consumer, seq)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE consumers (
+        name       TEXT PRIMARY KEY,
+        created_ns INTEGER NOT NULL
+    ) WITHOUT ROWID;
+
+    CREATE TABLE blocked_inboxes (
+        inbox_id   TEXT PRIMARY KEY,
+        blocked_ns INTEGER NOT NULL
+    ) WITHOUT ROWID;
+
+    CREATE TABLE contacts (
+        inbox_id        TEXT PRIMARY KEY,
+        name            TEXT UNIQUE,
+        address         TEXT,
+        conversation_id TEXT NOT NULL
+    ) WITHOUT ROWID;
+
+    -- Send keys: the first payload and conversation, persisted before publication.
+    CREATE TABLE outbox (
+        key             TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL,
+        destination     TEXT NOT NULL,
+        content_type    TEXT NOT NULL,
+        payload         BLOB NOT NULL,
+        message_id      TEXT,
+        state           TEXT NOT NULL,
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        last_error      TEXT,
+        next_attempt_ns INTEGER,
+        created_ns      INTEGER NOT NULL,
+        settled_ns      INTEGER
+    ) WITHOUT ROWID;
+    CREATE INDEX outbox_unsettled ON outbox(state, next_attempt_ns) WHERE state != 'settled';
+    """,
+]
+
+
+def migrate(conn: Connection) -> int:
+    """Bring the schema up to date; returns the version. A newer file is refused."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version > len(MIGRATIONS):
+        raise StateError(
+            f"the store has schema version {version}, newer than this cone knows "
+            f"({len(MIGRATIONS)}): upgrade cone",
+            reason="state_error",
+        )
+    while version < len(MIGRATIONS):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _split(MIGRATIONS[version]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        version += 1
+    return int(version)
+
+
+def _split(script: str) -> list[str]:
+    """Statements of a migration script (no semicolons inside statements here)."""
+    lines = [ln for ln in script.splitlines() if not ln.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

@@ -1,0 +1,140 @@
+"""Conversations, consent, blocked inboxes and contacts.
+
+Every function takes an open connection inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from cone.errors import Conflict, NotFound
+from cone.store._db import Connection
+from cone.store.records import Consent, ContactRecord, Conversation, Kind, Request
+
+_COLUMNS = "id, type, peer_inbox_id, consent, first_seen_ns, ingested_ns"
+
+
+def _conversation(row: tuple[object, ...]) -> Conversation:
+    return Conversation(
+        id=str(row[0]),
+        kind=Kind(int(row[1])),  # type: ignore[call-overload]  # sqlite returns int
+        peer_inbox_id=str(row[2]),
+        consent=Consent(int(row[3])),  # type: ignore[call-overload]
+        first_seen_ns=int(row[4]),  # type: ignore[call-overload]
+        ingested_ns=int(row[5]),  # type: ignore[call-overload]
+    )
+
+
+def get(conn: Connection, conversation_id: str) -> Conversation | None:
+    """The conversation, or None."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM conversations WHERE id = ?", (conversation_id,)
+    ).fetchone()
+    return _conversation(row) if row else None
+
+
+def require(conn: Connection, conversation_id: str) -> Conversation:
+    """The conversation, or NotFound(reason=unknown_conversation)."""
+    conv = get(conn, conversation_id)
+    if conv is None:
+        raise NotFound(
+            f"conversation {conversation_id} is not known to this inbox: run sync first",
+            reason="unknown_conversation",
+            field="conversationId",
+        )
+    return conv
+
+
+def ensure(
+    conn: Connection,
+    conversation_id: str,
+    kind: Kind,
+    peer_inbox_id: str,
+    consent: Consent,
+    now_ns: int,
+) -> Conversation:
+    """Insert the conversation with `consent` if new; return what is recorded."""
+    conn.execute(
+        "INSERT OR IGNORE INTO conversations (id, type, peer_inbox_id, consent, first_seen_ns)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (conversation_id, int(kind), peer_inbox_id, int(consent), now_ns),
+    )
+    return require(conn, conversation_id)
+
+
+def set_consent(
+    conn: Connection, conversation_id: str, consent: Consent, now_ns: int
+) -> Conversation:
+    """Record consent; blocking a DM also blocks its peer inbox, accepting unblocks it."""
+    conv = require(conn, conversation_id)
+    conn.execute("UPDATE conversations SET consent = ? WHERE id = ?", (int(consent), conv.id))
+    if conv.kind is Kind.DM:
+        if consent is Consent.BLOCKED:
+            conn.execute(
+                "INSERT OR IGNORE INTO blocked_inboxes (inbox_id, blocked_ns) VALUES (?, ?)",
+                (conv.peer_inbox_id, now_ns),
+            )
+        elif consent is Consent.ACCEPTED:
+            conn.execute("DELETE FROM blocked_inboxes WHERE inbox_id = ?", (conv.peer_inbox_id,))
+    return require(conn, conv.id)
+
+
+def set_ingested(conn: Connection, conversation_id: str, ingested_ns: int) -> None:
+    """Advance the point up to which libxmtp's messages have been ingested."""
+    conn.execute(
+        "UPDATE conversations SET ingested_ns = max(ingested_ns, ?) WHERE id = ?",
+        (ingested_ns, conversation_id),
+    )
+
+
+def all_conversations(conn: Connection) -> list[Conversation]:
+    """Every known conversation."""
+    return [_conversation(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM conversations")]
+
+
+def requests(conn: Connection) -> list[Request]:
+    """Conversations held as requests, oldest first, with how many messages wait."""
+    rows = conn.execute(
+        "SELECT c.id, c.type, c.peer_inbox_id, c.first_seen_ns,"
+        " (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)"
+        " FROM conversations c WHERE c.consent = ? ORDER BY c.first_seen_ns, c.id",
+        (int(Consent.REQUESTED),),
+    ).fetchall()
+    return [Request(r[0], Kind(r[1]), r[2], r[3], r[4]) for r in rows]
+
+
+def is_blocked_inbox(conn: Connection, inbox_id: str) -> bool:
+    """Whether the inbox is blocked."""
+    row = conn.execute("SELECT 1 FROM blocked_inboxes WHERE inbox_id = ?", (inbox_id,)).fetchone()
+    return row is not None
+
+
+def save_contact(conn: Connection, contact: ContactRecord) -> ContactRecord:
+    """Save or update a contact; a name already used by another inbox is a Conflict."""
+    if contact.name is not None:
+        row = conn.execute(
+            "SELECT inbox_id FROM contacts WHERE name = ?", (contact.name,)
+        ).fetchone()
+        if row and row[0] != contact.inbox_id:
+            raise Conflict(
+                f"the contact name {contact.name!r} already belongs to inbox {row[0]}",
+                reason="contact_name_taken",
+                field="name",
+            )
+    conn.execute(
+        "INSERT INTO contacts (inbox_id, name, address, conversation_id) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (inbox_id) DO UPDATE SET name = coalesce(excluded.name, name),"
+        " address = coalesce(excluded.address, address), conversation_id = excluded.conversation_id",
+        (contact.inbox_id, contact.name, contact.address, contact.conversation_id),
+    )
+    row = conn.execute(
+        "SELECT inbox_id, name, address, conversation_id FROM contacts WHERE inbox_id = ?",
+        (contact.inbox_id,),
+    ).fetchone()
+    return ContactRecord(row[0], row[1], row[2], row[3])
+
+
+def contact_by_name(conn: Connection, name: str) -> ContactRecord | None:
+    """The contact saved under `name`, or None."""
+    row = conn.execute(
+        "SELECT inbox_id, name, address, conversation_id FROM contacts WHERE name = ?", (name,)
+    ).fetchone()
+    return ContactRecord(row[0], row[1], row[2], row[3]) if row else None

@@ -1,0 +1,147 @@
+"""Inbox, receipts and consumers: the queries behind Receive and Ack.
+
+Every function takes an open connection inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from cone.errors import NotFound
+from cone.store._db import Connection
+from cone.store.records import Consent, IncomingMessage, Kind, StoredMessage
+
+# Pending for a consumer: in an accepted conversation, not from a blocked inbox,
+# not acknowledged by that consumer.
+_PENDING = f"""
+    FROM messages m
+    JOIN conversations c ON c.id = m.conversation_id
+    WHERE c.consent = {int(Consent.ACCEPTED)}
+      AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)
+      AND NOT EXISTS (
+          SELECT 1 FROM receipts r
+          WHERE r.consumer = :consumer AND r.seq = m.seq AND r.acked_ns IS NOT NULL)
+"""
+
+
+def insert_messages(conn: Connection, messages: Iterable[IncomingMessage]) -> list[str]:
+    """Insert messages not yet in the inbox; returns the ids that were new.
+
+    A repeat of an XMTP id, or of a (sender, send key) pair, is dropped.
+    """
+    new: list[str] = []
+    for m in messages:
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO messages (id, conversation_id, sender_inbox_id, sent_at_ns,"
+            " content_type, text, data_json, reply_to, fallback, send_key)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                m.id,
+                m.conversation_id,
+                m.sender_inbox_id,
+                m.sent_at_ns,
+                m.content_type,
+                m.text,
+                m.data_json,
+                m.reply_to,
+                m.fallback,
+                m.send_key,
+            ),
+        )
+        if cur.rowcount:
+            new.append(m.id)
+    return new
+
+
+def touch_consumer(conn: Connection, consumer: str, now_ns: int) -> None:
+    """Record that a consumer exists (for status)."""
+    conn.execute(
+        "INSERT OR IGNORE INTO consumers (name, created_ns) VALUES (?, ?)", (consumer, now_ns)
+    )
+
+
+def take_pending(
+    conn: Connection, consumer: str, limit: int, exclude: Sequence[str]
+) -> tuple[list[StoredMessage], bool]:
+    """The oldest `limit` pending messages, their delivery counts raised; and `more`."""
+    params: dict[str, object] = {"consumer": consumer, "limit": limit + 1}
+    exclusion = ""
+    if exclude:
+        names = [f":x{i}" for i in range(len(exclude))]
+        params.update({f"x{i}": cid for i, cid in enumerate(exclude)})
+        exclusion = f" AND m.conversation_id NOT IN ({', '.join(names)})"
+    rows = conn.execute(
+        "SELECT m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
+        " m.content_type, m.text, m.data_json, m.reply_to, m.fallback"
+        f" {_PENDING}{exclusion} ORDER BY m.seq LIMIT :limit",
+        params,
+    ).fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    out: list[StoredMessage] = []
+    for row in rows:
+        (deliveries,) = conn.execute(
+            "INSERT INTO receipts (consumer, seq, deliveries) VALUES (?, ?, 1)"
+            " ON CONFLICT (consumer, seq) DO UPDATE SET deliveries = deliveries + 1"
+            " RETURNING deliveries",
+            (consumer, row[0]),
+        ).fetchone()
+        out.append(
+            StoredMessage(
+                seq=row[0],
+                id=row[1],
+                conversation_id=row[2],
+                kind=Kind(row[3]),
+                sender_inbox_id=row[4],
+                sent_at_ns=row[5],
+                content_type=row[6],
+                text=row[7],
+                data_json=row[8],
+                reply_to=row[9],
+                fallback=row[10],
+                deliveries=deliveries,
+            )
+        )
+    return out, more
+
+
+def ack(conn: Connection, consumer: str, message_ids: Sequence[str], now_ns: int) -> int:
+    """Acknowledge ids for a consumer; all or nothing. Returns how many are acknowledged."""
+    unique = list(dict.fromkeys(message_ids))
+    seqs: dict[str, int] = {}
+    for i in range(0, len(unique), 500):
+        chunk = unique[i : i + 500]
+        marks = ", ".join("?" * len(chunk))
+        for mid, seq in conn.execute(
+            f"SELECT id, seq FROM messages WHERE id IN ({marks})", chunk
+        ).fetchall():
+            seqs[mid] = seq
+    missing = [mid for mid in unique if mid not in seqs]
+    if missing:
+        shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+        raise NotFound(
+            f"{len(missing)} message id(s) are not in the inbox: {shown}",
+            reason="unknown_message",
+            field="messageIds",
+        )
+    conn.executemany(
+        "INSERT INTO receipts (consumer, seq, acked_ns) VALUES (?, ?, ?)"
+        " ON CONFLICT (consumer, seq) DO UPDATE SET acked_ns = coalesce(acked_ns, excluded.acked_ns)",
+        [(consumer, seqs[mid], now_ns) for mid in unique],
+    )
+    return len(unique)
+
+
+def pending_counts(conn: Connection) -> list[tuple[str, int]]:
+    """Pending messages per known consumer."""
+    out = []
+    for (name,) in conn.execute("SELECT name FROM consumers ORDER BY name").fetchall():
+        (n,) = conn.execute(f"SELECT count(*) {_PENDING}", {"consumer": name}).fetchone()
+        out.append((name, int(n)))
+    return out
+
+
+def message_count(conn: Connection) -> int:
+    """Messages in the inbox."""
+    (n,) = conn.execute("SELECT count(*) FROM messages").fetchone()
+    return int(n)

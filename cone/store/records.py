@@ -1,0 +1,88 @@
+"""Plain records the store hands out and takes in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Consent(IntEnum):
+    """Consent as cone records it (numbers match the proto's ConsentState)."""
+
+    REQUESTED = 1
+    ACCEPTED = 2
+    BLOCKED = 3
+
+
+class Kind(IntEnum):
+    """Conversation kinds (numbers match the proto's ConversationType)."""
+
+    DM = 1
+    GROUP = 2
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation cone knows about."""
+
+    id: str
+    kind: Kind
+    peer_inbox_id: str
+    consent: Consent
+    first_seen_ns: int
+    ingested_ns: int
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    """A decoded message ready to enter the inbox."""
+
+    id: str
+    conversation_id: str
+    sender_inbox_id: str
+    sent_at_ns: int
+    content_type: str
+    text: str | None = None
+    data_json: str | None = None
+    reply_to: str | None = None
+    fallback: str | None = None
+    send_key: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message as a consumer receives it."""
+
+    seq: int
+    id: str
+    conversation_id: str
+    kind: Kind
+    sender_inbox_id: str
+    sent_at_ns: int
+    content_type: str
+    text: str | None
+    data_json: str | None
+    reply_to: str | None
+    fallback: str | None
+    deliveries: int
+
+
+@dataclass(frozen=True)
+class Request:
+    """A conversation held as a request: identities only."""
+
+    conversation_id: str
+    kind: Kind
+    peer_inbox_id: str
+    first_seen_ns: int
+    pending_messages: int
+
+
+@dataclass(frozen=True)
+class ContactRecord:
+    """A saved contact."""
+
+    inbox_id: str
+    name: str | None
+    address: str | None
+    conversation_id: str

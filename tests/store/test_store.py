@@ -1,0 +1,110 @@
+"""The SQLCipher store: keys, durability rules, inbox and receipts (real SQLCipher)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from cone.errors import NotFound, StateError
+from cone.store import Consent, IncomingMessage, Kind, Store, conversations, inbox
+from cone.store._migrations import MIGRATIONS
+
+KEY = bytes(range(32))
+
+
+def _msg(i: int, conv: str = "c1", sender: str = "peer", key: str | None = None) -> IncomingMessage:
+    return IncomingMessage(
+        id=f"m{i:04d}",
+        conversation_id=conv,
+        sender_inbox_id=sender,
+        sent_at_ns=1_000 + i,
+        content_type="xmtp.org/text:1.0",
+        text=f"secret-marker-{i}",
+        send_key=key,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store.open(tmp_path / "cone.db", KEY)
+    s.write_now(conversations.ensure, "c1", Kind.DM, "peer", Consent.ACCEPTED, 1)
+    return s
+
+
+def test_a_wrong_key_is_a_clear_error_and_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "cone.db"
+    s = Store.open(path, KEY)
+    s.write_now(conversations.ensure, "c1", Kind.DM, "peer", Consent.ACCEPTED, 1)
+    s.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(StateError) as err:
+        Store.open(path, bytes(32))
+    assert err.value.reason == "wrong_key"
+    assert "CONE_DB_KEY" in str(err.value)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    Store.open(path, KEY).close()
+
+
+def test_store_files_are_private_and_hold_no_plaintext(store: Store, tmp_path: Path) -> None:
+    store.write_now(inbox.insert_messages, [_msg(i) for i in range(20)])
+    store.close()
+    for f in tmp_path.iterdir():
+        assert f.stat().st_mode & 0o077 == 0, f
+        assert b"secret-marker" not in f.read_bytes(), f
+
+
+def test_schema_is_at_the_latest_version_and_a_newer_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "cone.db"
+    s = Store.open(path, KEY)
+    assert s.read_now(lambda c: c.execute("PRAGMA user_version").fetchone()[0]) == len(MIGRATIONS)
+    s.write_now(lambda c: c.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}"))
+    s.close()
+    with pytest.raises(StateError, match="newer"):
+        Store.open(path, KEY)
+
+
+def test_each_message_enters_once_and_a_repeated_send_key_is_dropped(store: Store) -> None:
+    assert store.write_now(inbox.insert_messages, [_msg(1), _msg(2, key="k")]) == ["m0001", "m0002"]
+    assert store.write_now(inbox.insert_messages, [_msg(1), _msg(3, key="k")]) == []
+    assert store.read_now(inbox.message_count) == 2
+
+
+def test_consumers_are_independent_and_acks_are_idempotent(store: Store) -> None:
+    store.write_now(inbox.insert_messages, [_msg(i) for i in range(5)])
+    a, more = store.write_now(inbox.take_pending, "a", 3, [])
+    assert [m.id for m in a] == ["m0000", "m0001", "m0002"] and more
+    assert store.write_now(inbox.ack, "a", ["m0000", "m0001"], 5) == 2
+    assert store.write_now(inbox.ack, "a", ["m0000", "m0001"], 6) == 2
+    a2, more = store.write_now(inbox.take_pending, "a", 10, [])
+    assert [m.id for m in a2] == ["m0002", "m0003", "m0004"] and not more
+    assert a2[0].deliveries == 2
+    b, _ = store.write_now(inbox.take_pending, "b", 10, [])
+    assert len(b) == 5 and b[0].deliveries == 1
+
+
+def test_an_ack_with_an_unknown_id_records_nothing(store: Store) -> None:
+    store.write_now(inbox.insert_messages, [_msg(1)])
+    with pytest.raises(NotFound) as err:
+        store.write_now(inbox.ack, "a", ["m0001", "nope"], 5)
+    assert err.value.reason == "unknown_message"
+    pending, _ = store.write_now(inbox.take_pending, "a", 10, [])
+    assert [m.id for m in pending] == ["m0001"]
+
+
+def test_only_accepted_conversations_and_unblocked_senders_are_pending(store: Store) -> None:
+    store.write_now(conversations.ensure, "req", Kind.DM, "stranger", Consent.REQUESTED, 2)
+    store.write_now(conversations.ensure, "dm2", Kind.DM, "troll", Consent.ACCEPTED, 3)
+    store.write_now(conversations.ensure, "grp", Kind.GROUP, "friend", Consent.ACCEPTED, 4)
+    store.write_now(
+        inbox.insert_messages,
+        [_msg(1, "req", "stranger"), _msg(2, "grp", "troll"), _msg(3, "grp", "friend")],
+    )
+    ids = lambda: [m.id for m in store.write_now(inbox.take_pending, "a", 10, [])[0]]  # noqa: E731
+    assert ids() == ["m0002", "m0003"]
+    store.write_now(conversations.set_consent, "dm2", Consent.BLOCKED, 5)
+    assert ids() == ["m0003"]
+    store.write_now(conversations.set_consent, "req", Consent.ACCEPTED, 6)
+    assert ids() == ["m0001", "m0003"]
+    assert [m.id for m in store.write_now(inbox.take_pending, "a", 10, ["req"])[0]] == ["m0003"]
