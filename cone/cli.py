@@ -14,7 +14,34 @@ from collections.abc import Sequence
 # command name -> module whose `run(args) -> int` carries it out
 _COMMANDS = {
     "devnet": "cone.devnet.command",
+    "daemon": "cone.daemon.command",
 }
+
+
+def _add_state(p: argparse.ArgumentParser) -> None:
+    """The flags every command that hosts or reaches an identity shares."""
+    p.add_argument("--home", help="state directory (default: $CONE_HOME or the XDG state dir)")
+    p.add_argument(
+        "--network",
+        choices=["production", "dev", "local"],
+        help="XMTP network (default: $CONE_NETWORK or local)",
+    )
+    p.add_argument("--api-url", help="node URL override (default: $CONE_API_URL or the network's)")
+    p.add_argument("--key-file", help="database key file (default: $CONE_DB_KEY or HOME/db.key)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress on stderr")
+
+
+def _add_daemon(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "daemon",
+        help="host the identity and serve cone.sock until stopped",
+        description="Own one identity: keep in step with XMTP and serve ConeService on cone.sock.",
+    )
+    _add_state(p)
+    p.add_argument(
+        "--wallet-key-file",
+        help="import this wallet key (64 hex) on first start (default: $CONE_WALLET_KEY or new)",
+    )
 
 
 def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cone", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_devnet(sub)
+    _add_daemon(sub)
     return parser
 
 

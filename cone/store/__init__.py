@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from cone.store import conversations, inbox, meta
+from cone.store import conversations, inbox, meta, outbox
 from cone.store._db import Connection, open_database
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
@@ -98,6 +98,7 @@ class Store:
 
 
 __all__ = [
+    "Connection",
     "Consent",
     "ContactRecord",
     "Conversation",
@@ -110,4 +111,5 @@ __all__ = [
     "inbox",
     "load_db_key",
     "meta",
+    "outbox",
 ]

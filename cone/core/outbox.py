@@ -1,0 +1,234 @@
+"""Send and Reply: one logical message per key, whatever crashes in between.
+
+The key protocol, in order:
+1. The first payload and the exact conversation for a key are committed to the
+   outbox (encrypted, synced) before anything else happens.
+2. libxmtp prepares the message locally (unpublished); its id is recorded.
+   A crash between these two steps is healed on restart by finding the prepared
+   message through the key it carries (`cone.key` in the envelope).
+3. The message is published; the key is settled. Publishing a prepared message
+   again is harmless, so a crash before the settle record only repeats step 3.
+A failed publication leaves the key `failing`; a per-conversation worker retries
+with backoff, so one failing conversation never holds back another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from cone import limits
+from cone.core import content
+from cone.core.ingest import OVERLAP_NS
+from cone.engine.engine import Engine
+from cone.errors import Conflict, InvalidArgument, RateLimited, Unavailable
+from cone.store import Store, outbox
+from cone.store.outbox import OutboxRecord
+
+log = logging.getLogger(__name__)
+
+RETRY_START_S = 1.0
+RETRY_MAX_S = 300.0
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """What Send and Reply return."""
+
+    message_id: str
+    conversation_id: str
+    deduplicated: bool
+    published: bool
+
+
+def check_key(key: str) -> str:
+    """A send key: 1–256 characters."""
+    if not key or len(key) > limits.KEY_MAX_CHARS:
+        raise InvalidArgument(
+            f"key must be 1–{limits.KEY_MAX_CHARS} characters; reuse it when retrying",
+            field="key",
+        )
+    return key
+
+
+def check_content(text: str | None, data_json: str | None) -> None:
+    """Exactly one of text and data, within size limits; data must be JSON."""
+    if (text is None) == (data_json is None):
+        raise InvalidArgument("give exactly one of text and data", field="text")
+    if text is not None and len(text.encode()) > limits.TEXT_MAX_BYTES:
+        raise InvalidArgument(f"text is over {limits.TEXT_MAX_BYTES} bytes", field="text")
+    if data_json is not None:
+        if len(data_json.encode()) > limits.DATA_MAX_BYTES:
+            raise InvalidArgument(f"data is over {limits.DATA_MAX_BYTES} bytes", field="data")
+        try:
+            json.loads(data_json)
+        except ValueError:
+            raise InvalidArgument("data is not valid JSON", field="data") from None
+
+
+def _backoff_ns(attempts: int) -> int:
+    delay = min(RETRY_START_S * 2 ** max(0, attempts - 1), RETRY_MAX_S)
+    return time.time_ns() + int(delay * (0.5 + random.random()) * 1e9)
+
+
+class Outbox:
+    """Owns the send path and its retries."""
+
+    def __init__(self, store: Store, engine: Engine) -> None:
+        self._store = store
+        self._engine = engine
+        # One lock per conversation: a conversation's sends publish in order, and a
+        # slow or failing conversation never holds another's lock.
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._retry_task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+
+    def _lock(self, conversation_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(conversation_id, asyncio.Lock())
+
+    def start(self) -> None:
+        """Resume unsettled keys now and keep retrying failed ones."""
+        self._retry_task = asyncio.create_task(self._retry_forever(), name="outbox")
+
+    async def stop(self) -> None:
+        """Stop retrying (unsettled keys resume at the next start)."""
+        if self._retry_task is not None:
+            self._retry_task.cancel()
+            await asyncio.gather(self._retry_task, return_exceptions=True)
+
+    async def send(
+        self,
+        *,
+        key: str,
+        destination: str,
+        resolve: Callable[[], Awaitable[str]],
+        text: str | None,
+        data_json: str | None,
+        reply_to: str | None,
+    ) -> SendResult:
+        """Send one logical message for `key`; `resolve` gives the conversation."""
+        check_key(key)
+        check_content(text, data_json)
+        kind = content.TEXT if text is not None else content.DATA
+        existing = await self._store.read(outbox.get, key)
+        if existing is not None:
+            return await self._again(existing, destination, kind, resolve)
+        conversation_id = await resolve()
+        ctype, payload = content.encode(text=text, data_json=data_json, reply_to=reply_to, key=key)
+        async with self._lock(conversation_id):
+            again = await self._store.read(outbox.get, key)
+            if again is not None:  # a concurrent call with the same key won the race
+                return await self._again(again, destination, kind, resolve)
+            rec = await self._store.write(
+                outbox.create,
+                key=key,
+                conversation_id=conversation_id,
+                destination=destination,
+                content_type=_kind_of(ctype, payload),
+                payload=payload,
+                now_ns=time.time_ns(),
+            )
+            return await self._deliver(rec, deduplicated=False, fresh=True)
+
+    async def _again(
+        self, rec: OutboxRecord, destination: str, kind: str, resolve: Callable[[], Awaitable[str]]
+    ) -> SendResult:
+        if rec.content_type != kind:
+            raise Conflict(
+                f"key {rec.key!r} was first used for {rec.content_type} content, not {kind}",
+                reason="key_conflict",
+                field="key",
+            )
+        if destination != rec.destination and await resolve() != rec.conversation_id:
+            raise Conflict(
+                f"key {rec.key!r} was first used for conversation {rec.conversation_id}",
+                reason="key_conflict",
+                field="key",
+            )
+        if rec.state == "settled":
+            assert rec.message_id is not None
+            return SendResult(rec.message_id, rec.conversation_id, True, True)
+        async with self._lock(rec.conversation_id):
+            current = await self._store.read(outbox.get, rec.key)
+            assert current is not None
+            return await self._deliver(current, deduplicated=True)
+
+    async def _deliver(
+        self, rec: OutboxRecord, *, deduplicated: bool, fresh: bool = False
+    ) -> SendResult:
+        """Prepare (if needed) and publish; the caller holds the conversation's lock."""
+        if rec.state == "settled":
+            assert rec.message_id is not None
+            return SendResult(rec.message_id, rec.conversation_id, deduplicated, True)
+        message_id = rec.message_id
+        if message_id is None and not fresh:
+            message_id = await self._find_prepared(rec)
+        if message_id is None:
+            message_id = self._engine.prepare(rec.conversation_id, rec.payload)
+            await self._store.write(outbox.set_prepared, rec.key, message_id)
+        try:
+            await self._engine.publish(rec.conversation_id, message_id)
+        except (Unavailable, RateLimited) as err:
+            await self._store.write(
+                outbox.fail, rec.key, err.message, _backoff_ns(rec.attempts + 1)
+            )
+            self._wake.set()
+            log.warning("send %r waits in the outbox: %s", rec.key, err.message)
+            return SendResult(message_id, rec.conversation_id, deduplicated, False)
+        await self._store.write(outbox.settle, rec.key, time.time_ns())
+        return SendResult(message_id, rec.conversation_id, deduplicated, True)
+
+    async def _find_prepared(self, rec: OutboxRecord) -> str | None:
+        """After a crash between prepare and its record: find the message by its key."""
+        since = max(0, rec.created_ns - OVERLAP_NS)
+        for m in await self._engine.own_messages(rec.conversation_id, since):
+            if content.decode(m.content).send_key == rec.key:
+                await self._store.write(outbox.set_prepared, rec.key, m.id)
+                return m.id
+        return None
+
+    async def _retry_forever(self) -> None:
+        while True:
+            pending = await self._store.read(outbox.unsettled)
+            now = time.time_ns()
+            due = [r for r in pending if r.next_attempt_ns is None or r.next_attempt_ns <= now]
+            by_conv: dict[str, list[OutboxRecord]] = {}
+            for r in due:
+                by_conv.setdefault(r.conversation_id, []).append(r)
+            await asyncio.gather(*(self._retry_conversation(rs) for rs in by_conv.values()))
+            later = [
+                r.next_attempt_ns for r in pending if r.next_attempt_ns and r.next_attempt_ns > now
+            ]
+            timeout = min(later) / 1e9 - time.time() if later else None
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except TimeoutError:
+                pass
+
+    async def _retry_conversation(self, records: list[OutboxRecord]) -> None:
+        for rec in records:
+            async with self._lock(rec.conversation_id):
+                current = await self._store.read(outbox.get, rec.key)
+                if current is None or current.state == "settled":
+                    continue
+                result = await self._deliver(current, deduplicated=True)
+                if not result.published:
+                    return  # keep this conversation's order; the next round retries
+
+    async def unsettled(self) -> list[OutboxRecord]:
+        """Keys not yet published, for status."""
+        return await self._store.read(outbox.unsettled)
+
+
+def _kind_of(content_type: str, payload: bytes) -> str:
+    """The content kind a key is bound to: text or data (a reply wraps one of them)."""
+    if content_type == content.REPLY:
+        decoded = content.decode(payload)
+        return content.DATA if decoded.data_json is not None else content.TEXT
+    return content_type

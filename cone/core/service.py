@@ -1,0 +1,382 @@
+"""What each operation means: the core, which the daemon's servicer calls.
+
+The core holds the logic once; the servicer only converts proto messages, and the
+facades only convert their wire formats into gRPC calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+from cone import PROTOCOL_VERSION
+from cone.core import validate
+from cone.core.ingest import Ingestor
+from cone.core.outbox import Outbox, SendResult
+from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
+from cone.engine.streams import StreamHealth
+from cone.errors import FailedPrecondition, NotFound, Unavailable
+from cone.store import (
+    Consent,
+    ContactRecord,
+    Kind,
+    Request,
+    Store,
+    StoredMessage,
+    conversations,
+    inbox,
+)
+
+log = logging.getLogger(__name__)
+
+INSTALLATION_LIMIT = 10
+UPDATE_LIMIT = 256
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The public identity."""
+
+    protocol: int
+    inbox_id: str
+    address: str
+    network: str
+    installation_id: str
+
+
+@dataclass
+class Status:
+    """What the Status RPC reports."""
+
+    identity: Identity
+    streams: list[StreamHealth]
+    last_sync_ns: int | None
+    last_sync_error: str | None
+    inbox_messages: int
+    consumers: list[tuple[str, int]]
+    requests: int
+    installations: int
+    identity_updates: int
+    warnings: list[str] = field(default_factory=list)
+
+
+class Core:
+    """One identity's operations over its store and engine."""
+
+    def __init__(
+        self, store: Store, engine: Engine, network: str, catchup_interval_s: float = 30.0
+    ) -> None:
+        self.store = store
+        self.engine = engine
+        self.identity = Identity(
+            PROTOCOL_VERSION, engine.inbox_id, engine.address, network, engine.installation_id
+        )
+        self._arrival = asyncio.Event()
+        self.ingestor = Ingestor(store, engine, self._notify)
+        self.outbox = Outbox(store, engine)
+        self._catchup_interval_s = catchup_interval_s
+        self._catchup_task: asyncio.Task[None] | None = None
+        self.last_sync_ns: int | None = None
+        self.last_sync_error: str | None = None
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Subscribe first, then sync missed mail, then keep catching up periodically."""
+        self.ingestor.start()
+        await self.engine.start_streams(
+            on_message=self.ingestor.mark,
+            on_conversation=self._on_conversation,
+            on_consent=self._on_consent,
+            on_restart=self.ingestor.mark_all,
+        )
+        try:
+            await self.sync()
+        except Unavailable as exc:
+            log.warning("first sync failed (%s); catching up in the background", exc)
+        self._catchup_task = asyncio.create_task(self._catch_up_forever(), name="catch-up")
+        self.outbox.start()
+
+    async def stop(self) -> None:
+        """Stop background work; the store stays open for the caller to close."""
+        if self._catchup_task is not None:
+            self._catchup_task.cancel()
+            await asyncio.gather(self._catchup_task, return_exceptions=True)
+        await self.outbox.stop()
+        await self.ingestor.stop()
+        await self.engine.close()
+
+    async def _catch_up_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._catchup_interval_s)
+            try:
+                await self.sync()
+            except Unavailable as exc:
+                log.warning("catch-up failed: %s", exc)
+
+    def _notify(self) -> None:
+        # Wake every waiting Receive; each re-reads the store.
+        self._arrival.set()
+        self._arrival = asyncio.Event()
+
+    def _on_conversation(self, info: ConversationInfo) -> None:
+        self.ingestor.mark(info.id)
+
+    def _on_consent(self, updates: list[ConsentUpdate]) -> None:
+        asyncio.get_running_loop().create_task(self._apply_consent(updates))
+
+    async def _apply_consent(self, updates: list[ConsentUpdate]) -> None:
+        now = time.time_ns()
+        for u in updates:
+            if u.consent is XmtpConsent.UNKNOWN or u.conversation_id is None:
+                continue
+            conv = await self.store.read(conversations.get, u.conversation_id)
+            wanted = Consent.ACCEPTED if u.consent is XmtpConsent.ALLOWED else Consent.BLOCKED
+            if conv is not None and conv.consent is not wanted:
+                await self.store.write(conversations.set_consent, conv.id, wanted, now)
+        self._notify()
+
+    # --- operations ----------------------------------------------------------------
+
+    async def sync(self) -> None:
+        """A full sync and ingest; Unavailable(reason=sync_failed) on failure."""
+        try:
+            await self.engine.sync_all()
+        except Unavailable as exc:
+            self.last_sync_error = exc.message
+            raise
+        await self.ingestor.ingest_all()
+        self.last_sync_ns = time.time_ns()
+        self.last_sync_error = None
+
+    def network_ok(self) -> bool:
+        """Whether the network is known reachable: the last sync did not fail."""
+        return self.last_sync_error is None
+
+    async def receive(
+        self, consumer: str, limit: int | None, wait_ms: int, exclude: list[str]
+    ) -> tuple[list[StoredMessage], bool]:
+        """Pending messages, oldest first, waiting up to `wait_ms` for the first."""
+        consumer = validate.consumer(consumer)
+        limit = validate.receive_limit(limit)
+        wait_ms = validate.wait_ms(wait_ms)
+        exclude = validate.hex_ids(exclude, "excludeConversationIds")
+        await self.store.write(inbox.touch_consumer, consumer, time.time_ns())
+        deadline = time.monotonic() + wait_ms / 1000
+        while True:
+            arrival = self._arrival
+            messages, more = await self.store.write(inbox.take_pending, consumer, limit, exclude)
+            if messages:
+                return messages, more
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                await asyncio.wait_for(arrival.wait(), remaining)
+            except TimeoutError:
+                break
+        if not self.network_ok():
+            raise Unavailable(
+                f"nothing is pending and the network cannot be reached: {self.last_sync_error}",
+                reason="sync_failed",
+            )
+        return [], False
+
+    async def ack(self, consumer: str, message_ids: list[str]) -> int:
+        """Acknowledge ids for a consumer (idempotent, all or nothing)."""
+        consumer = validate.consumer(consumer)
+        ids = validate.hex_ids(message_ids, "messageIds", at_least=1)
+        return await self.store.write(inbox.ack, consumer, ids, time.time_ns())
+
+    async def requests(self) -> list[tuple[Request, str | None]]:
+        """Requests with the peer's address where known."""
+        held = await self.store.read(conversations.requests)
+        out = []
+        for r in held:
+            addresses = await self.engine.addresses_of(r.peer_inbox_id) if r.peer_inbox_id else []
+            out.append((r, addresses[0] if addresses else None))
+        return out
+
+    async def _known(self, conversation_id: str) -> ConversationInfo:
+        validate.hex_id(conversation_id, "conversationId")
+        info = self.engine.conversation(conversation_id)
+        if info is None:
+            raise NotFound(
+                f"conversation {conversation_id} is not known to this inbox: run sync first",
+                reason="unknown_conversation",
+                field="conversationId",
+            )
+        await self.ingestor.record(info)
+        return info
+
+    async def accept(self, conversation_id: str) -> None:
+        """Let a conversation in; XMTP's consent record follows."""
+        info = await self._known(conversation_id)
+        await self.store.write(
+            conversations.set_consent, conversation_id, Consent.ACCEPTED, time.time_ns()
+        )
+        self._notify()
+        peer = info.peer_inbox_id if not info.is_group else None
+        await self.engine.set_consent(
+            conversation_id=conversation_id, allowed=True, peer_inbox_id=peer
+        )
+
+    async def block(self, conversation_id: str) -> None:
+        """Exclude a conversation (and a DM's peer inbox everywhere)."""
+        info = await self._known(conversation_id)
+        await self.store.write(
+            conversations.set_consent, conversation_id, Consent.BLOCKED, time.time_ns()
+        )
+        self._notify()
+        peer = info.peer_inbox_id if not info.is_group else None
+        await self.engine.set_consent(
+            conversation_id=conversation_id, allowed=False, peer_inbox_id=peer
+        )
+
+    async def resolve_inbox(self, to: str) -> tuple[str, str | None]:
+        """(inbox id, address or None) for an address, inbox id or contact name."""
+        to = validate.destination(to)
+        lowered = to.lower()
+        address: str | None = None
+        if lowered.startswith("0x") and len(lowered) == 42:
+            address = lowered
+            inbox_id = await self.engine.resolve(lowered)
+        elif len(lowered) == 64 and all(c in "0123456789abcdef" for c in lowered):
+            inbox_id = await self.engine.resolve(lowered)
+        else:
+            contact = await self.store.read(conversations.contact_by_name, to)
+            if contact is None:
+                raise NotFound(
+                    f"{to!r} is not an address, an inbox id or a saved contact name",
+                    reason="unknown_destination",
+                    field="to",
+                )
+            return contact.inbox_id, contact.address
+        if inbox_id is None:
+            raise NotFound(f"{to} is not on XMTP", reason="not_on_xmtp", field="to")
+        return inbox_id, address
+
+    async def connect(self, to: str, name: str | None) -> ContactRecord:
+        """Resolve, find or create the DM, accept it, save the contact."""
+        name = validate.contact_name(name)
+        inbox_id, address = await self.resolve_inbox(to)
+        dm = await self.engine.find_or_create_dm(inbox_id)
+        now = time.time_ns()
+        await self.store.write(
+            conversations.ensure, dm.id, Kind.DM, inbox_id, Consent.ACCEPTED, now
+        )
+        await self.store.write(conversations.set_consent, dm.id, Consent.ACCEPTED, now)
+        if address is None:
+            addresses = await self.engine.addresses_of(inbox_id)
+            address = addresses[0] if addresses else None
+        contact = await self.store.write(
+            conversations.save_contact, ContactRecord(inbox_id, name, address, dm.id)
+        )
+        await self.engine.set_consent(conversation_id=dm.id, allowed=True, peer_inbox_id=inbox_id)
+        self.ingestor.mark(dm.id)
+        return contact
+
+    async def _accepted(self, conversation_id: str) -> str:
+        """The id of a conversation that is accepted, or FailedPrecondition."""
+        await self._known(conversation_id)
+        conv = await self.store.read(conversations.require, conversation_id)
+        if conv.consent is not Consent.ACCEPTED:
+            state = "a request" if conv.consent is Consent.REQUESTED else "blocked"
+            raise FailedPrecondition(
+                f"conversation {conversation_id} is {state}: accept it first "
+                "(replying never accepts a request by itself)",
+                reason="not_accepted",
+                field="conversationId",
+            )
+        return conversation_id
+
+    async def _open_dm(self, to: str) -> str:
+        """The accepted DM for an address, inbox id or contact; sending there accepts it."""
+        inbox_id, _address = await self.resolve_inbox(to)
+        dm = await self.engine.find_or_create_dm(inbox_id)
+        now = time.time_ns()
+        await self.store.write(
+            conversations.ensure, dm.id, Kind.DM, inbox_id, Consent.ACCEPTED, now
+        )
+        conv = await self.store.read(conversations.require, dm.id)
+        if conv.consent is not Consent.ACCEPTED:
+            await self.store.write(conversations.set_consent, dm.id, Consent.ACCEPTED, now)
+            await self.engine.set_consent(
+                conversation_id=dm.id, allowed=True, peer_inbox_id=inbox_id
+            )
+        return dm.id
+
+    async def _destination(self, to: str) -> str:
+        to = validate.destination(to)
+        lowered = to.lower()
+        is_hex = all(c in "0123456789abcdef" for c in lowered)
+        if is_hex and len(lowered) != 64:
+            return await self._accepted(lowered)
+        return await self._open_dm(to)
+
+    async def send(
+        self,
+        *,
+        to: str,
+        text: str | None,
+        data_json: str | None,
+        key: str,
+        reply_to: str | None,
+    ) -> SendResult:
+        """One logical message per key to a destination."""
+        if reply_to is not None:
+            validate.hex_id(reply_to, "replyTo")
+        return await self.outbox.send(
+            key=key,
+            destination=validate.destination(to),
+            resolve=lambda: self._destination(to),
+            text=text,
+            data_json=data_json,
+            reply_to=reply_to,
+        )
+
+    async def reply(self, *, conversation_id: str, text: str, key: str) -> SendResult:
+        """Text into an accepted conversation, one message per key."""
+        validate.hex_id(conversation_id, "conversationId")
+        return await self.outbox.send(
+            key=key,
+            destination=conversation_id,
+            resolve=lambda: self._accepted(conversation_id),
+            text=text,
+            data_json=None,
+            reply_to=None,
+        )
+
+    async def status(self) -> Status:
+        """Health and budgets for operators."""
+        messages = await self.store.read(inbox.message_count)
+        consumers = await self.store.read(inbox.pending_counts)
+        held = await self.store.read(conversations.requests)
+        try:
+            installations, updates = await self.engine.budgets()
+        except Unavailable:
+            installations, updates = 0, 0
+        warnings = []
+        if installations >= INSTALLATION_LIMIT - 2:
+            warnings.append(
+                f"the inbox has {installations} of {INSTALLATION_LIMIT} installations: "
+                "revoke unused ones before adding more"
+            )
+        if updates >= UPDATE_LIMIT - 26:
+            warnings.append(f"the inbox has used {updates} of {UPDATE_LIMIT} identity updates")
+        if self.last_sync_error:
+            warnings.append(f"the last sync failed: {self.last_sync_error}")
+        return Status(
+            identity=self.identity,
+            streams=self.engine.stream_health(),
+            last_sync_ns=self.last_sync_ns,
+            last_sync_error=self.last_sync_error,
+            inbox_messages=messages,
+            consumers=consumers,
+            requests=len(held),
+            installations=installations,
+            identity_updates=updates,
+            warnings=warnings,
+        )

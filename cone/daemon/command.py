@@ -1,0 +1,61 @@
+"""`cone daemon`: host the core on `cone.sock` until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from cone.config import Settings
+from cone.errors import ConeError
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Settings from the common state/network flags."""
+    return Settings.resolve(
+        home=args.home,
+        network=args.network,
+        api_url=args.api_url,
+        key_file=args.key_file,
+        wallet_key_file=getattr(args, "wallet_key_file", None),
+    )
+
+
+async def _main(settings: Settings) -> None:
+    import uvloop  # noqa: F401  # imported here so facades in relay mode stay light
+
+    from cone.daemon.runtime import running_core
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with running_core(settings) as running:
+        ident = running.core.identity
+        print(
+            f"cone daemon: inbox {ident.inbox_id} ({ident.address}) on {ident.network}, "
+            f"socket {running.socket}",
+            file=sys.stderr,
+            flush=True,
+        )
+        await stop.wait()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the daemon; the exit code follows the error table in cone.errors."""
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    import uvloop
+
+    try:
+        settings = settings_from(args)
+        uvloop.run(_main(settings))
+    except ConeError as err:
+        print(f"cone daemon: {err.message}", file=sys.stderr)
+        return err.exit_code
+    return 0

@@ -1,0 +1,197 @@
+"""Starting and stopping the core for one state directory.
+
+`running_core(settings)` is the one way to host the core: `cone daemon` uses it, and
+so do `cone serve`, `cone mcp` and `cone bridge` when no other process holds the
+identity. In order, it: takes the state lock; makes the state directory private;
+opens the store with its key; loads or creates the identity (installation safety
+first); opens libxmtp; starts the streams, then syncs; and serves ConeService, gRPC
+health and reflection on `cone.sock`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from conepb.v1 import cone_pb2, cone_pb2_grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from cone.config import Settings
+from cone.core.service import Core
+from cone.daemon.lock import StateLock
+from cone.daemon.servicer import ConeServicer
+from cone.daemon.socket_front import JsonHandler, SocketFront
+from cone.engine import _client
+from cone.engine.engine import Engine
+from cone.errors import StateError
+from cone.store import Store, load_db_key, meta
+
+log = logging.getLogger(__name__)
+
+GRPC_SOCKET_NAME = "cone.grpc.sock"
+SERVICE_NAME = cone_pb2.DESCRIPTOR.services_by_name["ConeService"].full_name
+# Large enough for any receive batch of 1000 messages of maximum size.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class Running:
+    """A running core, as handed to whoever hosts it."""
+
+    core: Core
+    socket: Path
+
+
+def _private_dir(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = home.stat()
+    if st.st_uid != os.getuid():
+        raise StateError(f"{home} belongs to another user", reason="bad_permissions")
+    if st.st_mode & 0o077:
+        os.chmod(home, 0o700)
+
+
+def _wallet_key_from(settings: Settings) -> bytes | None:
+    raw: str | None = None
+    if settings.wallet_key_file is not None:
+        raw = settings.wallet_key_file.read_text()
+    elif os.environ.get("CONE_WALLET_KEY"):
+        raw = os.environ["CONE_WALLET_KEY"]
+    if raw is None:
+        return None
+    text = raw.strip().removeprefix("0x")
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != 32:
+        raise StateError(
+            "the wallet key must be 32 bytes as 64 hex characters", reason="state_error"
+        )
+    return key
+
+
+async def _open_identity(settings: Settings, store: Store) -> Engine:
+    paths = settings.paths
+    wallet = await store.read(meta.get, "wallet_key")
+    xmtp_key = await store.read(meta.get, "xmtp_db_key")
+    if wallet is None:
+        if paths.xmtp_db.exists():
+            raise StateError(
+                f"{paths.xmtp_db} exists but the store holds no identity: refusing to mix "
+                "identities; use an empty state directory",
+                reason="installation_mismatch",
+            )
+        imported = _wallet_key_from(settings)
+        wallet = imported or _client.generate_wallet_key()
+        xmtp_key = secrets.token_bytes(32)
+        await store.write(meta.put, "wallet_key", wallet)
+        await store.write(meta.put, "xmtp_db_key", xmtp_key)
+        new = True
+    else:
+        imported = _wallet_key_from(settings)
+        if imported is not None and imported != wallet:
+            raise StateError(
+                "the wallet key given does not match this state directory's identity",
+                reason="state_error",
+            )
+        registered = await store.read(meta.get, "installation_id")
+        if registered is not None and not paths.xmtp_db.exists():
+            raise StateError(
+                f"libxmtp's database {paths.xmtp_db} is missing: starting would create a new "
+                "XMTP installation (10 per inbox). Restore it from a backup, or use a new "
+                "state directory.",
+                reason="installation_mismatch",
+            )
+        new = registered is None
+    assert xmtp_key is not None
+    engine = await Engine.open(
+        api_url=settings.api_url,
+        db_path=str(paths.xmtp_db),
+        db_key=xmtp_key,
+        wallet_key=wallet,
+        new=new,
+    )
+    recorded = await store.read(meta.get, "installation_id")
+    if recorded is None:
+        await store.write(meta.put, "installation_id", engine.installation_id.encode())
+    elif recorded.decode() != engine.installation_id:
+        await engine.close()
+        raise StateError(
+            "libxmtp opened a different installation than this state directory recorded",
+            reason="installation_mismatch",
+        )
+    for side in paths.home.iterdir():
+        if side.is_file() and side.stat().st_mode & 0o077:
+            side.chmod(0o600)
+    return engine
+
+
+def _grpc_server(
+    core: Core, grpc_socket: Path
+) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ]
+    )
+    cone_pb2_grpc.add_ConeServiceServicer_to_server(ConeServicer(core), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        [SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME], server
+    )
+    server.add_insecure_port(f"unix:{grpc_socket}")
+    return server, health_servicer
+
+
+@asynccontextmanager
+async def running_core(
+    settings: Settings, *, json_handler: JsonHandler | None = None, catchup_interval_s: float = 30.0
+) -> AsyncIterator[Running]:
+    """Host the core for `settings` until the block exits."""
+    paths = settings.paths
+    _private_dir(paths.home)
+    lock = StateLock(paths.lock)
+    lock.acquire()
+    try:
+        key = load_db_key(
+            key_file=settings.key_file,
+            default_key_file=paths.default_key_file,
+            store_exists=paths.store.exists(),
+        )
+        store = Store.open(paths.store, key)
+        try:
+            engine = await _open_identity(settings, store)
+            core = Core(store, engine, settings.network, catchup_interval_s)
+            await core.start()
+            grpc_socket = paths.home / GRPC_SOCKET_NAME
+            grpc_socket.unlink(missing_ok=True)
+            server, health_servicer = _grpc_server(core, grpc_socket)
+            old = os.umask(0o177)
+            try:
+                await server.start()
+            finally:
+                os.umask(old)
+            await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+            front = SocketFront(paths.socket, grpc_socket, json_handler)
+            await front.start()
+            try:
+                yield Running(core, paths.socket)
+            finally:
+                await front.close()
+                await server.stop(grace=1.0)
+                grpc_socket.unlink(missing_ok=True)
+                await core.stop()
+        finally:
+            store.close()
+    finally:
+        lock.release()

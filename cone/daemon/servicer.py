@@ -1,0 +1,238 @@
+"""ConeService over gRPC: proto messages in, core calls, proto messages out.
+
+The one place in the daemon where ConeErrors become gRPC statuses. No logic lives
+here beyond conversion.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+from conepb.v1 import cone_pb2 as pb
+from conepb.v1 import cone_pb2_grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from cone.core.service import Core
+from cone.errors import ConeError, Internal
+from cone.grpc_errors import to_status
+from cone.store import Kind, StoredMessage
+
+log = logging.getLogger(__name__)
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+Handler = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
+
+_KIND = {Kind.DM: pb.CONVERSATION_TYPE_DM, Kind.GROUP: pb.CONVERSATION_TYPE_GROUP}
+
+
+def _ts(ns: int | None) -> Timestamp | None:
+    if ns is None:
+        return None
+    ts = Timestamp()
+    ts.FromNanoseconds(ns)
+    return ts
+
+
+def _boundary(fn: Handler[Req, Resp]) -> Handler[Req, Resp]:
+    """Translate errors once: ConeError → its status; anything else → INTERNAL."""
+
+    @functools.wraps(fn)
+    async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+        try:
+            return await fn(self, request, context)
+        except ConeError as err:
+            await _abort(context, err)
+        except Exception as exc:  # the one boundary for unexpected failures
+            log.exception("internal error in %s", fn.__name__)
+            await _abort(context, Internal(f"internal error in {fn.__name__}: {exc}"))
+        raise AssertionError("unreachable")
+
+    return wrapper
+
+
+async def _abort(context: grpc.aio.ServicerContext, err: ConeError) -> None:
+    status = to_status(err)
+    await context.abort_with_status(status)
+
+
+def message_to_pb(m: StoredMessage) -> pb.Message:
+    """A stored message as the proto Message."""
+    out = pb.Message(
+        message_id=m.id,
+        conversation_id=m.conversation_id,
+        conversation_type=_KIND[m.kind],
+        sender_inbox_id=m.sender_inbox_id,
+        sent_at=_ts(m.sent_at_ns),
+        content_type=m.content_type,
+        sequence=m.seq,
+        deliveries=m.deliveries,
+    )
+    if m.text is not None:
+        out.text = m.text
+    elif m.data_json is not None:
+        out.data_json = m.data_json
+    if m.reply_to is not None:
+        out.reply_to = m.reply_to
+    if m.fallback is not None:
+        out.fallback = m.fallback
+    return out
+
+
+class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
+    """Serves ConeService for one Core."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def _identity(self) -> pb.IdentityResponse:
+        i = self.core.identity
+        return pb.IdentityResponse(
+            protocol=i.protocol,
+            inbox_id=i.inbox_id,
+            address=i.address,
+            network=i.network,
+            installation_id=i.installation_id,
+        )
+
+    @_boundary
+    async def Identity(
+        self, request: pb.IdentityRequest, context: grpc.aio.ServicerContext
+    ) -> pb.IdentityResponse:
+        return self._identity()
+
+    @_boundary
+    async def Connect(
+        self, request: pb.ConnectRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ConnectResponse:
+        name = request.name if request.HasField("name") else None
+        c = await self.core.connect(request.to, name)
+        return pb.ConnectResponse(
+            contact=pb.Contact(
+                name=c.name,
+                inbox_id=c.inbox_id,
+                address=c.address,
+                conversation_id=c.conversation_id,
+            )
+        )
+
+    @_boundary
+    async def Send(
+        self, request: pb.SendRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SendResponse:
+        r = await self.core.send(
+            to=request.to,
+            text=request.text if request.HasField("text") else None,
+            data_json=request.data_json if request.HasField("data_json") else None,
+            key=request.key,
+            reply_to=request.reply_to if request.HasField("reply_to") else None,
+        )
+        return pb.SendResponse(
+            message_id=r.message_id,
+            conversation_id=r.conversation_id,
+            deduplicated=r.deduplicated,
+            published=r.published,
+        )
+
+    @_boundary
+    async def Reply(
+        self, request: pb.ReplyRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ReplyResponse:
+        r = await self.core.reply(
+            conversation_id=request.conversation_id, text=request.text, key=request.key
+        )
+        return pb.ReplyResponse(
+            message_id=r.message_id,
+            conversation_id=r.conversation_id,
+            deduplicated=r.deduplicated,
+            published=r.published,
+        )
+
+    @_boundary
+    async def Receive(
+        self, request: pb.ReceiveRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ReceiveResponse:
+        messages, more = await self.core.receive(
+            request.consumer,
+            request.limit if request.HasField("limit") else None,
+            request.wait_ms,
+            list(request.exclude_conversation_ids),
+        )
+        return pb.ReceiveResponse(messages=[message_to_pb(m) for m in messages], more=more)
+
+    @_boundary
+    async def Ack(
+        self, request: pb.AckRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AckResponse:
+        n = await self.core.ack(request.consumer, list(request.message_ids))
+        return pb.AckResponse(acknowledged=n)
+
+    @_boundary
+    async def Requests(
+        self, request: pb.RequestsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RequestsResponse:
+        out = []
+        for r, address in await self.core.requests():
+            out.append(
+                pb.ConversationRequest(
+                    conversation_id=r.conversation_id,
+                    conversation_type=_KIND[r.kind],
+                    peer_inbox_id=r.peer_inbox_id,
+                    peer_address=address,
+                    first_seen_at=_ts(r.first_seen_ns),
+                    pending_messages=r.pending_messages,
+                )
+            )
+        return pb.RequestsResponse(requests=out)
+
+    @_boundary
+    async def Accept(
+        self, request: pb.AcceptRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AcceptResponse:
+        await self.core.accept(request.conversation_id)
+        return pb.AcceptResponse(accepted=True)
+
+    @_boundary
+    async def Block(
+        self, request: pb.BlockRequest, context: grpc.aio.ServicerContext
+    ) -> pb.BlockResponse:
+        await self.core.block(request.conversation_id)
+        return pb.BlockResponse(blocked=True)
+
+    @_boundary
+    async def Sync(
+        self, request: pb.SyncRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SyncResponse:
+        await self.core.sync()
+        return pb.SyncResponse(synced=True)
+
+    @_boundary
+    async def Status(
+        self, request: pb.StatusRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
+        s = await self.core.status()
+        return pb.StatusResponse(
+            identity=self._identity(),
+            streams=[
+                pb.StreamHealth(
+                    name=h.name,
+                    connected=h.connected,
+                    last_event_at=_ts(h.last_event_ns),
+                    restarts=h.restarts,
+                    last_error=h.last_error,
+                )
+                for h in s.streams
+            ],
+            last_sync_at=_ts(s.last_sync_ns),
+            last_sync_error=s.last_sync_error,
+            inbox_messages=s.inbox_messages,
+            consumers=[pb.ConsumerStatus(consumer=c, pending=n) for c, n in s.consumers],
+            requests=s.requests,
+            installations=s.installations,
+            identity_updates=s.identity_updates,
+            warnings=s.warnings,
+        )

@@ -1,0 +1,145 @@
+"""libxmtp streams, supervised: restarted with exponential backoff and jitter.
+
+A libxmtp stream ends for good when the node closes it (libxmtp 1.10 does not
+resubscribe), so each stream here is owned by a supervisor task that reopens it.
+Stream callbacks arrive on libxmtp's threads; they only hand events to the event
+loop. Events are triggers, not data: the core re-reads libxmtp's database after
+each one (streams are known to skip messages), so a lost event costs latency, never
+a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+BACKOFF_START_S = 0.2
+BACKOFF_MAX_S = 30.0
+
+
+@dataclass
+class StreamHealth:
+    """What status reports about one stream."""
+
+    name: str
+    connected: bool = False
+    last_event_ns: int | None = None
+    restarts: int = 0
+    last_error: str | None = None
+
+
+class _Callback:
+    """A libxmtp callback object that forwards to the loop thread-safely."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_item: Callable[[Any], None]) -> None:
+        self._loop = loop
+        self._on_item = on_item
+        self.closed = asyncio.Event()
+        self.error: str | None = None
+
+    def _item(self, item: Any) -> None:
+        self._loop.call_soon_threadsafe(self._on_item, item)
+
+    # libxmtp's callback protocols name the item method differently per stream.
+    def on_message(self, message: Any) -> None:
+        self._item(message)
+
+    def on_conversation(self, conversation: Any) -> None:
+        self._item(conversation)
+
+    def on_consent_update(self, consent: Any) -> None:
+        self._item(consent)
+
+    def on_error(self, error: Any) -> None:
+        msg = str(error)
+        self._loop.call_soon_threadsafe(self._set_error, msg)
+
+    def _set_error(self, msg: str) -> None:
+        self.error = msg
+
+    def on_close(self) -> None:
+        self._loop.call_soon_threadsafe(self.closed.set)
+
+
+Opener = Callable[[Any], Awaitable[Any]]
+
+
+@dataclass
+class SupervisedStream:
+    """One stream kept open by a supervisor task."""
+
+    name: str
+    opener: Opener
+    on_item: Callable[[Any], None]
+    on_restart: Callable[[], None]
+    health: StreamHealth = field(init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _ready: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+
+    def __post_init__(self) -> None:
+        self.health = StreamHealth(self.name)
+
+    def _deliver(self, item: Any) -> None:
+        self.health.last_event_ns = time.time_ns()
+        self.on_item(item)
+
+    async def start(self, timeout: float = 10.0) -> None:
+        """Start the supervisor and wait until the first subscription is ready."""
+        self._task = asyncio.create_task(self._run(), name=f"stream-{self.name}")
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        except TimeoutError:
+            log.warning("stream %s not ready after %.0f s; it keeps retrying", self.name, timeout)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        delay = BACKOFF_START_S
+        first = True
+        while True:
+            callback = _Callback(loop, self._deliver)
+            closer = None
+            try:
+                closer = await self.opener(callback)
+                await closer.wait_for_ready()
+                self.health.connected = True
+                self._ready.set()
+                if not first:
+                    # Whatever the gap skipped is read back from libxmtp's database.
+                    self.on_restart()
+                opened_at = time.monotonic()
+                await callback.closed.wait()
+                if time.monotonic() - opened_at > BACKOFF_MAX_S:
+                    delay = BACKOFF_START_S
+                self.health.last_error = callback.error or "stream closed by the node"
+            except asyncio.CancelledError:
+                if closer is not None:
+                    closer.end()
+                raise
+            except Exception as exc:  # any failure means: retry later
+                self.health.last_error = str(exc)
+            finally:
+                self.health.connected = False
+            first = False
+            self.health.restarts += 1
+            log.info(
+                "stream %s ended (%s); reopening in %.1f s",
+                self.name,
+                self.health.last_error,
+                delay,
+            )
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, BACKOFF_MAX_S)
+
+    async def stop(self) -> None:
+        """Stop the supervisor and close the stream."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None

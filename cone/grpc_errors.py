@@ -1,0 +1,50 @@
+"""ConeError ↔ gRPC status, both directions, in one module.
+
+The status details carry one google.rpc.ErrorInfo: domain `cone.chat`, the reason,
+and metadata `field` / `retryAfterMs` where set.
+"""
+
+from __future__ import annotations
+
+import grpc
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from cone.errors import DOMAIN, ConeError, error_class_for
+
+
+def to_status(err: ConeError) -> grpc.Status:
+    """The rich gRPC status for an error."""
+    info = error_details_pb2.ErrorInfo(reason=err.reason, domain=DOMAIN)
+    if err.field is not None:
+        info.metadata["field"] = err.field
+    if err.retry_after_ms is not None:
+        info.metadata["retryAfterMs"] = str(err.retry_after_ms)
+    status = status_pb2.Status(code=err.grpc_code.value[0], message=err.message)
+    status.details.add().Pack(info)
+    return rpc_status.to_status(status)
+
+
+def from_rpc_error(exc: grpc.RpcError) -> ConeError:
+    """The ConeError a failed call carries (facades and clients use this)."""
+    code: grpc.StatusCode = exc.code()
+    message: str = exc.details() or code.name
+    reason: str | None = None
+    field: str | None = None
+    retry: int | None = None
+    try:
+        status = rpc_status.from_call(exc)
+    except ValueError:
+        status = None
+    if status is not None:
+        for detail in status.details:
+            info = error_details_pb2.ErrorInfo()
+            if detail.Unpack(info) and info.domain == DOMAIN:
+                reason = info.reason
+                field = info.metadata.get("field")
+                if "retryAfterMs" in info.metadata:
+                    retry = int(info.metadata["retryAfterMs"])
+    if reason is None and code == grpc.StatusCode.UNAVAILABLE:
+        reason = "daemon_unavailable"
+    cls = error_class_for(code, reason)
+    return cls(message, reason=reason, field=field, retry_after_ms=retry)

@@ -1,0 +1,97 @@
+"""The outbox: send keys with their first payload and conversation.
+
+A row is written before anything is published. States: `pending` (recorded, maybe
+prepared in libxmtp), `failing` (a publication failed; retried at `next_attempt_ns`),
+`settled` (published; the key returns its message id forever).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cone.store._db import Connection
+
+_COLUMNS = (
+    "key, conversation_id, destination, content_type, payload, message_id, state, attempts,"
+    " last_error, next_attempt_ns, created_ns, settled_ns"
+)
+
+
+@dataclass(frozen=True)
+class OutboxRecord:
+    """One send key's record."""
+
+    key: str
+    conversation_id: str
+    destination: str
+    content_type: str
+    payload: bytes
+    message_id: str | None
+    state: str
+    attempts: int
+    last_error: str | None
+    next_attempt_ns: int | None
+    created_ns: int
+    settled_ns: int | None
+
+
+def _record(row: tuple[object, ...]) -> OutboxRecord:
+    return OutboxRecord(*row)  # type: ignore[arg-type]  # columns match the fields in order
+
+
+def get(conn: Connection, key: str) -> OutboxRecord | None:
+    """The record for `key`, or None."""
+    row = conn.execute(f"SELECT {_COLUMNS} FROM outbox WHERE key = ?", (key,)).fetchone()
+    return _record(row) if row else None
+
+
+def create(
+    conn: Connection,
+    *,
+    key: str,
+    conversation_id: str,
+    destination: str,
+    content_type: str,
+    payload: bytes,
+    now_ns: int,
+) -> OutboxRecord:
+    """Record a new key (the caller checked that it is new)."""
+    conn.execute(
+        "INSERT INTO outbox (key, conversation_id, destination, content_type, payload, state,"
+        " created_ns) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
+        (key, conversation_id, destination, content_type, payload, now_ns),
+    )
+    rec = get(conn, key)
+    assert rec is not None
+    return rec
+
+
+def set_prepared(conn: Connection, key: str, message_id: str) -> None:
+    """Record the id libxmtp gave the prepared message."""
+    conn.execute("UPDATE outbox SET message_id = ? WHERE key = ?", (message_id, key))
+
+
+def settle(conn: Connection, key: str, now_ns: int) -> None:
+    """Mark the key published."""
+    conn.execute(
+        "UPDATE outbox SET state = 'settled', settled_ns = ?, last_error = NULL,"
+        " next_attempt_ns = NULL, attempts = attempts + 1 WHERE key = ?",
+        (now_ns, key),
+    )
+
+
+def fail(conn: Connection, key: str, error: str, next_attempt_ns: int) -> None:
+    """Record a failed publication and when to retry."""
+    conn.execute(
+        "UPDATE outbox SET state = 'failing', attempts = attempts + 1, last_error = ?,"
+        " next_attempt_ns = ? WHERE key = ?",
+        (error, next_attempt_ns, key),
+    )
+
+
+def unsettled(conn: Connection) -> list[OutboxRecord]:
+    """Every key not yet published, oldest first."""
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM outbox WHERE state != 'settled' ORDER BY created_ns, key"
+    ).fetchall()
+    return [_record(r) for r in rows]
