@@ -69,7 +69,7 @@ class IdentityApiServicer:
         the update's structure (an inbox is created exactly once, by its first
         update, with the inbox id its identifier and nonce derive) but not its
         signatures. INVALID_ARGUMENT for an update that does not parse or breaks
-        those rules; RESOURCE_EXHAUSTED when the inbox already has 256 updates.
+        those rules; FAILED_PRECONDITION when the inbox already has 256 updates.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

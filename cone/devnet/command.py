@@ -1,0 +1,45 @@
+"""`cone devnet`: run the node until SIGINT or SIGTERM.
+
+stdout carries exactly one line, the URL to give libxmtp, once the node listens;
+everything else goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from cone.devnet.server import Devnet
+from cone.errors import ConeError
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until a stop signal; returns the exit code."""
+    try:
+        return asyncio.run(_serve(args))
+    except ConeError as exc:
+        print(f"cone devnet: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    node = Devnet(host=args.host, port=args.port, db=args.db, control_socket=args.control)
+    url = await node.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        print(url, flush=True)
+        where = args.db or "memory (state is lost on exit; --db PATH keeps it)"
+        control = f"; control socket {args.control}" if args.control else ""
+        print(f"cone devnet: serving XMTP on {url}, state in {where}{control}", file=sys.stderr)
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await node.stop()
+    print("cone devnet: stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,99 @@
+"""Fault injection: fail the next calls of a method, delay a method, drop every stream.
+
+The state lives here; `interceptor.py` applies it to incoming calls, and
+`control.py` exposes it on a Unix socket to other processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import grpc
+
+from cone.errors import InvalidArgument
+
+
+@dataclass(slots=True)
+class _Failure:
+    remaining: int
+    code: grpc.StatusCode
+    message: str
+
+
+class Faults:
+    """The faults injected into one devnet, by method path."""
+
+    def __init__(self, methods: Iterable[str], drop_streams: Callable[[], int]) -> None:
+        """`methods` are the full paths served; `drop_streams` ends every open stream."""
+        self._methods = frozenset(methods)
+        self._by_name = {path.rsplit("/", 1)[-1]: path for path in self._methods}
+        self._drop_streams = drop_streams
+        self._failures: dict[str, _Failure] = {}
+        self._latency_s: dict[str, float] = {}
+
+    @property
+    def methods(self) -> frozenset[str]:
+        """The full paths of every method faults can be injected into."""
+        return self._methods
+
+    def resolve(self, method: str) -> str:
+        """The full path of a method given by full path or bare name."""
+        if method in self._methods:
+            return method
+        if method in self._by_name:
+            return self._by_name[method]
+        raise InvalidArgument(
+            f"unknown method {method!r}: use a bare name such as 'SendGroupMessages' "
+            "or a full path such as '/xmtp.mls.api.v1.MlsApi/SendGroupMessages'",
+            field="method",
+        )
+
+    def fail_next(
+        self, method: str, count: int, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE,
+        message: str = "",
+    ) -> str:  # fmt: skip
+        """Fail the method's next `count` calls with `code` (0 cancels); returns its path."""
+        path = self.resolve(method)
+        if code is grpc.StatusCode.OK:
+            raise InvalidArgument("a failure needs a status code other than OK", field="code")
+        if count <= 0:
+            self._failures.pop(path, None)
+        else:
+            text = message or f"injected failure ({code.name}) by the devnet's fault injection"
+            self._failures[path] = _Failure(count, code, text)
+        return path
+
+    def set_latency(self, method: str, seconds: float) -> str:
+        """Delay each later call of the method by `seconds` (0 removes); returns its path."""
+        path = self.resolve(method)
+        if seconds < 0:
+            raise InvalidArgument("latency cannot be negative", field="latency")
+        if seconds == 0:
+            self._latency_s.pop(path, None)
+        else:
+            self._latency_s[path] = seconds
+        return path
+
+    def drop_streams(self) -> int:
+        """End every open stream now with UNAVAILABLE; returns how many were open."""
+        return self._drop_streams()
+
+    def clear(self) -> None:
+        """Remove every pending failure and latency."""
+        self._failures.clear()
+        self._latency_s.clear()
+
+    def latency(self, method: str) -> float:
+        """The delay to apply to a call of the method, in seconds."""
+        return self._latency_s.get(method, 0.0)
+
+    def take_failure(self, method: str) -> tuple[grpc.StatusCode, str] | None:
+        """Consume one pending failure of the method, if any."""
+        failure = self._failures.get(method)
+        if failure is None:
+            return None
+        failure.remaining -= 1
+        if failure.remaining <= 0:
+            del self._failures[method]
+        return failure.code, failure.message

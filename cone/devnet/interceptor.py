@@ -1,0 +1,78 @@
+"""The devnet's one edge between handlers and gRPC: faults, timing and error statuses.
+
+Every call passes through here. Injected latency and failures apply before the
+handler runs, so a failed call touches no state. Handlers raise `ConeError`
+subclasses for bad requests; this is the one place they become gRPC statuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from cone.devnet.faults import Faults
+from cone.devnet.stats import Stats
+from cone.errors import ConeError
+
+_Handler = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
+
+
+class DevnetInterceptor(grpc.aio.ServerInterceptor):
+    """Applies `Faults` and records `Stats` for node methods; maps `ConeError` to a
+    status for every method (the control service's too)."""
+
+    def __init__(self, faults: Faults, stats: Stats) -> None:
+        self._faults = faults
+        self._stats = stats
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        method: str = handler_call_details.method
+        if handler is None:
+            return handler
+        node = method in self._faults.methods  # not the control service: no faults, no stats
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._wrap(method, handler.unary_unary, faults=node, timed=node),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            # A stream's lifetime is not a cost: streams are timed per delivery instead.
+            return grpc.unary_stream_rpc_method_handler(
+                self._wrap(method, handler.unary_stream, faults=node, timed=False),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+    def _wrap(self, method: str, inner: _Handler, *, faults: bool, timed: bool) -> _Handler:
+        injected, stats = self._faults, self._stats
+
+        async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            if faults:
+                delay = injected.latency(method)
+                if delay:
+                    await asyncio.sleep(delay)
+                failure = injected.take_failure(method)
+                if failure is not None:
+                    await context.abort(*failure)
+            start = time.perf_counter_ns()
+            try:
+                return await inner(request, context)
+            except ConeError as exc:
+                await context.abort(exc.grpc_code, exc.message)
+            finally:
+                if timed:
+                    stats.record_call(method, time.perf_counter_ns() - start)
+
+        return call

@@ -1,0 +1,395 @@
+"""The devnet's state: SQLite, in memory by default or in a file that survives restarts.
+
+Every method runs on the event loop's thread and returns before anything else
+runs, so ids are assigned in acceptance order without locks, and whatever a call
+stores is visible to the next query. Each write is one transaction: a request
+that fails validation or storage leaves nothing behind.
+
+File durability: WAL with `synchronous=NORMAL`, so a committed call survives the
+process being killed; the last calls before an OS crash or power loss may be
+lost (this is a test node). The file is opened in exclusive locking mode, so a
+second devnet on the same file fails at start instead of interleaving ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from cone.devnet.paging import Page
+from cone.errors import StateError
+
+SCHEMA_VERSION: Final = 1
+
+_SCHEMA: Final = """
+CREATE TABLE identity_updates (
+  sequence_id INTEGER PRIMARY KEY AUTOINCREMENT,
+  inbox_id TEXT NOT NULL,
+  server_timestamp_ns INTEGER NOT NULL,
+  update_bytes BLOB NOT NULL
+);
+CREATE INDEX identity_updates_by_inbox ON identity_updates (inbox_id, sequence_id);
+CREATE TABLE address_log (
+  kind INTEGER NOT NULL,
+  identifier TEXT NOT NULL,
+  inbox_id TEXT NOT NULL,
+  association_seq INTEGER NOT NULL,
+  revocation_seq INTEGER
+);
+CREATE INDEX address_log_by_identifier ON address_log (kind, identifier, association_seq);
+CREATE TABLE key_packages (
+  installation_key BLOB PRIMARY KEY,
+  key_package BLOB NOT NULL,
+  updated_ns INTEGER NOT NULL
+);
+CREATE TABLE group_messages (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_ns INTEGER NOT NULL,
+  group_id BLOB NOT NULL,
+  data BLOB NOT NULL,
+  sender_hmac BLOB NOT NULL,
+  should_push INTEGER NOT NULL,
+  is_commit INTEGER NOT NULL,
+  dedup BLOB NOT NULL UNIQUE
+);
+CREATE INDEX group_messages_by_group ON group_messages (group_id, id);
+CREATE TABLE welcomes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_ns INTEGER NOT NULL,
+  installation_key BLOB NOT NULL,
+  is_pointer INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  hpke_public_key BLOB NOT NULL,
+  wrapper_algorithm INTEGER NOT NULL,
+  welcome_metadata BLOB NOT NULL,
+  dedup BLOB NOT NULL UNIQUE
+);
+CREATE INDEX welcomes_by_key ON welcomes (installation_key, id);
+CREATE TABLE commit_log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  group_id BLOB NOT NULL,
+  entry BLOB NOT NULL,
+  signature BLOB NOT NULL,
+  dedup BLOB NOT NULL UNIQUE
+);
+CREATE INDEX commit_log_by_group ON commit_log (group_id, id);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityUpdateRow:
+    """One stored identity update."""
+
+    sequence_id: int
+    server_timestamp_ns: int
+    update: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMessageRow:
+    """One stored group message (also the input, with id and created_ns 0)."""
+
+    id: int
+    created_ns: int
+    group_id: bytes
+    data: bytes
+    sender_hmac: bytes
+    should_push: bool
+    is_commit: bool
+
+    @property
+    def topic(self) -> bytes:
+        """The stream topic: the group id."""
+        return self.group_id
+
+
+@dataclass(frozen=True, slots=True)
+class WelcomeRow:
+    """One stored welcome or welcome pointer (also the input, with id and created_ns 0).
+
+    For a pointer, `data` holds the wrapped pointer."""
+
+    id: int
+    created_ns: int
+    installation_key: bytes
+    is_pointer: bool
+    data: bytes
+    hpke_public_key: bytes
+    wrapper_algorithm: int
+    welcome_metadata: bytes
+
+    @property
+    def topic(self) -> bytes:
+        """The stream topic: the recipient key."""
+        return self.installation_key
+
+
+@dataclass(frozen=True, slots=True)
+class CommitLogRow:
+    """One stored commit-log entry (also the input, with id 0)."""
+
+    id: int
+    group_id: bytes
+    entry: bytes
+    signature: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AddressChange:
+    """An identifier associated with, or revoked from, an inbox by an update."""
+
+    kind: int
+    identifier: str
+    revoke: bool
+
+
+class Store:
+    """The devnet's tables, behind typed methods."""
+
+    def __init__(self, path: str | None = None) -> None:
+        """Open `path` (created if absent), or a fresh in-memory database for None."""
+        self.path = path
+        try:
+            self._db = sqlite3.connect(path or ":memory:", isolation_level=None)
+            self._configure()
+            self._migrate()
+        except sqlite3.OperationalError as exc:
+            raise StateError(
+                f"cannot open the devnet database {path}: {exc} (is another devnet using it?)",
+                reason="devnet_db_unavailable",
+            ) from exc
+
+    def _configure(self) -> None:
+        if self.path is None:
+            return
+        # Exclusive: one devnet per file. WAL + NORMAL: a commit survives a killed process.
+        self._db.execute("PRAGMA locking_mode = EXCLUSIVE")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+
+    def _migrate(self) -> None:
+        with self._write():
+            (version,) = self._db.execute("PRAGMA user_version").fetchone()
+            if version > SCHEMA_VERSION:
+                raise StateError(
+                    f"the devnet database {self.path} has schema {version}, newer than "
+                    f"this cone's {SCHEMA_VERSION}: use a newer cone or another file",
+                    reason="devnet_db_too_new",
+                )
+            if version == 0:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        """Close the database; later calls fail."""
+        self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # identity
+
+    def identity_update_count(self, inbox_id: str) -> int:
+        """How many updates the inbox's log holds."""
+        (count,) = self._db.execute(
+            "SELECT count(*) FROM identity_updates WHERE inbox_id = ?", (inbox_id,)
+        ).fetchone()
+        return int(count)
+
+    def append_identity_update(
+        self, inbox_id: str, update: bytes, now_ns: int, changes: Sequence[AddressChange]
+    ) -> int:
+        """Append an update and apply its address changes; returns its sequence id."""
+        with self._write():
+            cur = self._db.execute(
+                "INSERT INTO identity_updates (inbox_id, server_timestamp_ns, update_bytes)"
+                " VALUES (?, ?, ?)",
+                (inbox_id, now_ns, update),
+            )
+            seq = int(cur.lastrowid or 0)
+            for change in changes:
+                if change.revoke:
+                    self._db.execute(
+                        "UPDATE address_log SET revocation_seq = ? WHERE rowid = ("
+                        " SELECT rowid FROM address_log WHERE kind = ? AND identifier = ?"
+                        " AND inbox_id = ? AND revocation_seq IS NULL"
+                        " ORDER BY association_seq DESC LIMIT 1)",
+                        (seq, change.kind, change.identifier, inbox_id),
+                    )
+                else:
+                    self._db.execute(
+                        "INSERT INTO address_log (kind, identifier, inbox_id, association_seq)"
+                        " VALUES (?, ?, ?, ?)",
+                        (change.kind, change.identifier, inbox_id, seq),
+                    )
+        return seq
+
+    def identity_updates(self, inbox_id: str, after: int) -> list[IdentityUpdateRow]:
+        """The inbox's updates with sequence ids above `after`, ascending."""
+        rows = self._db.execute(
+            "SELECT sequence_id, server_timestamp_ns, update_bytes FROM identity_updates"
+            " WHERE inbox_id = ? AND sequence_id > ? ORDER BY sequence_id",
+            (inbox_id, after),
+        ).fetchall()
+        return [IdentityUpdateRow(*row) for row in rows]
+
+    def inbox_for(self, kind: int, identifier: str) -> str | None:
+        """The inbox of the newest association of the identifier not revoked since."""
+        row = self._db.execute(
+            "SELECT inbox_id FROM address_log WHERE kind = ? AND identifier = ?"
+            " AND revocation_seq IS NULL ORDER BY association_seq DESC LIMIT 1",
+            (kind, identifier),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    # key packages
+
+    def put_key_package(self, installation_key: bytes, key_package: bytes, now_ns: int) -> None:
+        """Store the installation's newest key package."""
+        with self._write():
+            self._db.execute(
+                "INSERT INTO key_packages (installation_key, key_package, updated_ns)"
+                " VALUES (?, ?, ?) ON CONFLICT (installation_key) DO UPDATE"
+                " SET key_package = excluded.key_package, updated_ns = excluded.updated_ns",
+                (installation_key, key_package, now_ns),
+            )
+
+    def key_package(self, installation_key: bytes) -> bytes | None:
+        """The installation's newest key package, if any."""
+        row = self._db.execute(
+            "SELECT key_package FROM key_packages WHERE installation_key = ?",
+            (installation_key,),
+        ).fetchone()
+        return None if row is None else bytes(row[0])
+
+    # group messages
+
+    def add_group_messages(
+        self, messages: Sequence[GroupMessageRow], now_ns: int
+    ) -> list[GroupMessageRow]:
+        """Store messages not stored before (by `dedup`); returns the new ones with ids."""
+        added: list[GroupMessageRow] = []
+        with self._write():
+            for m in messages:
+                cur = self._db.execute(
+                    "INSERT INTO group_messages (created_ns, group_id, data, sender_hmac,"
+                    " should_push, is_commit, dedup) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (dedup) DO NOTHING",
+                    (
+                        now_ns,
+                        m.group_id,
+                        m.data,
+                        m.sender_hmac,
+                        m.should_push,
+                        m.is_commit,
+                        _dedup(m.group_id, m.data),
+                    ),
+                )
+                if cur.rowcount == 1:
+                    added.append(replace(m, id=int(cur.lastrowid or 0), created_ns=now_ns))
+        return added
+
+    def group_messages(self, group_id: bytes, page: Page) -> list[GroupMessageRow]:
+        """One page of the group's messages."""
+        rows = self._page(
+            "SELECT id, created_ns, group_id, data, sender_hmac, should_push, is_commit"
+            " FROM group_messages WHERE group_id = ?",
+            group_id,
+            page,
+        )
+        return [GroupMessageRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), bool(r[6])) for r in rows]
+
+    def newest_group_message(self, group_id: bytes) -> GroupMessageRow | None:
+        """The group's message with the highest id, if any."""
+        rows = self.group_messages(group_id, Page(ascending=False, limit=1, cursor=0))
+        return rows[0] if rows else None
+
+    # welcomes
+
+    def add_welcomes(self, welcomes: Sequence[WelcomeRow], now_ns: int) -> list[WelcomeRow]:
+        """Store welcomes not stored before (by `dedup`); returns the new ones with ids."""
+        added: list[WelcomeRow] = []
+        with self._write():
+            for w in welcomes:
+                cur = self._db.execute(
+                    "INSERT INTO welcomes (created_ns, installation_key, is_pointer, data,"
+                    " hpke_public_key, wrapper_algorithm, welcome_metadata, dedup)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedup) DO NOTHING",
+                    (
+                        now_ns,
+                        w.installation_key,
+                        w.is_pointer,
+                        w.data,
+                        w.hpke_public_key,
+                        w.wrapper_algorithm,
+                        w.welcome_metadata,
+                        _dedup(w.installation_key, w.data),
+                    ),
+                )
+                if cur.rowcount == 1:
+                    added.append(replace(w, id=int(cur.lastrowid or 0), created_ns=now_ns))
+        return added
+
+    def welcomes(self, installation_key: bytes, page: Page) -> list[WelcomeRow]:
+        """One page of the welcomes stored under the key."""
+        rows = self._page(
+            "SELECT id, created_ns, installation_key, is_pointer, data, hpke_public_key,"
+            " wrapper_algorithm, welcome_metadata FROM welcomes WHERE installation_key = ?",
+            installation_key,
+            page,
+        )
+        return [WelcomeRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6], r[7]) for r in rows]
+
+    # commit log
+
+    def add_commit_log_entries(self, entries: Sequence[CommitLogRow]) -> int:
+        """Append entries not stored before (by `dedup`); returns how many were new."""
+        added = 0
+        with self._write():
+            for e in entries:
+                cur = self._db.execute(
+                    "INSERT INTO commit_log (group_id, entry, signature, dedup)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT (dedup) DO NOTHING",
+                    (e.group_id, e.entry, e.signature, _dedup(e.group_id, e.entry)),
+                )
+                added += cur.rowcount
+        return added
+
+    def commit_log(self, group_id: bytes, page: Page) -> list[CommitLogRow]:
+        """One page of the group's commit log."""
+        rows = self._page(
+            "SELECT id, group_id, entry, signature FROM commit_log WHERE group_id = ?",
+            group_id,
+            page,
+        )
+        return [CommitLogRow(*row) for row in rows]
+
+    def _page(self, select: str, key: bytes, page: Page) -> list[Any]:
+        order = "ASC" if page.ascending else "DESC"
+        params: tuple[object, ...] = (key,)
+        if page.cursor > 0:
+            select += " AND id > ?" if page.ascending else " AND id < ?"
+            params += (page.cursor,)
+        rows: list[Any] = self._db.execute(
+            f"{select} ORDER BY id {order} LIMIT ?", (*params, page.limit)
+        ).fetchall()
+        return rows
+
+
+def _dedup(key: bytes, payload: bytes) -> bytes:
+    """The uniqueness key of a stored payload: sha256(key ‖ payload), as the reference
+    node uses, so a retried publish is stored once."""
+    return hashlib.sha256(key + payload).digest()
