@@ -14,6 +14,7 @@ from collections.abc import Sequence
 # command name -> module whose `run(args) -> int` carries it out
 _COMMANDS = {
     "devnet": "cone.devnet.command",
+    "devnet-ctl": "cone.devnet.ctl",
     "daemon": "cone.daemon.command",
 }
 
@@ -62,11 +63,37 @@ def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
 
 
+def _add_devnet_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "devnet-ctl",
+        help="inject faults into a running devnet (drop streams, fail calls, add latency)",
+        description="Call a running devnet's control socket; prints one JSON object.",
+    )
+    p.add_argument("--control", required=True, help="the socket given to `cone devnet --control`")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions.add_parser("drop-streams", help="end every open stream now with UNAVAILABLE")
+    fail = actions.add_parser("fail", help="fail the next calls of a method")
+    fail.add_argument("method", help="bare name (SendGroupMessages) or full gRPC path")
+    fail.add_argument("--count", type=int, default=1, help="how many calls fail (default 1)")
+    fail.add_argument(
+        "--code", default="UNAVAILABLE", help="status name or number (default UNAVAILABLE)"
+    )
+    fail.add_argument("--message", default="", help="status message (default names the fault)")
+    latency = actions.add_parser("latency", help="delay every later call of a method")
+    latency.add_argument("method", help="bare name (QueryGroupMessages) or full gRPC path")
+    latency.add_argument(
+        "ms", type=int, help="milliseconds before each call is handled (0 removes)"
+    )
+    actions.add_parser("clear", help="remove every pending failure and latency")
+    actions.add_parser("stats", help="calls and mean server time per method and per delivery")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `cone` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="cone", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_devnet(sub)
+    _add_devnet_ctl(sub)
     _add_daemon(sub)
     return parser
 

@@ -67,7 +67,9 @@ class ControlService(pb_grpc.DevnetControlServicer):
 
 
 def status_code(value: int | str) -> grpc.StatusCode:
-    """A gRPC status code from its number (1–16) or name (`UNAVAILABLE`)."""
+    """A gRPC status code from its number (1–16, also as text) or name (`UNAVAILABLE`)."""
+    if isinstance(value, str):
+        value = int(value) if value.isdigit() else value.upper()
     for code in grpc.StatusCode:
         if code is not grpc.StatusCode.OK and value in (code.value[0], str(code.name)):
             return code
