@@ -1,0 +1,1 @@
+"""Tests of `cone devnet`, the local XMTP node."""

@@ -1,0 +1,1 @@
+"""Shared test support: real libxmtp peers and MLS/XMTP wire builders."""
