@@ -6,6 +6,7 @@ intact); a daemon that cannot be reached raises Unavailable(reason=daemon_unavai
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -27,9 +28,12 @@ _OPTIONS = [
 class ConeClient:
     """An open channel to one daemon. Use `async with ConeClient(path) as c:`."""
 
-    def __init__(self, socket: Path | str) -> None:
+    def __init__(self, socket: Path | str, options: Sequence[tuple[str, Any]] = ()) -> None:
+        """`options` are extra grpc channel arguments, after cone's defaults."""
         self.socket = Path(socket)
-        self._channel = grpc.aio.insecure_channel(f"unix:{self.socket}", options=_OPTIONS)
+        self._channel = grpc.aio.insecure_channel(
+            f"unix:{self.socket}", options=[*_OPTIONS, *options]
+        )
         self._stub = cone_pb2_grpc.ConeServiceStub(self._channel)
 
     async def __aenter__(self) -> ConeClient:

@@ -10,6 +10,7 @@ environment variable, then the default.
 | node URL       | `--api-url`         | `CONE_API_URL`     | the network's URL (below)                 |
 | database key   | `--key-file`        | `CONE_DB_KEY`      | key file `db.key` in the state directory  |
 | wallet key     | `--wallet-key-file` | `CONE_WALLET_KEY`  | a new key, made on first start            |
+| catch-up period| —                   | `CONE_CATCHUP_S`   | 30 seconds between full syncs             |
 
 `CONE_DB_KEY` (64 hex characters) wins over any key file, so that a key can be
 injected by a secret manager without touching the disk.
@@ -105,6 +106,7 @@ class Settings:
     api_url: str
     key_file: Path | None = None
     wallet_key_file: Path | None = None
+    catchup_interval_s: float = 30.0
 
     @classmethod
     def resolve(
@@ -118,6 +120,7 @@ class Settings:
     ) -> Settings:
         """Settings from flags (None when not given), the environment and defaults."""
         net = resolve_network(network)
+        catchup = os.environ.get("CONE_CATCHUP_S")
         return cls(
             paths=Paths(resolve_home(home)),
             network=net,
@@ -126,4 +129,17 @@ class Settings:
             wallet_key_file=(
                 Path(wallet_key_file).expanduser().absolute() if wallet_key_file else None
             ),
+            catchup_interval_s=_positive(catchup, "CONE_CATCHUP_S") if catchup else 30.0,
         )
+
+
+def _positive(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if value <= 0:
+        from cone.errors import InvalidArgument
+
+        raise InvalidArgument(f"{name} must be a positive number of seconds", field=name)
+    return value

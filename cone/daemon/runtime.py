@@ -155,7 +155,7 @@ def _grpc_server(
 
 @asynccontextmanager
 async def running_core(
-    settings: Settings, *, json_handler: JsonHandler | None = None, catchup_interval_s: float = 30.0
+    settings: Settings, *, json_handler: JsonHandler | None = None
 ) -> AsyncIterator[Running]:
     """Host the core for `settings` until the block exits."""
     paths = settings.paths
@@ -171,16 +171,17 @@ async def running_core(
         store = Store.open(paths.store, key)
         try:
             engine = await _open_identity(settings, store)
-            core = Core(store, engine, settings.network, catchup_interval_s)
+            core = Core(store, engine, settings.network, settings.catchup_interval_s)
             await core.start()
             grpc_socket = paths.home / GRPC_SOCKET_NAME
             grpc_socket.unlink(missing_ok=True)
-            server, health_servicer = _grpc_server(core, grpc_socket)
             old = os.umask(0o177)
             try:
+                server, health_servicer = _grpc_server(core, grpc_socket)
                 await server.start()
             finally:
                 os.umask(old)
+            grpc_socket.chmod(0o600)
             await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
             front = SocketFront(paths.socket, grpc_socket, json_handler)
             await front.start()

@@ -72,6 +72,10 @@ class SocketFront:
         self._tasks.add(task)
         try:
             await self._route(reader, writer)
+        except asyncio.CancelledError:
+            pass  # the front is closing: the connection just ends
+        except ConnectionError:
+            pass  # the peer went away
         finally:
             self._tasks.discard(task)
             writer.close()

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from cone.engine._client import open_client, wallet_address
 from xmtp_bindings import xmtpv3 as ffi
 
+from cone.engine._client import open_client, wallet_address
 from cone.engine.streams import StreamHealth, SupervisedStream
 from cone.errors import ConeError, FailedPrecondition, RateLimited, Unavailable
 

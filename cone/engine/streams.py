@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from xmtp_bindings import xmtpv3 as ffi
+
 log = logging.getLogger(__name__)
 
 BACKOFF_START_S = 0.2
@@ -35,8 +37,8 @@ class StreamHealth:
     last_error: str | None = None
 
 
-class _Callback:
-    """A libxmtp callback object that forwards to the loop thread-safely."""
+class _Callback(ffi.FfiMessageCallback, ffi.FfiConversationCallback, ffi.FfiConsentCallback):
+    """A libxmtp callback object (for any of the three streams) that forwards to the loop."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_item: Callable[[Any], None]) -> None:
         self._loop = loop

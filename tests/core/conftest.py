@@ -1,0 +1,31 @@
+"""Fixtures for core tests: a real `cone daemon` subprocess on the devnet, and peers."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from support.daemons import DaemonProcess, short_home
+from support.peers import Peer
+
+
+@pytest.fixture
+def home() -> AsyncIterator[Path]:
+    path = short_home()
+    yield path  # type: ignore[misc]
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+async def daemon(home: Path, devnet: str) -> AsyncIterator[DaemonProcess]:
+    """A started daemon with its own identity on the devnet."""
+    async with DaemonProcess(home, devnet) as d:
+        yield d
+
+
+@pytest.fixture
+async def alice(devnet: str, tmp_path: Path) -> Peer:
+    """A raw libxmtp peer."""
+    return await Peer.create(devnet, tmp_path, "alice")

@@ -1,0 +1,108 @@
+"""The daemon owns one identity in a private, encrypted state directory."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from pathlib import Path
+
+import grpc
+from conepb.v1 import cone_pb2 as pb
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from support.daemons import DaemonProcess, run_cone
+from support.peers import Peer
+
+
+async def test_identity_reports_protocol_1_and_the_registered_inbox(
+    daemon: DaemonProcess, alice: Peer
+) -> None:
+    ident = await daemon.client.identity()
+    assert ident.protocol == 1
+    assert ident.network == "local"
+    assert len(ident.inbox_id) == 64 and ident.address.startswith("0x")
+    # The identity is registered on the network: a peer resolves its address.
+    found = await alice.client.find_inbox_id(
+        alice.identifier().__class__(
+            identifier=ident.address, identifier_kind=alice.identifier().identifier_kind
+        )
+    )
+    assert found == ident.inbox_id
+
+
+async def test_state_directory_is_private(daemon: DaemonProcess) -> None:
+    assert stat.S_IMODE(daemon.home.stat().st_mode) == 0o700
+    for f in daemon.home.iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) & 0o077 == 0, f.name
+
+
+async def test_a_second_daemon_on_the_same_home_is_refused_clearly(daemon: DaemonProcess) -> None:
+    code, err = await run_cone(daemon.args())
+    assert code == 6
+    assert b"another cone process" in err
+    assert (await daemon.client.identity()).protocol == 1
+
+
+async def test_restart_continues_as_the_same_identity(daemon: DaemonProcess) -> None:
+    before = await daemon.client.identity()
+    assert await daemon.stop() == 0
+    await daemon.start()
+    after = await daemon.client.identity()
+    assert (after.inbox_id, after.installation_id) == (before.inbox_id, before.installation_id)
+
+
+async def test_a_wrong_database_key_is_refused_and_changes_nothing(
+    daemon: DaemonProcess,
+) -> None:
+    await daemon.stop()
+
+    def data_files() -> dict[str, bytes]:
+        # cone.lock only records who holds the lock; everything else must stay as it was.
+        return {f.name: f.read_bytes() for f in daemon.home.iterdir() if f.name != "cone.lock"}
+
+    files = data_files()
+    env = {**os.environ, "CONE_DB_KEY": "00" * 32}
+    code, err = await run_cone(daemon.args(), env)
+    assert code == 6
+    assert b"database key does not open" in err
+    assert data_files() == files
+
+
+async def test_a_missing_libxmtp_database_is_refused_not_reregistered(
+    daemon: DaemonProcess,
+) -> None:
+    await daemon.stop()
+    (daemon.home / "xmtp.db3").unlink()
+    code, err = await run_cone(daemon.args())
+    assert code == 6
+    assert b"new XMTP installation" in err
+
+
+async def test_health_and_reflection_answer_on_the_socket(daemon: DaemonProcess) -> None:
+    async with grpc.aio.insecure_channel(f"unix:{daemon.socket}") as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        reply = await health.Check(health_pb2.HealthCheckRequest(service="cone.v1.ConeService"))
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_status_reports_streams_and_budgets(daemon: DaemonProcess) -> None:
+    status = await daemon.client.call("Status", pb.StatusRequest())
+    assert {s.name for s in status.streams} == {"messages", "conversations", "consent"}
+    assert all(s.connected for s in status.streams)
+    assert status.installations == 1
+    assert status.identity_updates >= 1
+
+
+async def test_a_node_client_in_another_language_calls_identity_and_receive(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    script = Path(__file__).parent / "node_client.js"
+    proc = await asyncio.create_subprocess_exec(
+        "node", str(script), str(daemon.socket), str(Path(__file__).parents[2] / "proto"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "NODE_PATH": str(Path(__file__).parents[2] / "tests" / "node" / "node_modules")},
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    ident = await daemon.client.identity()
+    assert out.decode().split() == [ident.inbox_id, "0"]

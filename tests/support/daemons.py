@@ -1,0 +1,125 @@
+"""`cone daemon` as a real subprocess on a test state directory.
+
+async with DaemonProcess.start(home, devnet_url) as d:
+    ident = await d.client.identity()
+    d.kill9(); await d.restart()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+from cone.client import ConeClient
+from cone.errors import Unavailable
+
+START_TIMEOUT_S = 60.0
+
+
+async def run_cone(args: list[str], env: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """Run `cone ARGS` to completion without blocking the loop; (exit code, stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cone", *args,
+        env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(proc.communicate(), START_TIMEOUT_S)
+    return proc.returncode or 0, err
+
+
+def short_home() -> Path:
+    """A fresh state directory with a short path (Unix socket paths are ≤107 bytes)."""
+    return Path(tempfile.mkdtemp(prefix="cone-t-"))
+
+
+class DaemonProcess:
+    """One daemon subprocess and a client on its socket."""
+
+    def __init__(self, home: Path, api_url: str, extra_env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.api_url = api_url
+        self.env = {**os.environ, "CONE_CATCHUP_S": "2", **(extra_env or {})}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = tempfile.TemporaryFile()  # closed in __aexit__
+        self._client: ConeClient | None = None
+
+    @property
+    def socket(self) -> Path:
+        return self.home / "cone.sock"
+
+    @property
+    def client(self) -> ConeClient:
+        assert self._client is not None, "daemon not started"
+        return self._client
+
+    def args(self) -> list[str]:
+        """The `cone` arguments that start this daemon."""
+        return ["daemon", "--home", str(self.home), "--api-url", self.api_url]
+
+    def command(self) -> list[str]:
+        """The full command line."""
+        return [sys.executable, "-m", "cone", *self.args()]
+
+    async def start(self) -> DaemonProcess:
+        """Start the process and wait until Identity answers."""
+        # stderr goes to a file: a pipe nobody reads would block a chatty daemon.
+        # Popen returns at once; waiting happens below without blocking the loop.
+        self.proc = subprocess.Popen(self.command(), env=self.env, stderr=self.log)  # noqa: ASYNC220
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + START_TIMEOUT_S
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited with {self.proc.returncode}: {self.stderr()}")
+            if self.socket.exists():
+                client = ConeClient(self.socket)
+                try:
+                    await client.identity()
+                    self._client = client
+                    return self
+                except Unavailable:
+                    await client.close()
+            if loop.time() > deadline:
+                raise TimeoutError("daemon did not answer")
+            await asyncio.sleep(0.05)
+
+    def stderr(self) -> str:
+        """What the daemon wrote on stderr so far."""
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def kill9(self) -> None:
+        """SIGKILL the daemon (a crash)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    async def restart(self) -> DaemonProcess:
+        """Start again on the same state directory."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+        return await self.start()
+
+    async def stop(self) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        return await asyncio.get_running_loop().run_in_executor(None, self.proc.wait, 30)
+
+    async def __aenter__(self) -> DaemonProcess:
+        return await self.start()
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+        self.log.close()

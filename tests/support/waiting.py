@@ -1,0 +1,35 @@
+"""Waiting on conditions under a timeout, never on fixed sleeps."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from conepb.v1 import cone_pb2 as pb
+
+from cone.client import ConeClient
+
+T = TypeVar("T")
+WAIT_S = 60.0
+
+
+async def until(probe: Callable[[], Awaitable[T]], timeout: float = WAIT_S) -> T:
+    """Call `probe` until it returns something truthy; return that."""
+    async with asyncio.timeout(timeout):
+        while True:
+            value = await probe()
+            if value:
+                return value
+            await asyncio.sleep(0.05)
+
+
+async def receive_n(
+    client: ConeClient, n: int, consumer: str = "", timeout: float = WAIT_S
+) -> list[pb.Message]:
+    """Long-poll until `n` messages are pending for the consumer (without acking)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            batch = await client.receive(consumer=consumer, limit=1000, wait_ms=2000)
+            if len(batch.messages) >= n:
+                return list(batch.messages)
