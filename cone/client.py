@@ -7,6 +7,7 @@ intact); a daemon that cannot be reached raises Unavailable(reason=daemon_unavai
 from __future__ import annotations
 
 from collections.abc import Sequence
+import asyncio
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -15,6 +16,7 @@ import grpc
 from conepb.v1 import cone_pb2 as pb
 from conepb.v1 import cone_pb2_grpc
 
+from cone.errors import Unavailable
 from cone.grpc_errors import from_rpc_error
 
 _OPTIONS = [
@@ -54,6 +56,14 @@ class ConeClient:
             return await getattr(self._stub, method)(request, timeout=timeout)
         except grpc.aio.AioRpcError as exc:
             raise from_rpc_error(exc) from None
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # our caller cancelled us
+            # grpc.aio cancels calls whose channel closed under them.
+            raise Unavailable(
+                "the connection to the daemon closed during the call", reason="daemon_unavailable"
+            ) from None
 
     async def identity(self) -> pb.IdentityResponse:
         """The public identity."""

@@ -1,0 +1,100 @@
+"""Send and Reply: one message per key, conflicts, and wire content other apps read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conepb.v1 import cone_pb2 as pb
+from support.daemons import DaemonProcess
+from support.peers import Peer
+from support.waiting import until
+from xmtp_bindings import xmtpv3 as ffi
+
+from cone.core import content
+from cone.errors import Conflict, InvalidArgument
+
+
+async def _send(daemon: DaemonProcess, **kw: object) -> pb.SendResponse:
+    return await daemon.client.call("Send", pb.SendRequest(**kw))
+
+
+async def _peer_messages(peer: Peer, conversation_id: str) -> list[object]:
+    conv = peer.conversation(bytes.fromhex(conversation_id))
+    await conv.sync()
+    opts = ffi.FfiListMessagesOptions(
+        sent_before_ns=None, sent_after_ns=None, limit=None, delivery_status=None,
+        direction=ffi.FfiDirection.ASCENDING, content_types=None, exclude_content_types=None,
+        exclude_sender_inbox_ids=None, sort_by=None, inserted_after_ns=None, inserted_before_ns=None,
+    )  # fmt: skip
+    return [
+        m
+        for m in await conv.find_messages(opts)
+        if m.kind == ffi.FfiConversationMessageKind.APPLICATION
+        and m.sender_inbox_id != peer.inbox_id
+    ]
+
+
+async def test_a_settled_key_returns_its_original_id_even_with_new_text(
+    daemon: DaemonProcess, alice: Peer
+) -> None:
+    first = await _send(daemon, to=alice.address, text="the first answer", key="turn-1")
+    assert first.published and not first.deduplicated
+    again = await _send(daemon, to=alice.address, text="a regenerated answer", key="turn-1")
+    assert (again.message_id, again.deduplicated) == (first.message_id, True)
+    await alice.sync()
+    got = await until(lambda: _peer_messages(alice, first.conversation_id))
+    assert [ffi.decode_text(m.content) for m in got] == ["the first answer"]
+
+
+async def test_reusing_a_key_for_another_destination_or_kind_fails(
+    daemon: DaemonProcess, alice: Peer, devnet: str, tmp_path: object
+) -> None:
+    from pathlib import Path
+
+    bob = await Peer.create(devnet, Path(str(tmp_path)), "bob")
+    await _send(daemon, to=alice.address, text="hi", key="k")
+    with pytest.raises(Conflict) as err:
+        await _send(daemon, to=bob.address, text="hi", key="k")
+    assert err.value.reason == "key_conflict"
+    with pytest.raises(Conflict):
+        await _send(daemon, to=alice.address, data_json='{"a": 1}', key="k")
+    with pytest.raises(InvalidArgument) as bad:
+        await _send(daemon, to=alice.address, text="hi", key="")
+    assert bad.value.field == "key"
+
+
+async def test_a_raw_libxmtp_peer_reads_text_replies_and_data(
+    daemon: DaemonProcess, alice: Peer
+) -> None:
+    text = await _send(daemon, to=alice.address, text="plain words", key="t")
+    reply = await _send(daemon, to=alice.address, text="a reply", key="r", reply_to=text.message_id)
+    data = await _send(daemon, to=alice.address, data_json='{"n": [1, 2]}', key="d")
+    await alice.sync()
+
+    async def all_three() -> list[object]:
+        got = await _peer_messages(alice, text.conversation_id)
+        return got if len(got) == 3 else []
+
+    by_id = {bytes(m.id).hex(): m for m in await until(all_three)}
+    assert ffi.decode_text(by_id[text.message_id].content) == "plain words"
+    decoded_reply = ffi.decode_reply(by_id[reply.message_id].content)
+    assert decoded_reply.reference == text.message_id
+    assert decoded_reply.content.content == b"a reply"
+    raw = content.decode(by_id[data.message_id].content)
+    assert json.loads(raw.data_json or "") == {"n": [1, 2]}
+
+
+async def test_cone_reads_a_peers_reply_with_reply_to(daemon: DaemonProcess, alice: Peer) -> None:
+    sent = await _send(daemon, to=alice.address, text="question", key="q")
+    await alice.sync()
+    conv = alice.conversation(bytes.fromhex(sent.conversation_id))
+    ctype, payload = content.encode(text="answer", reply_to=sent.message_id)
+    assert ctype == content.REPLY
+    await conv.send(payload, ffi.FfiSendMessageOpts(should_push=True))
+
+    async def one() -> list[pb.Message]:
+        return list((await daemon.client.receive(wait_ms=1000)).messages)
+
+    (msg,) = await until(one)
+    assert (msg.text, msg.reply_to, msg.content_type) == ("answer", sent.message_id, content.REPLY)

@@ -1,0 +1,104 @@
+"""Chaos: sends under random `kill -9` of the daemon; the peer gets each key exactly once.
+
+CI runs the bounded form (200 sends, at least 20 kills). The soak form is
+`CONE_SOAK=1 pytest -m soak tests/core/test_send_chaos.py` (1,000 sends, 100 kills).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from collections import Counter
+
+import pytest
+from support.daemons import DaemonProcess
+from support.peers import Peer
+from xmtp_bindings import xmtpv3 as ffi
+
+from cone.core import content
+from cone.errors import ConeError, Unavailable
+from conepb.v1 import cone_pb2 as pb
+
+SOAK = os.environ.get("CONE_SOAK") == "1"
+SENDS, KILLS = (1000, 100) if SOAK else (200, 20)
+
+
+async def _send_until_answered(
+    holder: dict[str, DaemonProcess], to: str, key: str, text: str
+) -> pb.SendResponse:
+    while True:
+        try:
+            return await holder["d"].client.call(
+                "Send", pb.SendRequest(to=to, text=text, key=key), timeout=30
+            )
+        except (Unavailable, ConeError, AssertionError):
+            await asyncio.sleep(0.05)  # the daemon is down or restarting; retry the same key
+
+
+@pytest.mark.soak
+@pytest.mark.slow
+async def test_every_key_arrives_exactly_once_with_its_first_payload(
+    daemon: DaemonProcess, alice: Peer
+) -> None:
+    rng = random.Random(7)
+    holder = {"d": daemon}
+    contact = (await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
+    done = asyncio.Event()
+    kills = 0
+
+    async def killer() -> None:
+        nonlocal kills
+        while not done.is_set() or kills < KILLS:
+            await asyncio.sleep(rng.uniform(0.02, 0.4))
+            holder["d"].kill9()
+            kills += 1
+            await holder["d"].restart()
+
+    killing = asyncio.create_task(killer())
+    keys = [f"chaos-{i:04d}" for i in range(SENDS)]
+    first_ids: dict[str, str] = {}
+    for key in keys:
+        r = await _send_until_answered(
+            holder, contact.conversation_id, key, f"first payload of {key}"
+        )
+        first_ids[key] = r.message_id
+    done.set()
+    await killing
+    assert kills >= KILLS
+
+    # After a final restart, every key is sent again with other text: all deduplicated.
+    holder["d"].kill9()
+    await holder["d"].restart()
+    for key in keys:
+        r = await _send_until_answered(holder, contact.conversation_id, key, "regenerated")
+        assert r.deduplicated and r.message_id == first_ids[key]
+
+    async def settled() -> bool:
+        status = await holder["d"].client.call("Status", pb.StatusRequest())
+        return not status.outbox
+
+    await asyncio.wait_for(_wait(settled), 120)
+    await alice.sync()
+    conv = alice.conversation(bytes.fromhex(contact.conversation_id))
+    await conv.sync()
+    opts = ffi.FfiListMessagesOptions(
+        sent_before_ns=None, sent_after_ns=None, limit=None, delivery_status=None,
+        direction=ffi.FfiDirection.ASCENDING, content_types=None, exclude_content_types=None,
+        exclude_sender_inbox_ids=None, sort_by=None, inserted_after_ns=None, inserted_before_ns=None,
+    )  # fmt: skip
+    received = [
+        content.decode(m.content)
+        for m in await conv.find_messages(opts)
+        if m.kind == ffi.FfiConversationMessageKind.APPLICATION
+        and m.sender_inbox_id != alice.inbox_id
+    ]
+    per_key = Counter(d.send_key for d in received)
+    assert set(per_key) == set(keys)
+    assert [k for k, n in per_key.items() if n != 1] == []
+    assert all(d.text == f"first payload of {d.send_key}" for d in received)
+
+
+async def _wait(probe: object) -> None:
+    while not await probe():  # type: ignore[operator]
+        await asyncio.sleep(0.2)
