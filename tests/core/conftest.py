@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
 from support.daemons import DaemonProcess, short_home
 from support.peers import Peer
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import grpc
 import pytest
+
+from cone.devnet import Devnet
+from cone.errors import Unavailable
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
 from support.waiting import receive_n, until
-
-from cone.devnet import Devnet
-from cone.errors import Unavailable
 
 
 async def _accepted_dm(daemon: DaemonProcess, peer: Peer) -> object:

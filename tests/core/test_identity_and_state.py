@@ -8,8 +8,9 @@ import stat
 from pathlib import Path
 
 import grpc
-from conepb.v1 import cone_pb2 as pb
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, run_cone
 from support.peers import Peer
 

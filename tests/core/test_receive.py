@@ -6,12 +6,12 @@ import asyncio
 import time
 
 import pytest
+
+from cone.errors import FailedPrecondition, NotFound
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
 from support.waiting import receive_n, until
-
-from cone.errors import FailedPrecondition, NotFound
 
 
 async def _dm_from(peer: Peer, daemon: DaemonProcess) -> object:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from conepb.v1 import cone_pb2 as pb
-from support.daemons import DaemonProcess
-from support.peers import Peer
-from support.waiting import until
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.core import content
 from cone.errors import Conflict, InvalidArgument
+from conepb.v1 import cone_pb2 as pb
+from support.daemons import DaemonProcess
+from support.peers import Peer
+from support.waiting import until
 
 
 async def _send(daemon: DaemonProcess, **kw: object) -> pb.SendResponse:

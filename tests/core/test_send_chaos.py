@@ -12,13 +12,14 @@ import random
 from collections import Counter
 
 import pytest
-from support.daemons import DaemonProcess
-from support.peers import Peer
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.core import content
 from cone.errors import ConeError, Unavailable
 from conepb.v1 import cone_pb2 as pb
+from support.daemons import DaemonProcess
+from support.peers import Peer
+from support.waiting import until
 
 SOAK = os.environ.get("CONE_SOAK") == "1"
 SENDS, KILLS = (1000, 100) if SOAK else (200, 20)
@@ -78,7 +79,7 @@ async def test_every_key_arrives_exactly_once_with_its_first_payload(
         status = await holder["d"].client.call("Status", pb.StatusRequest())
         return not status.outbox
 
-    await asyncio.wait_for(_wait(settled), 120)
+    await until(settled, timeout=120)
     await alice.sync()
     conv = alice.conversation(bytes.fromhex(contact.conversation_id))
     await conv.sync()
@@ -97,8 +98,3 @@ async def test_every_key_arrives_exactly_once_with_its_first_payload(
     assert set(per_key) == set(keys)
     assert [k for k, n in per_key.items() if n != 1] == []
     assert all(d.text == f"first payload of {d.send_key}" for d in received)
-
-
-async def _wait(probe: object) -> None:
-    while not await probe():  # type: ignore[operator]
-        await asyncio.sleep(0.2)
