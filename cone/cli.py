@@ -16,6 +16,7 @@ _COMMANDS = {
     "devnet": "cone.devnet.command",
     "devnet-ctl": "cone.devnet.ctl",
     "daemon": "cone.daemon.command",
+    "serve": "cone.facades.jsonrpc.command",
 }
 
 
@@ -88,6 +89,18 @@ def _add_devnet_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     actions.add_parser("stats", help="calls and mean server time per method and per delivery")
 
 
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="JSON-RPC 2.0 on stdin/stdout (one request per line); see docs/protocol.md",
+        description=(
+            "Speak JSON-RPC 2.0 on stdin/stdout, relaying to the process that holds the "
+            "identity, or hosting the core when none does. Closing stdin stops it."
+        ),
+    )
+    _add_state(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `cone` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="cone", description=__doc__.splitlines()[0])
@@ -95,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_devnet(sub)
     _add_devnet_ctl(sub)
     _add_daemon(sub)
+    _add_serve(sub)
     return parser
 
 

@@ -27,12 +27,16 @@ async def _main(settings: Settings) -> None:
     import uvloop  # noqa: F401  # imported here so facades in relay mode stay light
 
     from cone.daemon.runtime import running_core
+    from cone.facades.jsonrpc import json_handler_for
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with running_core(settings) as running:
+    async with (
+        json_handler_for(settings.paths.socket) as json_handler,
+        running_core(settings, json_handler=json_handler) as running,
+    ):
         ident = running.core.identity
         print(
             f"cone daemon: inbox {ident.inbox_id} ({ident.address}) on {ident.network}, "

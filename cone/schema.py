@@ -1,0 +1,594 @@
+"""One schema per core operation, shared by the JSON-RPC facade, the MCP server and the CLI.
+
+Everything here is derived from the proto descriptors of `cone.v1.ConeService`, plus
+one overlay table (`_PARAMS`) that adds what proto3 cannot say: which parameters are
+required, their ranges and patterns (from `cone.limits`) and a sentence for each.
+From that one definition come, for every RPC:
+
+- the JSON-RPC method name (`Send` → `send`) and MCP tool name (`cone_send`);
+- the parameter JSON Schema, closed (`additionalProperties: false`), and the result
+  JSON Schema;
+- `Method.to_request(params)`: validation against that schema (an InvalidArgument
+  naming the parameter in its JSON form) and conversion to the request message;
+- `Method.to_result(response)`: the response message in JSON form.
+
+The JSON form follows proto3 JSON names (`conversation_id` → `conversationId`) with
+three deliberate differences, all mechanical: `data_json` (JSON text) is `data` (any
+JSON value); enums are their short lowercase names (`CONVERSATION_TYPE_DM` → `dm`);
+64-bit integers are JSON numbers. Fields without presence are always emitted, so a
+result carries `more: false` and `deduplicated: false`; fields with presence (proto3
+`optional`, oneof members, messages) only when set. Timestamps are RFC 3339 strings.
+
+Drift guard: building the table fails when a request field has no overlay entry or an
+overlay entry names no field, and `tests/facades/test_schema.py` checks every RPC has
+its method and tool.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Final
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from cone import limits
+from cone.errors import InvalidArgument
+from conepb.v1 import cone_pb2 as pb
+
+JsonObject = dict[str, Any]
+
+SERVICE: Final = pb.DESCRIPTOR.services_by_name["ConeService"]
+TOOL_PREFIX: Final = "cone_"
+# Proto field names whose JSON form differs from the proto3 JSON name.
+_RENAMED: Final = {"data_json": "data"}
+# Timeouts for relayed calls: a long poll may take its wait plus this margin.
+CALL_TIMEOUT_S: Final = 120.0
+RECEIVE_MARGIN_S: Final = 30.0
+
+_TIMESTAMP = "google.protobuf.Timestamp"
+_INTEGER_TYPES = {
+    FieldDescriptor.TYPE_INT32,
+    FieldDescriptor.TYPE_INT64,
+    FieldDescriptor.TYPE_UINT32,
+    FieldDescriptor.TYPE_UINT64,
+    FieldDescriptor.TYPE_SINT32,
+    FieldDescriptor.TYPE_SINT64,
+    FieldDescriptor.TYPE_FIXED32,
+    FieldDescriptor.TYPE_FIXED64,
+    FieldDescriptor.TYPE_SFIXED32,
+    FieldDescriptor.TYPE_SFIXED64,
+}
+_UNSIGNED_TYPES = {
+    FieldDescriptor.TYPE_UINT32,
+    FieldDescriptor.TYPE_UINT64,
+    FieldDescriptor.TYPE_FIXED32,
+    FieldDescriptor.TYPE_FIXED64,
+}
+
+
+def _hex(doc: str) -> JsonObject:
+    return {"pattern": limits.HEX_ID_PATTERN, "maxLength": 128, "description": doc}
+
+
+def _ids(doc: str, *, at_least: int = 0) -> JsonObject:
+    out: JsonObject = {
+        "maxItems": limits.ACK_IDS_MAX,
+        "items": {"pattern": limits.HEX_ID_PATTERN, "maxLength": 128},
+        "description": doc,
+    }
+    if at_least:
+        out["minItems"] = at_least
+    return out
+
+
+_CONSUMER: JsonObject = {
+    "pattern": limits.CONSUMER_PATTERN,
+    "maxLength": 64,
+    "default": limits.DEFAULT_CONSUMER,
+    "description": (
+        "The consumer whose receipts apply (1–64 letters, digits, '.', '_', ':' or '-'). "
+        "Consumers are independent: each has its own pending set. Default `default`."
+    ),
+}
+_KEY: JsonObject = {
+    "required": True,
+    "minLength": 1,
+    "maxLength": limits.KEY_MAX_CHARS,
+    "description": (
+        "The send key: one logical message per key (1–256 characters). Reuse the same key "
+        "when retrying the same logical message, even if the text was regenerated: a settled "
+        "key returns the original messageId with deduplicated true and sends nothing new. "
+        "For a reply to an incoming message, `reply:<incoming messageId>` is a good key."
+    ),
+}
+_TEXT: JsonObject = {
+    "maxLength": limits.TEXT_MAX_BYTES,
+    "description": f"Plain text, at most {limits.TEXT_MAX_BYTES} bytes as UTF-8.",
+}
+_DESTINATION: JsonObject = {
+    "required": True,
+    "minLength": 1,
+    "maxLength": limits.DESTINATION_MAX_CHARS,
+    "description": (
+        "An Ethereum address (0x + 40 hex), an inbox id (64 hex), a saved contact name, "
+        "or (for send) a conversation id."
+    ),
+}
+
+# The overlay: per RPC, per JSON parameter name, the constraints and description the
+# proto cannot carry. `required` is lifted into the object's `required` list.
+_PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
+    "Identity": {},
+    "Connect": {
+        "to": _DESTINATION,
+        "name": {
+            "pattern": limits.CONTACT_NAME_PATTERN,
+            "maxLength": 64,
+            "description": (
+                "A name to save the contact under (1–64 letters, digits, '.', '_' or '-', "
+                "starting with a letter); later usable as `to`."
+            ),
+        },
+    },
+    "Send": {
+        "to": _DESTINATION,
+        "text": _TEXT,
+        "data": {
+            "description": (
+                f"Any JSON value, sent as cone's data content type (at most "
+                f"{limits.DATA_MAX_BYTES} bytes as JSON). Give exactly one of text and data."
+            )
+        },
+        "key": _KEY,
+        "replyTo": _hex("The messageId of an earlier message this one replies to."),
+    },
+    "Reply": {
+        "conversationId": {"required": True, **_hex("The conversation to reply in.")},
+        "text": {"required": True, **_TEXT},
+        "key": _KEY,
+    },
+    "Receive": {
+        "consumer": _CONSUMER,
+        "limit": {
+            "minimum": limits.RECEIVE_LIMIT_MIN,
+            "maximum": limits.RECEIVE_LIMIT_MAX,
+            "default": limits.RECEIVE_LIMIT_DEFAULT,
+            "description": "At most this many messages (1–1000). Default 50.",
+        },
+        "waitMs": {
+            "minimum": 0,
+            "maximum": limits.WAIT_MS_MAX,
+            "default": 0,
+            "description": (
+                "How long to wait for a first message, in milliseconds (0–30000). "
+                "A long poll may return an empty batch at its deadline."
+            ),
+        },
+        "excludeConversationIds": _ids(
+            "Conversations to leave out of this batch, e.g. those a turn is already "
+            "processing, so that no competing turn starts in them."
+        ),
+    },
+    "Ack": {
+        "messageIds": {
+            "required": True,
+            **_ids(
+                "The messageIds to acknowledge (1–1000), after acting on them. "
+                "Idempotent: acknowledging again is harmless.",
+                at_least=1,
+            ),
+        },
+        "consumer": _CONSUMER,
+    },
+    "Requests": {},
+    "Accept": {"conversationId": {"required": True, **_hex("The conversation to accept.")}},
+    "Block": {"conversationId": {"required": True, **_hex("The conversation to block.")}},
+    "Sync": {},
+    "Status": {},
+}
+
+# One sentence or three per operation: the JSON-RPC reference and the MCP tool
+# descriptions both use these, so they teach the same discipline.
+_SUMMARIES: Final[dict[str, str]] = {
+    "Identity": (
+        "The public identity of this cone: protocol version (check it is 1), inboxId, "
+        "address and network. Give the address or inbox id to peers so they can reach you."
+    ),
+    "Connect": (
+        "Find or create the direct conversation with an address, inbox id or contact name, "
+        "accept it and save the contact (optionally under a name)."
+    ),
+    "Send": (
+        "Send one logical message (text or JSON data) to an address, inbox id, contact name "
+        "or conversation id. The key makes it safe to retry: use the same key for the same "
+        "logical message and nothing is sent twice."
+    ),
+    "Reply": (
+        "Reply with text in an accepted conversation (use the conversationId of a received "
+        "message). Use a stable key such as `reply:<incoming messageId>` and reuse it when "
+        "retrying, even with regenerated text."
+    ),
+    "Receive": (
+        "Pending messages for a consumer, oldest first, waiting up to waitMs for the first. "
+        "Messages stay pending until acknowledged: receive, act on them, then ack their "
+        "messageIds. A message may come again after a crash; its messageId is the "
+        "deduplication key. An empty batch at the deadline is normal."
+    ),
+    "Ack": (
+        "Acknowledge messages for a consumer once you have acted on them, so they are not "
+        "received again. Idempotent."
+    ),
+    "Requests": (
+        "Conversations from unknown senders, held as requests: identities only, never "
+        "content. Accept one to let its messages into receive, or block it."
+    ),
+    "Accept": "Accept a conversation held as a request: its pending and future messages enter receive.",
+    "Block": (
+        "Block a conversation; for a direct conversation, also the peer everywhere, "
+        "including their messages inside accepted groups."
+    ),
+    "Sync": "Fetch conversations, messages and consent from the network now. Fails rather than pretend.",
+    "Status": (
+        "Operator health report: streams, last sync, inbox and outbox, consumers, and the "
+        "identity's installation and update budgets."
+    ),
+}
+# Operations for operators rather than agents (documented as such).
+OPERATOR_RPCS: Final = frozenset({"Status"})
+# Operations that only read: safe to cancel, to repeat, and cancelled when input closes.
+READ_ONLY_RPCS: Final = frozenset({"Identity", "Receive", "Requests", "Status"})
+# Operations that wait (long polls): cancelled, not awaited, when a session's input ends.
+LONG_POLL_RPCS: Final = frozenset({"Receive"})
+# A oneof the caller must set (the proto cannot say so).
+_REQUIRED_ONEOFS: Final[dict[str, dict[str, str]]] = {"Send": {"content": "text"}}
+
+
+def lower_camel(name: str) -> str:
+    """`SendRequest` → `sendRequest`; RPC names become method names this way."""
+    return name[:1].lower() + name[1:]
+
+
+def json_name(fd: FieldDescriptor) -> str:
+    """The JSON name of a field: the proto3 JSON name, with `data_json` as `data`."""
+    return _RENAMED.get(fd.name) or fd.json_name
+
+
+def _is_real_oneof(fd: FieldDescriptor) -> bool:
+    """Whether a field belongs to a real oneof (not proto3 `optional`'s synthetic one)."""
+    oneof = fd.containing_oneof
+    return oneof is not None and not (len(oneof.fields) == 1 and oneof.name == f"_{fd.name}")
+
+
+def _always_emitted(fd: FieldDescriptor) -> bool:
+    return fd.is_repeated or not fd.has_presence
+
+
+def _enum_names(fd: FieldDescriptor) -> list[str]:
+    prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", fd.enum_type.name).upper() + "_"
+    return [v.name.removeprefix(prefix).lower() for v in fd.enum_type.values if v.number != 0]
+
+
+def _enum_value(fd: FieldDescriptor, number: int) -> str:
+    prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", fd.enum_type.name).upper() + "_"
+    value = fd.enum_type.values_by_number.get(number)
+    return value.name.removeprefix(prefix).lower() if value is not None else str(number)
+
+
+def _scalar_schema(fd: FieldDescriptor) -> JsonObject:
+    if fd.name == "data_json":
+        return {}
+    if fd.type == FieldDescriptor.TYPE_STRING:
+        return {"type": "string"}
+    if fd.type == FieldDescriptor.TYPE_BOOL:
+        return {"type": "boolean"}
+    if fd.type in _INTEGER_TYPES:
+        schema: JsonObject = {"type": "integer"}
+        if fd.type in _UNSIGNED_TYPES:
+            schema["minimum"] = 0
+        return schema
+    if fd.type == FieldDescriptor.TYPE_ENUM:
+        return {"type": "string", "enum": _enum_names(fd)}
+    if fd.type == FieldDescriptor.TYPE_MESSAGE:
+        if fd.message_type.full_name == _TIMESTAMP:
+            return {"type": "string", "format": "date-time"}
+        return _result_schema(fd.message_type)
+    raise TypeError(f"no JSON form for {fd.full_name}")
+
+
+def _field_schema(fd: FieldDescriptor) -> JsonObject:
+    item = _scalar_schema(fd)
+    return {"type": "array", "items": item} if fd.is_repeated else item
+
+
+def _result_schema(desc: Descriptor) -> JsonObject:
+    props = {json_name(fd): _field_schema(fd) for fd in desc.fields}
+    required = [json_name(fd) for fd in desc.fields if _always_emitted(fd)]
+    schema: JsonObject = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+_KEYWORDS: Final = frozenset(
+    {
+        "type",
+        "description",
+        "default",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minItems",
+        "maxItems",
+        "items",
+        "enum",
+        "format",
+    }
+)
+
+
+def _params_schema(rpc: str, desc: Descriptor) -> JsonObject:
+    overlay = _PARAMS[rpc]
+    names = {json_name(fd): fd for fd in desc.fields}
+    if set(overlay) != set(names):
+        raise TypeError(
+            f"{rpc}: the schema overlay names {sorted(overlay)} but the request has "
+            f"{sorted(names)}: update cone/schema.py with the proto"
+        )
+    props: JsonObject = {}
+    required: list[str] = []
+    for name, fd in names.items():
+        if fd.type == FieldDescriptor.TYPE_MESSAGE:
+            raise TypeError(f"{fd.full_name}: message-typed request fields need a JSON form")
+        extra = dict(overlay[name])
+        if extra.pop("required", False):
+            required.append(name)
+        prop = _field_schema(fd)
+        if fd.is_repeated:
+            items = extra.pop("items", {})
+            prop["items"] = {**prop["items"], **items}
+        prop.update(extra)
+        unknown = set(prop) - _KEYWORDS - {"properties", "required", "additionalProperties"}
+        if unknown or set(prop.get("items", {})) - _KEYWORDS:
+            raise TypeError(f"{rpc}.{name}: unsupported schema keywords")
+        props[name] = prop
+    schema: JsonObject = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    return schema
+
+
+# ---- validation: the subset of JSON Schema the overlay uses -------------------------
+
+
+def _python_pattern(pattern: str) -> re.Pattern[str]:
+    # ECMA's `$` never matches before a trailing newline; Python's does. Use \Z.
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return _python_pattern(pattern)
+
+
+def _fail(field: str, message: str) -> InvalidArgument:
+    return InvalidArgument(message, field=field)
+
+
+def _check(value: Any, schema: JsonObject, field: str, label: str) -> Any:
+    """`value` checked against `schema`; integral floats become ints."""
+    kind = schema.get("type")
+    if kind == "string":
+        if not isinstance(value, str):
+            raise _fail(field, f"{label} must be a string")
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise _fail(field, f"{label} must be valid Unicode (no lone surrogates)") from None
+        if len(value) < schema.get("minLength", 0):
+            raise _fail(field, f"{label} must not be empty")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            raise _fail(field, f"{label} must be at most {schema['maxLength']} characters")
+        if "pattern" in schema and not _compiled(schema["pattern"]).search(value):
+            raise _fail(field, f"{label} must match {schema['pattern']}")
+        if "enum" in schema and value not in schema["enum"]:
+            raise _fail(field, f"{label} must be one of {', '.join(schema['enum'])}")
+    elif kind == "integer":
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _fail(field, f"{label} must be an integer")
+        if "minimum" in schema and value < schema["minimum"]:
+            raise _fail(field, f"{label} must be at least {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            raise _fail(field, f"{label} must be at most {schema['maximum']}")
+    elif kind == "boolean":
+        if not isinstance(value, bool):
+            raise _fail(field, f"{label} must be true or false")
+    elif kind == "array":
+        if not isinstance(value, list):
+            raise _fail(field, f"{label} must be an array")
+        if len(value) < schema.get("minItems", 0):
+            raise _fail(field, f"{label} must hold at least {schema['minItems']} item(s)")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            raise _fail(field, f"{label} must hold at most {schema['maxItems']} items")
+        items = schema.get("items", {})
+        value = [_check(v, items, field, f"{label}[{i}]") for i, v in enumerate(value)]
+    elif kind is None:
+        _check_json(value, field)
+    return value
+
+
+def _check_json(value: Any, field: str) -> None:
+    """Any JSON value: encodable as strict JSON."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        raise _fail(field, f"{field} must be a JSON value") from None
+
+
+def _dump_data(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # lone surrogates survive only as \u escapes
+        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return text
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _load_data(text: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None  # the core only stores data it could parse; never break a batch
+
+
+@dataclass(frozen=True)
+class Method:
+    """One core operation as the facades see it."""
+
+    rpc: str
+    name: str
+    tool: str
+    summary: str
+    request_type: Any
+    response_type: Any
+    params_schema: JsonObject
+    result_schema: JsonObject
+    read_only: bool
+    long_poll: bool
+    operator: bool
+    _fields: dict[str, FieldDescriptor] = field(repr=False, default_factory=dict)
+
+    def to_request(self, params: Mapping[str, Any] | None) -> Any:
+        """Check `params` against the schema and build the request message.
+
+        Raises InvalidArgument (JSON-RPC -32602) naming the parameter.
+        """
+        params = {} if params is None else params
+        schema = self.params_schema
+        props: JsonObject = schema["properties"]
+        for name in sorted(params):
+            if name not in props:
+                known = ", ".join(props) or "none"
+                raise _fail(name, f"unknown parameter {name!r} for {self.name} (known: {known})")
+        for name in schema.get("required", []):
+            if name not in params:
+                raise _fail(name, f"missing parameter {name!r} for {self.name}")
+        request = self.request_type()
+        for name, prop in props.items():
+            if name not in params:
+                continue
+            value = _check(params[name], prop, name, name)
+            fd = self._fields[name]
+            if fd.is_repeated:
+                getattr(request, fd.name).extend(value)
+            elif fd.name == "data_json":
+                setattr(request, fd.name, _dump_data(value))
+            else:
+                setattr(request, fd.name, value)
+        for oneof, name in _REQUIRED_ONEOFS.get(self.rpc, {}).items():
+            members = [
+                json_name(fd) for fd in self.request_type.DESCRIPTOR.oneofs_by_name[oneof].fields
+            ]
+            given = [m for m in members if m in params]
+            if len(given) != 1:
+                raise _fail(name, f"give exactly one of {' and '.join(members)}")
+        return request
+
+    def to_result(self, response: Any) -> JsonObject:
+        """The response message in JSON form (see the module docstring)."""
+        return message_to_json(response)
+
+    def timeout(self, request: Any) -> float:
+        """The deadline for relaying `request`, in seconds."""
+        if self.rpc == "Receive":
+            return float(request.wait_ms) / 1000 + RECEIVE_MARGIN_S
+        return CALL_TIMEOUT_S
+
+
+def _value_to_json(fd: FieldDescriptor, value: Any) -> Any:
+    if fd.type == FieldDescriptor.TYPE_MESSAGE:
+        if fd.message_type.full_name == _TIMESTAMP:
+            return value.ToJsonString()
+        return message_to_json(value)
+    if fd.type == FieldDescriptor.TYPE_ENUM:
+        return _enum_value(fd, value)
+    if fd.name == "data_json":
+        return _load_data(value)
+    return value
+
+
+def message_to_json(message: Any) -> JsonObject:
+    """A proto message in cone's JSON form."""
+    out: JsonObject = {}
+    for fd in message.DESCRIPTOR.fields:
+        if fd.is_repeated:
+            out[json_name(fd)] = [_value_to_json(fd, v) for v in getattr(message, fd.name)]
+        elif not fd.has_presence or message.HasField(fd.name):
+            out[json_name(fd)] = _value_to_json(fd, getattr(message, fd.name))
+    return out
+
+
+def _build(rpc_desc: Any) -> Method:
+    rpc = rpc_desc.name
+    req = getattr(pb, rpc_desc.input_type.name)
+    resp = getattr(pb, rpc_desc.output_type.name)
+    fields = {json_name(fd): fd for fd in req.DESCRIPTOR.fields}
+    name = lower_camel(rpc)
+    return Method(
+        rpc=rpc,
+        name=name,
+        tool=TOOL_PREFIX + name.lower(),
+        summary=_SUMMARIES[rpc],
+        request_type=req,
+        response_type=resp,
+        params_schema=_params_schema(rpc, req.DESCRIPTOR),
+        result_schema=_result_schema(resp.DESCRIPTOR),
+        read_only=rpc in READ_ONLY_RPCS,
+        long_poll=rpc in LONG_POLL_RPCS,
+        operator=rpc in OPERATOR_RPCS,
+        _fields=fields,
+    )
+
+
+@cache
+def methods() -> dict[str, Method]:
+    """Every operation by JSON-RPC method name, in the service's order."""
+    built = [_build(m) for m in SERVICE.methods]
+    return {m.name: m for m in built}
+
+
+@cache
+def tools() -> dict[str, Method]:
+    """Every operation by MCP tool name, in the service's order."""
+    return {m.tool: m for m in methods().values()}
+
+
+__all__ = [
+    "LONG_POLL_RPCS",
+    "OPERATOR_RPCS",
+    "READ_ONLY_RPCS",
+    "SERVICE",
+    "TOOL_PREFIX",
+    "JsonObject",
+    "Method",
+    "json_name",
+    "lower_camel",
+    "message_to_json",
+    "methods",
+    "tools",
+]
