@@ -6,18 +6,18 @@ intact); a daemon that cannot be reached raises Unavailable(reason=daemon_unavai
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import grpc
-from conepb.v1 import cone_pb2 as pb
-from conepb.v1 import cone_pb2_grpc
 
 from cone.errors import Unavailable
 from cone.grpc_errors import from_rpc_error
+from conepb.v1 import cone_pb2 as pb
+from conepb.v1 import cone_pb2_grpc
 
 _OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),

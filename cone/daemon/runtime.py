@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
-from conepb.v1 import cone_pb2, cone_pb2_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -32,6 +31,7 @@ from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.errors import StateError
 from cone.store import Store, load_db_key, meta
+from conepb.v1 import cone_pb2, cone_pb2_grpc
 
 log = logging.getLogger(__name__)
 

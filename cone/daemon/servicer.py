@@ -12,14 +12,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
-from conepb.v1 import cone_pb2 as pb
-from conepb.v1 import cone_pb2_grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from cone.core.service import Core
 from cone.errors import ConeError, Internal
 from cone.grpc_errors import to_status
 from cone.store import Kind, StoredMessage
+from conepb.v1 import cone_pb2 as pb
+from conepb.v1 import cone_pb2_grpc
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from conepb.v1 import cone_pb2 as pb
-
 from cone.client import ConeClient
+from conepb.v1 import cone_pb2 as pb
 
 T = TypeVar("T")
 WAIT_S = 60.0
