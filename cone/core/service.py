@@ -28,6 +28,7 @@ from cone.store import (
     conversations,
     inbox,
 )
+from cone.store.outbox import OutboxRecord
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class Status:
     requests: int
     installations: int
     identity_updates: int
+    outbox: list[OutboxRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -378,5 +380,6 @@ class Core:
             requests=len(held),
             installations=installations,
             identity_updates=updates,
+            outbox=await self.outbox.unsettled(),
             warnings=warnings,
         )

@@ -234,5 +234,16 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             requests=s.requests,
             installations=s.installations,
             identity_updates=s.identity_updates,
+            outbox=[
+                pb.OutboxEntry(
+                    key=o.key,
+                    conversation_id=o.conversation_id,
+                    state=o.state,
+                    attempts=o.attempts,
+                    last_error=o.last_error,
+                    next_attempt_at=_ts(o.next_attempt_ns),
+                )
+                for o in s.outbox
+            ],
             warnings=s.warnings,
         )
