@@ -3,11 +3,13 @@
 The key protocol, in order:
 1. The first payload and the exact conversation for a key are committed to the
    outbox (encrypted, synced) before anything else happens.
-2. libxmtp prepares the message locally (unpublished); its id is recorded.
-   A crash between these two steps is healed on restart by finding the prepared
-   message through the key it carries (`cone.key` in the envelope).
-3. The message is published; the key is settled. Publishing a prepared message
-   again is harmless, so a crash before the settle record only repeats step 3.
+2. libxmtp prepares the message locally (unpublished). Its id is not written
+   separately: after a crash before step 3 is recorded, the prepared message is
+   found again through the key it carries (`cone.key` in the envelope), so a key
+   never gets a second prepared message.
+3. The message is published, and the key settles with the message id in one
+   write. Publishing a prepared message again is harmless, so a crash before the
+   settle record only repeats step 3.
 A failed publication leaves the key `failing`; a per-conversation worker retries
 with backoff, so one failing conversation never holds back another.
 """
@@ -121,10 +123,7 @@ class Outbox:
         conversation_id = await resolve()
         ctype, payload = content.encode(text=text, data_json=data_json, reply_to=reply_to, key=key)
         async with self._lock(conversation_id):
-            again = await self._store.read(outbox.get, key)
-            if again is not None:  # a concurrent call with the same key won the race
-                return await self._again(again, destination, kind, resolve)
-            rec = await self._store.write(
+            rec, created = await self._store.write(
                 outbox.create,
                 key=key,
                 conversation_id=conversation_id,
@@ -133,7 +132,10 @@ class Outbox:
                 payload=payload,
                 now_ns=time.time_ns(),
             )
-            return await self._deliver(rec, deduplicated=False, fresh=True)
+            if created:
+                return await self._deliver(rec, deduplicated=False, fresh=True)
+        # A concurrent call with the same key recorded it first.
+        return await self._again(rec, destination, kind, resolve)
 
     async def _again(
         self, rec: OutboxRecord, destination: str, kind: str, resolve: Callable[[], Awaitable[str]]
@@ -169,18 +171,18 @@ class Outbox:
         if message_id is None and not fresh:
             message_id = await self._find_prepared(rec)
         if message_id is None:
+            # Not recorded here: a crash before settle finds it again by its key.
             message_id = self._engine.prepare(rec.conversation_id, rec.payload)
-            await self._store.write(outbox.set_prepared, rec.key, message_id)
         try:
             await self._engine.publish(rec.conversation_id, message_id)
         except (Unavailable, RateLimited) as err:
             await self._store.write(
-                outbox.fail, rec.key, err.message, _backoff_ns(rec.attempts + 1)
+                outbox.fail, rec.key, message_id, err.message, _backoff_ns(rec.attempts + 1)
             )
             self._wake.set()
             log.warning("send %r waits in the outbox: %s", rec.key, err.message)
             return SendResult(message_id, rec.conversation_id, deduplicated, False)
-        await self._store.write(outbox.settle, rec.key, time.time_ns())
+        await self._store.write(outbox.settle, rec.key, message_id, time.time_ns())
         return SendResult(message_id, rec.conversation_id, deduplicated, True)
 
     async def _find_prepared(self, rec: OutboxRecord) -> str | None:
@@ -188,7 +190,6 @@ class Outbox:
         since = max(0, rec.created_ns - OVERLAP_NS)
         for m in await self._engine.own_messages(rec.conversation_id, since):
             if content.decode(m.content).send_key == rec.key:
-                await self._store.write(outbox.set_prepared, rec.key, m.id)
                 return m.id
         return None
 

@@ -282,8 +282,10 @@ class Core:
 
     async def _accepted(self, conversation_id: str) -> str:
         """The id of a conversation that is accepted, or FailedPrecondition."""
-        await self._known(conversation_id)
-        conv = await self.store.read(conversations.require, conversation_id)
+        conv = await self.store.read(conversations.get, conversation_id)
+        if conv is None:  # not recorded yet: libxmtp may know it (then it is recorded)
+            await self._known(conversation_id)
+            conv = await self.store.read(conversations.require, conversation_id)
         if conv.consent is not Consent.ACCEPTED:
             state = "a request" if conv.consent is Consent.REQUESTED else "blocked"
             raise FailedPrecondition(

@@ -312,7 +312,9 @@ class Engine:
         convs = self._client.conversations()
 
         def message(m: Any) -> None:
-            on_message(bytes(m.conversation_id).hex())
+            # Our own messages never enter the inbox: no need to wake ingest for them.
+            if m.sender_inbox_id != self.inbox_id:
+                on_message(bytes(m.conversation_id).hex())
 
         def conversation(c: Any) -> None:
             on_conversation(self._info(c))

@@ -54,38 +54,33 @@ def create(
     content_type: str,
     payload: bytes,
     now_ns: int,
-) -> OutboxRecord:
-    """Record a new key (the caller checked that it is new)."""
-    conn.execute(
-        "INSERT INTO outbox (key, conversation_id, destination, content_type, payload, state,"
-        " created_ns) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
+) -> tuple[OutboxRecord, bool]:
+    """Record a key unless it exists; returns the record and whether it is new."""
+    cur = conn.execute(
+        "INSERT OR IGNORE INTO outbox (key, conversation_id, destination, content_type, payload,"
+        " state, created_ns) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
         (key, conversation_id, destination, content_type, payload, now_ns),
     )
     rec = get(conn, key)
     assert rec is not None
-    return rec
+    return rec, cur.rowcount == 1
 
 
-def set_prepared(conn: Connection, key: str, message_id: str) -> None:
-    """Record the id libxmtp gave the prepared message."""
-    conn.execute("UPDATE outbox SET message_id = ? WHERE key = ?", (message_id, key))
-
-
-def settle(conn: Connection, key: str, now_ns: int) -> None:
-    """Mark the key published."""
+def settle(conn: Connection, key: str, message_id: str, now_ns: int) -> None:
+    """Mark the key published as `message_id`."""
     conn.execute(
-        "UPDATE outbox SET state = 'settled', settled_ns = ?, last_error = NULL,"
+        "UPDATE outbox SET state = 'settled', message_id = ?, settled_ns = ?, last_error = NULL,"
         " next_attempt_ns = NULL, attempts = attempts + 1 WHERE key = ?",
-        (now_ns, key),
+        (message_id, now_ns, key),
     )
 
 
-def fail(conn: Connection, key: str, error: str, next_attempt_ns: int) -> None:
-    """Record a failed publication and when to retry."""
+def fail(conn: Connection, key: str, message_id: str, error: str, next_attempt_ns: int) -> None:
+    """Record a failed publication of `message_id` and when to retry."""
     conn.execute(
-        "UPDATE outbox SET state = 'failing', attempts = attempts + 1, last_error = ?,"
-        " next_attempt_ns = ? WHERE key = ?",
-        (error, next_attempt_ns, key),
+        "UPDATE outbox SET state = 'failing', message_id = ?, attempts = attempts + 1,"
+        " last_error = ?, next_attempt_ns = ? WHERE key = ?",
+        (message_id, error, next_attempt_ns, key),
     )
 
 

@@ -1,0 +1,174 @@
+"""Core benchmarks: drain, ingest and send, each against its baseline in the same run.
+
+    python -m bench core [--messages 10000] [--ingest 500] [--sends 200]
+
+- drain: Receive (limit 1000) + Ack of N pending messages over cone.sock, against the
+  same SQL statements (cone.store.inbox) on plain SQLite: the limit.
+- ingest: a peer sends M messages into a group holding cone and a raw libxmtp client;
+  time until all are in cone's durable inbox, against the raw client's stream.
+- send: sequential Send with durable keys through cone, against raw libxmtp `send`
+  on the same devnet; p50/p99 of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from support.daemons import DaemonProcess, short_home  # noqa: E402
+from support.peers import Peer  # noqa: E402
+from xmtp_bindings import xmtpv3 as ffi  # noqa: E402
+
+from cone.devnet import Devnet  # noqa: E402
+from cone.store import Consent, IncomingMessage, Kind, Store, conversations, inbox  # noqa: E402
+from cone.store._migrations import migrate  # noqa: E402
+from cone.store.keys import load_db_key  # noqa: E402
+from conepb.v1 import cone_pb2 as pb  # noqa: E402
+
+CONV = "be" * 16
+
+
+def _messages(n: int) -> list[IncomingMessage]:
+    return [
+        IncomingMessage(
+            id=f"{i:064x}", conversation_id=CONV, sender_inbox_id="ab" * 32,
+            sent_at_ns=i, content_type="xmtp.org/text:1.0", text=f"bench message {i}",
+        )  # fmt: skip
+        for i in range(n)
+    ]
+
+
+def _drain_plain_sqlite(n: int) -> float:
+    """The limit: the same statements on plain SQLite (no daemon, no gRPC, no cipher)."""
+    with tempfile.TemporaryDirectory() as d:
+        conn = sqlite3.connect(Path(d) / "plain.db", isolation_level=None)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        migrate(conn)  # type: ignore[arg-type]  # the same DB-API surface
+        conn.execute("BEGIN IMMEDIATE")
+        conversations.ensure(conn, CONV, Kind.DM, "ab" * 32, Consent.ACCEPTED, 1)  # type: ignore[arg-type]
+        inbox.insert_messages(conn, _messages(n))  # type: ignore[arg-type]
+        conn.execute("COMMIT")
+        start = time.perf_counter()
+        while True:
+            conn.execute("BEGIN IMMEDIATE")
+            batch, _ = inbox.take_pending(conn, "bench", 1000, [])  # type: ignore[arg-type]
+            conn.execute("COMMIT")
+            if not batch:
+                break
+            conn.execute("BEGIN IMMEDIATE")
+            inbox.ack(conn, "bench", [m.id for m in batch], 1)  # type: ignore[arg-type]
+            conn.execute("COMMIT")
+        elapsed = time.perf_counter() - start
+        conn.close()
+    return elapsed
+
+
+async def bench_drain(url: str, n: int) -> None:
+    home = short_home()
+    async with DaemonProcess(home, url) as d:
+        await d.stop()
+        key = load_db_key(key_file=None, default_key_file=home / "db.key", store_exists=True)
+        store = Store.open(home / "cone.db", key)
+        store.write_now(conversations.ensure, CONV, Kind.DM, "ab" * 32, Consent.ACCEPTED, 1)
+        store.write_now(inbox.insert_messages, _messages(n))
+        store.close()
+        await d.start()
+        start = time.perf_counter()
+        drained = 0
+        while True:
+            batch = await d.client.receive(consumer="bench", limit=1000)
+            if not batch.messages:
+                break
+            drained += await d.client.ack([m.message_id for m in batch.messages], consumer="bench")
+        elapsed = time.perf_counter() - start
+    limit = _drain_plain_sqlite(n)
+    print(f"drain {drained} msgs: cone {drained / elapsed:,.0f} msg/s ({elapsed:.2f} s); "
+          f"plain SQLite {n / limit:,.0f} msg/s; ratio {limit / elapsed:.2f}x of the limit")  # fmt: skip
+
+
+async def bench_ingest(url: str, m: int, work: Path) -> None:
+    async with DaemonProcess(short_home(), url) as d:
+        ident = await d.client.identity()
+        sender = await Peer.create(url, work, "sender")
+        raw = await Peer.create(url, work, "raw")
+        opts = ffi.FfiCreateGroupOptions(
+            permissions=None, group_name=None, group_image_url_square=None, group_description=None,
+            custom_permission_policy_set=None, message_disappearing_settings=None, app_data=None,
+        )  # fmt: skip
+        group = await sender.client.conversations().create_group([ident.inbox_id, raw.inbox_id], opts)
+        gid = bytes(group.id()).hex()
+        await raw.sync()
+        stream = await raw.stream_all()
+        while not (await d.client.call("Requests", pb.RequestsRequest())).requests:
+            await asyncio.sleep(0.05)
+        await d.client.call("Accept", pb.AcceptRequest(conversation_id=gid))
+        start = time.perf_counter()
+        for i in range(m):
+            await sender.send(group, f"ingest {i}")
+        sent = time.perf_counter()
+        await stream.texts(m, timeout=300)
+        raw_done = time.perf_counter()
+        while (await d.client.call("Status", pb.StatusRequest())).inbox_messages < m:
+            await asyncio.sleep(0.01)
+        cone_done = time.perf_counter()
+        await stream.end()
+    print(f"ingest {m} msgs (sending took {sent - start:.2f} s): raw libxmtp stream "
+          f"{m / (raw_done - start):,.0f} msg/s; cone durable inbox {m / (cone_done - start):,.0f} "
+          f"msg/s; ratio {(raw_done - start) / (cone_done - start):.2f}x")  # fmt: skip
+
+
+def _pct(xs: list[float], p: float) -> float:
+    return sorted(xs)[min(len(xs) - 1, int(p * len(xs)))] * 1000
+
+
+async def bench_send(url: str, n: int, work: Path) -> None:
+    async with DaemonProcess(short_home(), url) as d:
+        peer = await Peer.create(url, work, "target")
+        contact = (await d.client.call("Connect", pb.ConnectRequest(to=peer.address))).contact
+        cone_lat = []
+        start = time.perf_counter()
+        for i in range(n):
+            t = time.perf_counter()
+            r = await d.client.call(
+                "Send", pb.SendRequest(to=contact.conversation_id, text=f"cone {i}", key=f"b{i}")
+            )
+            assert r.published
+            cone_lat.append(time.perf_counter() - t)
+        cone_s = time.perf_counter() - start
+        a = await Peer.create(url, work, "raw-a")
+        dm = await a.dm_with(peer)
+        raw_lat = []
+        start = time.perf_counter()
+        for i in range(n):
+            t = time.perf_counter()
+            await a.send(dm, f"raw {i}")
+            raw_lat.append(time.perf_counter() - t)
+        raw_s = time.perf_counter() - start
+    print(f"send {n} sequential: cone {n / cone_s:,.0f}/s (p50 {_pct(cone_lat, .5):.1f} ms, "
+          f"p99 {_pct(cone_lat, .99):.1f} ms); raw libxmtp {n / raw_s:,.0f}/s "
+          f"(p50 {_pct(raw_lat, .5):.1f} ms, p99 {_pct(raw_lat, .99):.1f} ms); "
+          f"ratio {raw_s / cone_s:.2f}x")  # fmt: skip
+
+
+async def _main(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as work:
+        async with Devnet(port=0) as url:
+            await bench_drain(url, args.messages)
+            await bench_ingest(url, args.ingest, Path(work))
+            await bench_send(url, args.sends, Path(work))
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench core", description=__doc__)
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--ingest", type=int, default=500)
+    parser.add_argument("--sends", type=int, default=200)
+    asyncio.run(_main(parser.parse_args(argv)))
