@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 import grpc.aio
-from conepb.devnet.v1 import control_pb2 as pb
-from conepb.devnet.v1 import control_pb2_grpc as pb_grpc
 from grpc_reflection.v1alpha import reflection
 
 from cone.errors import InvalidArgument, StateError
+from conepb.devnet.v1 import control_pb2 as pb
+from conepb.devnet.v1 import control_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from cone.devnet.server import Devnet

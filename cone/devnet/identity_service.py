@@ -19,14 +19,14 @@ import re
 import time
 from typing import Any, Final
 
-from conepb.xmtp import associations_pb2 as assoc
-from conepb.xmtp import identity_api_pb2 as api
-from conepb.xmtp import identity_api_pb2_grpc as api_grpc
 from google.protobuf.message import DecodeError
 
 from cone.devnet import wire
 from cone.devnet.store import AddressChange, Store
 from cone.errors import FailedPrecondition, InvalidArgument
+from conepb.xmtp import associations_pb2 as assoc
+from conepb.xmtp import identity_api_pb2 as api
+from conepb.xmtp import identity_api_pb2_grpc as api_grpc
 
 #: The reference node's cap on one inbox's log.
 MAX_UPDATES_PER_INBOX: Final = 256

@@ -9,9 +9,6 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
-from conepb.xmtp import message_contents_pb2 as contents
-from conepb.xmtp import mls_api_pb2 as mls
-from conepb.xmtp import mls_api_pb2_grpc as mls_grpc
 from google.protobuf import empty_pb2
 
 from cone.devnet import paging, wire
@@ -20,6 +17,9 @@ from cone.devnet.mls_framing import FramingError, parse_key_package, parse_proto
 from cone.devnet.store import CommitLogRow, GroupMessageRow, Store, WelcomeRow
 from cone.devnet.streams import StreamServer
 from cone.errors import InvalidArgument
+from conepb.xmtp import message_contents_pb2 as contents
+from conepb.xmtp import mls_api_pb2 as mls
+from conepb.xmtp import mls_api_pb2_grpc as mls_grpc
 
 _Context = Any  # grpc.aio.ServicerContext; handlers never touch it beyond streams
 

@@ -13,7 +13,6 @@ from typing import Final
 
 import grpc
 import grpc.aio
-from conepb.xmtp import identity_api_pb2, identity_api_pb2_grpc, mls_api_pb2, mls_api_pb2_grpc
 
 from cone.devnet import control
 from cone.devnet.faults import Faults
@@ -26,6 +25,7 @@ from cone.devnet.store import GroupMessageRow, Store, WelcomeRow
 from cone.devnet.streams import StreamServer
 from cone.devnet.wire import GRPC_MESSAGE_LIMIT
 from cone.errors import StateError
+from conepb.xmtp import identity_api_pb2, identity_api_pb2_grpc, mls_api_pb2, mls_api_pb2_grpc
 
 #: Server options libxmtp needs (see docs/devnet.md): big messages, and tolerance
 #: of its HTTP/2 PING every 16 s even on idle connections (grpc's defaults answer

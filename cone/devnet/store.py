@@ -154,7 +154,8 @@ class Store:
         """Open `path` (created if absent), or a fresh in-memory database for None."""
         self.path = path
         try:
-            self._db = sqlite3.connect(path or ":memory:", isolation_level=None)
+            # No busy wait: the only other user of the file would be a second devnet.
+            self._db = sqlite3.connect(path or ":memory:", isolation_level=None, timeout=0)
             self._configure()
             self._migrate()
         except sqlite3.OperationalError as exc:

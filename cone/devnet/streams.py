@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
 import grpc
-from conepb.xmtp import mls_api_pb2 as mls
 from google.protobuf.message import Message
 
 from cone.devnet import wire
@@ -26,6 +25,7 @@ from cone.devnet.paging import MAX_PAGE_SIZE, Page
 from cone.devnet.stats import Stats
 from cone.devnet.store import GroupMessageRow, Store, WelcomeRow
 from cone.errors import InvalidArgument
+from conepb.xmtp import mls_api_pb2 as mls
 
 R = TypeVar("R", bound=Row)
 
@@ -114,6 +114,9 @@ class StreamServer:
                 await self._deliver(context, to_wire, row)
                 sent[row.topic] = row.id
         except StreamEnded as ended:
+            # abort() sends the status before it raises: forget the subscription first,
+            # so that a client seeing the end never finds it still counted.
+            hub.unsubscribe(sub)
             await context.abort(_END_CODES[ended.reason], ended.reason.value)
         finally:
             hub.unsubscribe(sub)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from conepb.xmtp import mls_api_pb2 as mls
-
 from cone.devnet.store import GroupMessageRow, WelcomeRow
 from cone.errors import InvalidArgument
+from conepb.xmtp import mls_api_pb2 as mls
 
 #: The largest payload (group message, welcome, key package, identity update,
 #: commit-log entry) the devnet stores: libxmtp's own gRPC message limit, so no

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.peers import Peer
-
 from cone.engine._client import identifier
+from support.peers import Peer
 
 
 async def test_two_clients_exchange_100_messages_both_ways_by_sync_and_stream(

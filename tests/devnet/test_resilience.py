@@ -6,10 +6,9 @@ import asyncio
 import signal
 from pathlib import Path
 
+from cone.devnet import Devnet
 from support.devnet_process import DevnetProcess
 from support.peers import WAIT_S, Peer
-
-from cone.devnet import Devnet
 
 
 async def _exchange(

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import grpc
 import grpc.aio
+
 from conepb.xmtp import associations_pb2 as assoc
 from conepb.xmtp import identity_api_pb2 as ident
 from conepb.xmtp import identity_api_pb2_grpc as ident_grpc
 from conepb.xmtp import mls_api_pb2 as mls
 from conepb.xmtp import mls_api_pb2_grpc as mls_grpc
-
 from support import mls as mls_bytes
 
 ETHEREUM = assoc.IDENTIFIER_KIND_ETHEREUM

@@ -1,0 +1,99 @@
+"""`cone devnet` and `cone devnet-ctl` as processes: URL, signals, refusals, the control socket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from conepb.xmtp import mls_api_pb2 as mls
+from support import wire
+from support.devnet_process import START_S, DevnetProcess
+
+
+async def _ctl(control: Path, *args: str) -> tuple[int, dict[str, object] | None, str]:
+    """Run `cone devnet-ctl`; returns exit code, parsed stdout and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cone", "devnet-ctl", "--control", str(control), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), START_S)
+    assert process.returncode is not None
+    return process.returncode, json.loads(out) if out.strip() else None, err.decode()
+
+
+async def test_cone_devnet_prints_one_url_line_and_stops_cleanly_on_sigint(tmp_path: Path) -> None:
+    control = tmp_path / "ctl.sock"
+    node = await DevnetProcess.start(tmp_path, "--control", str(control))
+    assert node.url.startswith("http://127.0.0.1:") and node.port > 0
+    assert control.stat().st_mode & 0o777 == 0o600
+    async with wire.node(node.url) as n:
+        await wire.send(n, b"group")
+    assert await node.stop(signal.SIGINT) == 0
+    assert node.process.stdout is not None
+    assert await node.process.stdout.read() == b""  # the URL was the only line
+    assert "stopped" in node.stderr()
+    assert not control.exists()
+
+
+async def test_a_second_devnet_on_a_busy_port_or_database_refuses_to_start(tmp_path: Path) -> None:
+    db = str(tmp_path / "devnet.db")
+    node = await DevnetProcess.start(tmp_path, "--db", db)
+    try:
+        for args in (["--port", str(node.port)], ["--db", db]):
+            with pytest.raises(RuntimeError, match=r"cannot (listen|open)"):
+                await DevnetProcess.start(tmp_path, *args)
+    finally:
+        assert await node.stop() == 0
+
+
+async def test_faults_injected_from_another_process_reach_the_node(tmp_path: Path) -> None:
+    control = tmp_path / "ctl.sock"
+    node = await DevnetProcess.start(tmp_path, "--control", str(control))
+    group = b"group"
+    async with wire.node(node.url) as n:
+        code, out, _ = await _ctl(control, "fail", "QueryGroupMessages", "--count", "2")
+        assert code == 0 and out == {
+            "method": "/xmtp.mls.api.v1.MlsApi/QueryGroupMessages",
+            "count": 2,
+            "code": "UNAVAILABLE",
+        }
+        for _ in range(2):
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await wire.query(n, group)
+            assert failed.value.code() is grpc.StatusCode.UNAVAILABLE
+        await wire.query(n, group)  # the third call goes through
+
+        assert (await _ctl(control, "latency", "QueryGroupMessages", "300"))[0] == 0
+        start = time.monotonic()
+        await wire.query(n, group)
+        assert time.monotonic() - start >= 0.3
+        assert (await _ctl(control, "clear"))[0] == 0
+
+        stream = n.mls.SubscribeGroupMessages(
+            mls.SubscribeGroupMessagesRequest(
+                filters=[mls.SubscribeGroupMessagesRequest.Filter(group_id=group)]
+            )
+        )
+        await stream.initial_metadata()
+        assert (await _ctl(control, "drop-streams"))[1] == {"droppedStreams": 1}
+        with pytest.raises(grpc.aio.AioRpcError) as dropped:
+            await stream.read()
+        assert dropped.value.code() is grpc.StatusCode.UNAVAILABLE
+
+        code, stats, _ = await _ctl(control, "stats")
+        assert code == 0 and stats is not None
+        methods = stats["methods"]
+        assert isinstance(methods, dict)
+        assert methods["/xmtp.mls.api.v1.MlsApi/QueryGroupMessages"]["calls"] == 2
+        code, _, err = await _ctl(control, "fail", "NoSuchMethod")
+        assert code == 2 and "unknown method" in err
+    assert await node.stop() == 0
+    code, _, err = await _ctl(control, "stats")
+    assert code == 5 and "UNAVAILABLE" in err

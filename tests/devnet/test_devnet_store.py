@@ -1,0 +1,67 @@
+"""The devnet's SQLite store: persistence, one devnet per file, schema versions."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from cone.devnet.paging import Page
+from cone.devnet.store import AddressChange, GroupMessageRow, Store
+from cone.errors import StateError
+
+_ALL = Page(ascending=True, limit=100, cursor=0)
+
+
+def test_state_in_a_file_survives_reopening(tmp_path: Path) -> None:
+    path = str(tmp_path / "devnet.db")
+    store = Store(path)
+    store.add_group_messages([GroupMessageRow(0, 0, b"g", b"m1", b"", False, True)], 5)
+    store.append_identity_update("i" * 64, b"u", 6, [AddressChange(1, "0xabc", False)])
+    store.put_key_package(b"k", b"kp", 7)
+    store.close()
+
+    reopened = Store(path)
+    try:
+        (row,) = reopened.group_messages(b"g", _ALL)
+        assert (row.id, row.created_ns, row.data, row.is_commit) == (1, 5, b"m1", True)
+        assert reopened.inbox_for(1, "0xabc") == "i" * 64
+        assert reopened.key_package(b"k") == b"kp"
+        added = reopened.add_group_messages(
+            [GroupMessageRow(0, 0, b"g", b"m2", b"", False, False)], 8
+        )
+        assert [r.id for r in added] == [2]  # ids continue, never reused
+    finally:
+        reopened.close()
+
+
+def test_a_second_devnet_cannot_open_a_file_in_use(tmp_path: Path) -> None:
+    path = str(tmp_path / "devnet.db")
+    first = Store(path)
+    try:
+        with pytest.raises(StateError, match="another devnet"):
+            Store(path)
+    finally:
+        first.close()
+
+
+def test_a_database_from_a_newer_devnet_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "devnet.db"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(StateError, match="newer"):
+        Store(str(path))
+
+
+def test_a_failed_write_leaves_nothing_behind() -> None:
+    store = Store()
+    try:
+        good = GroupMessageRow(0, 0, b"g", b"ok", b"", False, False)
+        bad = GroupMessageRow(0, 0, b"g", b"bad", None, False, False)  # NULL breaks NOT NULL
+        with pytest.raises(sqlite3.IntegrityError):
+            store.add_group_messages([good, bad], 1)
+        assert store.group_messages(b"g", _ALL) == []
+    finally:
+        store.close()
