@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from cone import limits
 from cone.core import content
 from cone.core.ingest import OVERLAP_NS
+from cone.core.ratelimit import WriteBudget
 from cone.engine.engine import Engine
 from cone.errors import Conflict, InvalidArgument, RateLimited, Unavailable
 from cone.store import Store, outbox
@@ -46,6 +47,7 @@ class SendResult:
     conversation_id: str
     deduplicated: bool
     published: bool
+    retry_after_ms: int | None = None
 
 
 def check_key(key: str) -> str:
@@ -89,6 +91,7 @@ class Outbox:
         self._locks: dict[str, asyncio.Lock] = {}
         self._retry_task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._budget = WriteBudget()
 
     def _lock(self, conversation_id: str) -> asyncio.Lock:
         return self._locks.setdefault(conversation_id, asyncio.Lock())
@@ -173,15 +176,23 @@ class Outbox:
         if message_id is None:
             # Not recorded here: a crash before settle finds it again by its key.
             message_id = self._engine.prepare(rec.conversation_id, rec.payload)
+        wait_s = self._budget.take()
         try:
+            if wait_s:
+                raise RateLimited(
+                    "XMTP's write budget (about 3,000 per 5 minutes) is used up",
+                    retry_after_ms=int(wait_s * 1000),
+                )
             await self._engine.publish(rec.conversation_id, message_id)
         except (Unavailable, RateLimited) as err:
-            await self._store.write(
-                outbox.fail, rec.key, message_id, err.message, _backoff_ns(rec.attempts + 1)
-            )
+            next_ns = _backoff_ns(rec.attempts + 1)
+            if err.retry_after_ms is not None:
+                next_ns = max(next_ns, time.time_ns() + err.retry_after_ms * 1_000_000)
+            await self._store.write(outbox.fail, rec.key, message_id, err.message, next_ns)
             self._wake.set()
             log.warning("send %r waits in the outbox: %s", rec.key, err.message)
-            return SendResult(message_id, rec.conversation_id, deduplicated, False)
+            retry_ms = max(0, (next_ns - time.time_ns()) // 1_000_000)
+            return SendResult(message_id, rec.conversation_id, deduplicated, False, retry_ms)
         await self._store.write(outbox.settle, rec.key, message_id, time.time_ns())
         return SendResult(message_id, rec.conversation_id, deduplicated, True)
 

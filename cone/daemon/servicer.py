@@ -136,6 +136,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             conversation_id=r.conversation_id,
             deduplicated=r.deduplicated,
             published=r.published,
+            retry_after_ms=r.retry_after_ms,
         )
 
     @_boundary
@@ -150,6 +151,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             conversation_id=r.conversation_id,
             deduplicated=r.deduplicated,
             published=r.published,
+            retry_after_ms=r.retry_after_ms,
         )
 
     @_boundary

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import grpc
 import pytest
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.core import content
+from cone.devnet import Devnet
 from cone.errors import Conflict, InvalidArgument
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
@@ -20,6 +22,7 @@ async def _send(daemon: DaemonProcess, **kw: object) -> pb.SendResponse:
 
 
 async def _peer_messages(peer: Peer, conversation_id: str) -> list[object]:
+    await peer.client.conversations().sync()  # welcomes: the peer learns of new DMs
     conv = peer.conversation(bytes.fromhex(conversation_id))
     await conv.sync()
     opts = ffi.FfiListMessagesOptions(
@@ -98,3 +101,26 @@ async def test_cone_reads_a_peers_reply_with_reply_to(daemon: DaemonProcess, ali
 
     (msg,) = await until(one)
     assert (msg.text, msg.reply_to, msg.content_type) == ("answer", sent.message_id, content.REPLY)
+
+
+async def test_a_failing_publication_waits_in_the_outbox_and_delivers_later(
+    daemon: DaemonProcess, alice: Peer, devnet_node: Devnet
+) -> None:
+    contact = (await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
+    devnet_node.faults.fail_next("SendGroupMessages", 1000, grpc.StatusCode.RESOURCE_EXHAUSTED)
+    held = await _send(daemon, to=contact.conversation_id, text="held back", key="later")
+    assert not held.published and held.retry_after_ms > 0
+    status = await daemon.client.call("Status", pb.StatusRequest())
+    (entry,) = status.outbox
+    assert (entry.key, entry.state, entry.attempts) == ("later", "failing", 1)
+    assert entry.last_error
+    devnet_node.faults.clear()
+
+    async def delivered() -> list[object]:
+        return await _peer_messages(alice, contact.conversation_id)
+
+    (got,) = await until(delivered)
+    assert bytes(got.id).hex() == held.message_id
+    assert ffi.decode_text(got.content) == "held back"
+    again = await _send(daemon, to=contact.conversation_id, text="held back", key="later")
+    assert (again.message_id, again.deduplicated, again.published) == (held.message_id, True, True)

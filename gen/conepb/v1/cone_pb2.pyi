@@ -89,16 +89,18 @@ class SendRequest(_message.Message):
     def __init__(self, to: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., key: _Optional[str] = ..., reply_to: _Optional[str] = ...) -> None: ...
 
 class SendResponse(_message.Message):
-    __slots__ = ("message_id", "conversation_id", "deduplicated", "published")
+    __slots__ = ("message_id", "conversation_id", "deduplicated", "published", "retry_after_ms")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     PUBLISHED_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     conversation_id: str
     deduplicated: bool
     published: bool
-    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ..., published: _Optional[bool] = ...) -> None: ...
+    retry_after_ms: int
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ..., published: _Optional[bool] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
 
 class ReplyRequest(_message.Message):
     __slots__ = ("conversation_id", "text", "key")
@@ -111,16 +113,18 @@ class ReplyRequest(_message.Message):
     def __init__(self, conversation_id: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
 
 class ReplyResponse(_message.Message):
-    __slots__ = ("message_id", "conversation_id", "deduplicated", "published")
+    __slots__ = ("message_id", "conversation_id", "deduplicated", "published", "retry_after_ms")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     PUBLISHED_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     conversation_id: str
     deduplicated: bool
     published: bool
-    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ..., published: _Optional[bool] = ...) -> None: ...
+    retry_after_ms: int
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ..., published: _Optional[bool] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
 
 class ReceiveRequest(_message.Message):
     __slots__ = ("consumer", "limit", "wait_ms", "exclude_conversation_ids")
