@@ -16,6 +16,8 @@ _COMMANDS = {
     "devnet": "cone.devnet.command",
     "devnet-ctl": "cone.devnet.ctl",
     "daemon": "cone.daemon.command",
+    "backup": "cone.backup.command",
+    "restore": "cone.backup.command",
     "serve": "cone.facades.jsonrpc.command",
 }
 
@@ -101,6 +103,20 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _add_state(p)
 
 
+def _add_backup(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    for name, help_text in (
+        ("backup", "write an encrypted backup of the identity and all its state to FILE"),
+        ("restore", "restore an encrypted backup FILE into an empty state directory"),
+    ):
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("file", metavar="FILE")
+        _add_state(p)
+        p.add_argument(
+            "--passphrase-file",
+            help="file holding the backup passphrase (default: $CONE_BACKUP_PASSPHRASE)",
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `cone` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="cone", description=__doc__.splitlines()[0])
@@ -108,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_devnet(sub)
     _add_devnet_ctl(sub)
     _add_daemon(sub)
+    _add_backup(sub)
     _add_serve(sub)
     return parser
 

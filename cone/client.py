@@ -7,7 +7,7 @@ intact); a daemon that cannot be reached raises Unavailable(reason=daemon_unavai
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -92,3 +92,11 @@ class ConeClient:
             "Ack", pb.AckRequest(message_ids=message_ids, consumer=consumer)
         )
         return int(result.acknowledged)
+
+    async def backup(self, passphrase: str) -> AsyncIterator[pb.BackupChunk]:
+        """The streamed backup: the manifest chunk, then the file's bytes."""
+        try:
+            async for chunk in self._stub.Backup(pb.BackupRequest(passphrase=passphrase)):
+                yield chunk
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc) from None

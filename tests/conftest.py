@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from cone.devnet import Devnet
+from support.peers import Peer
 
 
 @pytest.fixture
@@ -21,3 +23,9 @@ async def devnet_node() -> AsyncIterator[Devnet]:
 def devnet(devnet_node: Devnet) -> str:
     """The URL of an in-process devnet (`http://127.0.0.1:PORT`)."""
     return devnet_node.url
+
+
+@pytest.fixture
+async def alice(devnet: str, tmp_path: Path) -> Peer:
+    """A raw libxmtp peer on the devnet."""
+    return await Peer.create(devnet, tmp_path, "alice")

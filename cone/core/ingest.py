@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 from cone.core import content
 from cone.engine.engine import ConversationInfo, Engine, RawMessage, XmtpConsent
@@ -90,6 +91,12 @@ class Ingestor:
             except Exception:  # keep ingesting; the next catch-up retries
                 log.exception("ingest failed; the next catch-up retries")
                 self._dirty |= batch
+
+    @asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Hold ingest (for a backup's snapshot); marked work waits until release."""
+        async with self._lock:
+            yield
 
     async def ingest_all(self) -> int:
         """Read every conversation libxmtp knows; returns how many messages were new."""

@@ -10,9 +10,11 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from cone import PROTOCOL_VERSION
 from cone.core import validate
+from cone.core.backup import BackupMaker
 from cone.core.ingest import Ingestor
 from cone.core.outbox import Outbox, SendResult
 from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
@@ -68,7 +70,12 @@ class Core:
     """One identity's operations over its store and engine."""
 
     def __init__(
-        self, store: Store, engine: Engine, network: str, catchup_interval_s: float = 30.0
+        self,
+        store: Store,
+        engine: Engine,
+        network: str,
+        xmtp_db: Path,
+        catchup_interval_s: float = 30.0,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -78,6 +85,7 @@ class Core:
         self._arrival = asyncio.Event()
         self.ingestor = Ingestor(store, engine, self._notify)
         self.outbox = Outbox(store, engine)
+        self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
         self.last_sync_ns: int | None = None

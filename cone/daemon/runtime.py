@@ -171,7 +171,7 @@ async def running_core(
         store = Store.open(paths.store, key)
         try:
             engine = await _open_identity(settings, store)
-            core = Core(store, engine, settings.network, settings.catchup_interval_s)
+            core = Core(store, engine, settings.network, paths.xmtp_db, settings.catchup_interval_s)
             await core.start()
             grpc_socket = paths.home / GRPC_SOCKET_NAME
             grpc_socket.unlink(missing_ok=True)

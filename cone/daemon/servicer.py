@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -27,6 +27,7 @@ Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 Handler = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
 
+BACKUP_CHUNK_BYTES = 1024 * 1024
 _KIND = {Kind.DM: pb.CONVERSATION_TYPE_DM, Kind.GROUP: pb.CONVERSATION_TYPE_GROUP}
 
 
@@ -211,6 +212,27 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     ) -> pb.SyncResponse:
         await self.core.sync()
         return pb.SyncResponse(synced=True)
+
+    async def Backup(
+        self, request: pb.BackupRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.BackupChunk]:
+        try:
+            async with self.core.backups.backup(request.passphrase) as (path, m):
+                yield pb.BackupChunk(
+                    manifest=pb.BackupManifest(
+                        format_version=m.format_version,
+                        inbox_id=m.inbox_id,
+                        installation_id=m.installation_id,
+                        created_at=_ts(m.created_ns),
+                        size_bytes=path.stat().st_size,
+                        messages=m.messages,
+                    )
+                )
+                with path.open("rb") as f:
+                    while chunk := f.read(BACKUP_CHUNK_BYTES):
+                        yield pb.BackupChunk(data=chunk)
+        except ConeError as err:
+            await _abort(context, err)
 
     @_boundary
     async def Status(

@@ -349,6 +349,20 @@ class Engine:
         """True while every stream is open."""
         return bool(self._streams) and all(s.health.connected for s in self._streams)
 
+    async def release_db(self) -> None:
+        """Let go of libxmtp's database (checkpointed) so its files can be copied."""
+        try:
+            self._client.release_db_connection()
+        except ffi.FfiError as exc:
+            raise translate(exc, "releasing libxmtp's database") from exc
+
+    async def reconnect_db(self) -> None:
+        """Reopen libxmtp's database after `release_db`."""
+        try:
+            await self._client.db_reconnect()
+        except ffi.FfiError as exc:
+            raise translate(exc, "reopening libxmtp's database") from exc
+
     async def close(self) -> None:
         """Stop the streams and release libxmtp's database."""
         for s in self._streams:

@@ -1,4 +1,4 @@
-"""Fixtures for core tests: a real `cone daemon` subprocess on the devnet, and peers."""
+"""Fixtures for core tests: a real `cone daemon` subprocess on the devnet."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from support.daemons import DaemonProcess, short_home
-from support.peers import Peer
 
 
 @pytest.fixture
@@ -24,9 +23,3 @@ async def daemon(home: Path, devnet: str) -> AsyncIterator[DaemonProcess]:
     """A started daemon with its own identity on the devnet."""
     async with DaemonProcess(home, devnet) as d:
         yield d
-
-
-@pytest.fixture
-async def alice(devnet: str, tmp_path: Path) -> Peer:
-    """A raw libxmtp peer."""
-    return await Peer.create(devnet, tmp_path, "alice")

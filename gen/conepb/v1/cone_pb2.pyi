@@ -315,3 +315,33 @@ class StatusResponse(_message.Message):
     identity_updates: int
     warnings: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, identity: _Optional[_Union[IdentityResponse, _Mapping]] = ..., streams: _Optional[_Iterable[_Union[StreamHealth, _Mapping]]] = ..., last_sync_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_sync_error: _Optional[str] = ..., inbox_messages: _Optional[int] = ..., consumers: _Optional[_Iterable[_Union[ConsumerStatus, _Mapping]]] = ..., requests: _Optional[int] = ..., outbox: _Optional[_Iterable[_Union[OutboxEntry, _Mapping]]] = ..., installations: _Optional[int] = ..., identity_updates: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class BackupRequest(_message.Message):
+    __slots__ = ("passphrase",)
+    PASSPHRASE_FIELD_NUMBER: _ClassVar[int]
+    passphrase: str
+    def __init__(self, passphrase: _Optional[str] = ...) -> None: ...
+
+class BackupManifest(_message.Message):
+    __slots__ = ("format_version", "inbox_id", "installation_id", "created_at", "size_bytes", "messages")
+    FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    INBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTALLATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    format_version: int
+    inbox_id: str
+    installation_id: str
+    created_at: _timestamp_pb2.Timestamp
+    size_bytes: int
+    messages: int
+    def __init__(self, format_version: _Optional[int] = ..., inbox_id: _Optional[str] = ..., installation_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., size_bytes: _Optional[int] = ..., messages: _Optional[int] = ...) -> None: ...
+
+class BackupChunk(_message.Message):
+    __slots__ = ("manifest", "data")
+    MANIFEST_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    manifest: BackupManifest
+    data: bytes
+    def __init__(self, manifest: _Optional[_Union[BackupManifest, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...

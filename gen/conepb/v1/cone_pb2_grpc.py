@@ -91,6 +91,11 @@ class ConeServiceStub:
                 request_serializer=conepb_dot_v1_dot_cone__pb2.StatusRequest.SerializeToString,
                 response_deserializer=conepb_dot_v1_dot_cone__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.Backup = channel.unary_stream(
+                '/cone.v1.ConeService/Backup',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.BackupRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.BackupChunk.FromString,
+                _registered_method=True)
 
 
 class ConeServiceServicer:
@@ -199,6 +204,15 @@ class ConeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Backup(self, request, context):
+        """Backup streams an encrypted backup of everything this identity records: the
+        manifest first, then the file's bytes in order. The daemon keeps running.
+        INVALID_ARGUMENT when the passphrase is empty.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -256,6 +270,11 @@ def add_ConeServiceServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=conepb_dot_v1_dot_cone__pb2.StatusRequest.FromString,
                     response_serializer=conepb_dot_v1_dot_cone__pb2.StatusResponse.SerializeToString,
+            ),
+            'Backup': grpc.unary_stream_rpc_method_handler(
+                    servicer.Backup,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.BackupRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.BackupChunk.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -557,6 +576,33 @@ class ConeService:
             '/cone.v1.ConeService/Status',
             conepb_dot_v1_dot_cone__pb2.StatusRequest.SerializeToString,
             conepb_dot_v1_dot_cone__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Backup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/cone.v1.ConeService/Backup',
+            conepb_dot_v1_dot_cone__pb2.BackupRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.BackupChunk.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,1 @@
+"""`cone backup` and `cone restore`: an identity with all its state, encrypted end to end."""

@@ -1,0 +1,122 @@
+"""`cone backup FILE` (through the core, while it runs) and `cone restore FILE` (offline).
+
+The passphrase comes from `--passphrase-file` or `CONE_BACKUP_PASSPHRASE`, never from
+the command line (it would show in the process list).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from cone.config import Settings
+from cone.errors import ConeError, InvalidArgument, StateError
+from cone.progress import Progress
+
+PASSPHRASE_ENV = "CONE_BACKUP_PASSPHRASE"
+
+
+def passphrase_from(args: argparse.Namespace) -> str:
+    """The backup passphrase from its file or the environment."""
+    if args.passphrase_file:
+        text = Path(args.passphrase_file).read_text().rstrip("\n")
+    else:
+        text = os.environ.get(PASSPHRASE_ENV, "")
+    if not text:
+        raise InvalidArgument(
+            f"no backup passphrase: use --passphrase-file or set {PASSPHRASE_ENV}",
+            field="passphrase",
+        )
+    return text
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.resolve(
+        home=args.home, network=args.network, api_url=args.api_url, key_file=args.key_file
+    )
+
+
+async def _backup(settings: Settings, target: Path, passphrase: str) -> str:
+    from cone.client import ConeClient
+    from cone.facades._host import reach_core
+
+    partial = target.with_name(target.name + ".partial")
+    progress = Progress(f"backup {target.name}")
+    async with reach_core(settings), ConeClient(settings.paths.socket) as client:
+        size = written = 0
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                async for chunk in client.backup(passphrase):
+                    if chunk.HasField("manifest"):
+                        size = chunk.manifest.size_bytes
+                        inbox = chunk.manifest.inbox_id
+                        messages = chunk.manifest.messages
+                        continue
+                    out.write(chunk.data)
+                    written += len(chunk.data)
+                    progress(written, size)
+                out.flush()
+                os.fsync(out.fileno())
+            if written != size:
+                raise StateError("the backup stream ended early", reason="bad_backup")
+            partial.rename(target)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+    return f"backed up inbox {inbox} ({messages} messages, {size} bytes) to {target}"
+
+
+def _restore(settings: Settings, source: Path, passphrase: str) -> str:
+    from cone.store.backup import restore_backup
+    from cone.store.keys import KEY_ENV
+
+    extra: dict[str, bytes] = {}
+    if os.environ.get(KEY_ENV):
+        key = bytes.fromhex(os.environ[KEY_ENV].strip())
+    elif settings.key_file is not None and settings.key_file.exists():
+        key = bytes.fromhex(settings.key_file.read_text().strip())
+    else:
+        key = secrets.token_bytes(32)
+        if settings.key_file is not None:
+            raise StateError(
+                f"the key file {settings.key_file} does not exist: create it first or "
+                "leave --key-file out to get a new db.key in the state directory",
+                reason="wrong_key",
+            )
+        extra["db.key"] = (key.hex() + "\n").encode()
+    if len(key) != 32:
+        raise StateError("the database key must be 64 hex characters", reason="wrong_key")
+    manifest = restore_backup(
+        source,
+        passphrase,
+        settings.paths.home,
+        key,
+        progress=Progress(f"restore {source.name}"),
+        extra_files=extra,
+    )
+    return (
+        f"restored inbox {manifest.inbox_id} (installation {manifest.installation_id}, "
+        f"{manifest.messages} messages) into {settings.paths.home}; start it with cone daemon. "
+        "Do not run the original and the restored copy at the same time."
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `cone backup` or `cone restore`."""
+    try:
+        settings = _settings(args)
+        passphrase = passphrase_from(args)
+        if args.command == "backup":
+            message = asyncio.run(_backup(settings, Path(args.file).absolute(), passphrase))
+        else:
+            message = _restore(settings, Path(args.file).absolute(), passphrase)
+    except ConeError as err:
+        print(f"cone {args.command}: {err.message}", file=sys.stderr)
+        return err.exit_code
+    print(message, file=sys.stderr)
+    return 0

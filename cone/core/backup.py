@@ -1,0 +1,70 @@
+"""Backup while running: a consistent snapshot of cone's store and libxmtp's database.
+
+libxmtp's database is copied while libxmtp has released it (its WAL checkpointed),
+with ingest held, so the copy is one consistent state of the same installation. A
+message that arrives in that short window is not lost: streams resume and the
+catch-up re-reads libxmtp's database afterwards, as after any stream gap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from cone.core.ingest import Ingestor
+from cone.engine.engine import Engine
+from cone.errors import InvalidArgument
+from cone.store import Store
+from cone.store.backup import Manifest, write_backup
+
+log = logging.getLogger(__name__)
+
+
+class BackupMaker:
+    """Makes backup files for one running identity."""
+
+    def __init__(self, store: Store, engine: Engine, ingestor: Ingestor, xmtp_db: Path) -> None:
+        self._store = store
+        self._engine = engine
+        self._ingestor = ingestor
+        self._xmtp_db = xmtp_db
+
+    def _xmtp_files(self) -> dict[str, Path]:
+        files = {}
+        for suffix in ("", "-wal", ".sqlcipher_salt"):
+            path = Path(str(self._xmtp_db) + suffix)
+            if path.exists():
+                files[self._xmtp_db.name + suffix] = path
+        return files
+
+    @asynccontextmanager
+    async def backup(self, passphrase: str) -> AsyncIterator[tuple[Path, Manifest]]:
+        """A finished backup file in the state directory, removed when the block ends."""
+        if not passphrase:
+            raise InvalidArgument("the backup passphrase is empty", field="passphrase")
+        fd, name = tempfile.mkstemp(prefix=".backup-", suffix=".cone", dir=self._xmtp_db.parent)
+        os.close(fd)
+        path = Path(name)
+        try:
+            async with self._ingestor.held():
+                await self._engine.release_db()
+                try:
+                    manifest = await self._store.read(
+                        write_backup,
+                        path,
+                        passphrase,
+                        identity=(self._engine.inbox_id, self._engine.installation_id),
+                        files=self._xmtp_files(),
+                        created_ns=time.time_ns(),
+                    )
+                finally:
+                    await self._engine.reconnect_db()
+            self._ingestor.mark_all()
+            yield path, manifest
+        finally:
+            path.unlink(missing_ok=True)  # noqa: ASYNC240  # a local temp file: instant
