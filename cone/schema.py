@@ -238,6 +238,11 @@ _SUMMARIES: Final[dict[str, str]] = {
         "identity's installation and update budgets."
     ),
 }
+# RPCs the JSON surfaces do not offer, with the reason; every other RPC is a method
+# and a tool (a test holds this).
+NOT_EXPOSED: Final[dict[str, str]] = {
+    "Backup": "a server stream of file bytes: use `cone backup`, not a JSON call",
+}
 # Operations for operators rather than agents (documented as such).
 OPERATOR_RPCS: Final = frozenset({"Status"})
 # Operations that only read: safe to cancel, to repeat, and cancelled when input closes.
@@ -567,8 +572,14 @@ def _build(rpc_desc: Any) -> Method:
 
 @cache
 def methods() -> dict[str, Method]:
-    """Every operation by JSON-RPC method name, in the service's order."""
-    built = [_build(m) for m in SERVICE.methods]
+    """Every exposed operation by JSON-RPC method name, in the service's order."""
+    built = []
+    for rpc in SERVICE.methods:
+        if rpc.name in NOT_EXPOSED:
+            continue
+        if rpc.server_streaming or rpc.client_streaming:
+            raise TypeError(f"{rpc.name} streams: expose it explicitly or list it in NOT_EXPOSED")
+        built.append(_build(rpc))
     return {m.name: m for m in built}
 
 
@@ -580,6 +591,7 @@ def tools() -> dict[str, Method]:
 
 __all__ = [
     "LONG_POLL_RPCS",
+    "NOT_EXPOSED",
     "OPERATOR_RPCS",
     "READ_ONLY_RPCS",
     "SERVICE",

@@ -1,11 +1,13 @@
 """A small pool of gRPC channels to one `cone.sock`, bounding calls in flight.
 
-One grpc.aio channel carries about a thousand concurrent calls well and starts
-cancelling calls at a few thousand (docs/research figures), and a facade may have
-thousands of long polls outstanding. So each channel takes at most `per_channel`
-calls; another channel (its own connection) opens when all are busy, up to
-`max_channels`; beyond that, calls wait their turn. Channels open lazily: a pool that
-is never used costs nothing.
+Measured on this project's daemon: with more than about a thousand calls in flight at
+once, a few percent come back CANCELLED, however many channels carry them (see
+docs/protocol.md, "Concurrency"). So a pool keeps at most `long_polls + calls` in
+flight and queues the rest, and splits that room in two: long polls (`receive`) take
+their own share, so that a thousand waiting receives never delay an `identity`.
+Each channel carries at most `per_channel` calls; another channel (its own
+connection) opens when all are busy. Channels open lazily: a pool that is never used
+costs nothing.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Any, Final
 
 from cone.client import ConeClient
 
-PER_CHANNEL: Final = 500
-MAX_CHANNELS: Final = 8
+LONG_POLLS: Final = 768
+CALLS: Final = 256
+PER_CHANNEL: Final = 512
 
 
 class ChannelPool:
@@ -28,13 +31,14 @@ class ChannelPool:
         self,
         socket: Path | str,
         *,
+        long_polls: int = LONG_POLLS,
+        calls: int = CALLS,
         per_channel: int = PER_CHANNEL,
-        max_channels: int = MAX_CHANNELS,
     ) -> None:
         self.socket = Path(socket)
         self.per_channel = per_channel
-        self.max_channels = max_channels
-        self._room = asyncio.Semaphore(per_channel * max_channels)
+        self._long = asyncio.Semaphore(long_polls)
+        self._short = asyncio.Semaphore(calls)
         self._clients: list[ConeClient] = []
         self._load: list[int] = []
 
@@ -53,9 +57,11 @@ class ChannelPool:
             best = len(self._clients) - 1
         return best
 
-    async def call(self, rpc: str, request: Any, timeout: float | None = None) -> Any:
+    async def call(
+        self, rpc: str, request: Any, timeout: float | None = None, *, long_poll: bool = False
+    ) -> Any:
         """Call `rpc` (PascalCase); raises the daemon's ConeError."""
-        async with self._room:
+        async with self._long if long_poll else self._short:
             i = self._pick()
             self._load[i] += 1
             try:

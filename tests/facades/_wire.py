@@ -36,7 +36,9 @@ class FakeCore:
                 self._cancel_seen.clear()
                 await self._cancel_seen.wait()
 
-    async def call(self, rpc: str, request: Any, timeout: float | None = None) -> Any:
+    async def call(
+        self, rpc: str, request: Any, timeout: float | None = None, *, long_poll: bool = False
+    ) -> Any:
         self.calls.append((rpc, request))
         behaviour = self.behaviours.get(rpc)
         try:

@@ -15,7 +15,9 @@ from cone.schema import JsonObject, methods
 class Caller(Protocol):
     """What the relay calls through: a ChannelPool, or a fake in unit tests."""
 
-    async def call(self, rpc: str, request: Any, timeout: float | None = None) -> Any: ...
+    async def call(
+        self, rpc: str, request: Any, timeout: float | None = None, *, long_poll: bool = False
+    ) -> Any: ...
 
 
 class Relay:
@@ -36,7 +38,9 @@ class Relay:
         elif params is not None and not isinstance(params, dict):
             raise InvalidParams("params must be an object of named parameters")
         request = spec.to_request(params)
-        response = await self.caller.call(spec.rpc, request, timeout=spec.timeout(request))
+        response = await self.caller.call(
+            spec.rpc, request, timeout=spec.timeout(request), long_poll=spec.long_poll
+        )
         return spec.to_result(response)
 
     def cancel_at_close(self, method: str) -> bool:
