@@ -19,6 +19,8 @@ _COMMANDS = {
     "backup": "cone.backup.command",
     "restore": "cone.backup.command",
     "serve": "cone.facades.jsonrpc.command",
+    "bridge": "cone.bridge.command",
+    "demo": "cone.demo.command",
 }
 
 
@@ -117,6 +119,50 @@ def _add_backup(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         )
 
 
+def _add_bridge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "bridge",
+        help="run an agent command once per turn; its stdout is the reply (docs/bridge.md)",
+        description=(
+            "Receive for the agent and run COMMAND once per turn (the pending messages of "
+            "one conversation): the turn as JSON on stdin, the reply on stdout. Relays to "
+            "the process holding the identity, or hosts it."
+        ),
+        usage="cone bridge [OPTIONS] -- COMMAND [ARGS...]",
+    )
+    _add_state(p)
+    p.add_argument("--consumer", default="bridge", help="consumer to receive as (default bridge)")
+    p.add_argument("--alias", help="in groups, answer only when addressed as @ALIAS")
+    p.add_argument("--concurrency", type=int, default=4, help="turns running at once (default 4)")
+    p.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds before a command is killed (300)"
+    )
+    p.add_argument(
+        "--max-attempts", type=int, default=5, help="attempts before a turn is parked (5)"
+    )
+    p.add_argument(
+        "--backoff", type=float, default=1.0, help="seconds before the first retry, doubling (1)"
+    )
+    p.add_argument(
+        "--context", type=int, default=50, help="unaddressed group messages kept per group (50)"
+    )
+    p.add_argument("--parked", action="store_true", help="print the parked turns (JSON lines)")
+    p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent's command, after --")
+
+
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="a local devnet, an agent under cone bridge, and someone talking to it",
+        description=(
+            "With no network and no setup: start a devnet, an agent identity under "
+            "`cone bridge` running an example agent, and a second identity that talks to "
+            "it; print the conversation as it happens; clean up and exit."
+        ),
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress on stderr")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `cone` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="cone", description=__doc__.splitlines()[0])
@@ -126,6 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_daemon(sub)
     _add_backup(sub)
     _add_serve(sub)
+    _add_bridge(sub)
+    _add_demo(sub)
     return parser
 
 

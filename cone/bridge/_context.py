@@ -1,0 +1,106 @@
+"""Group context: unaddressed messages kept for the next turn that addresses the agent.
+
+The bridge acknowledges an unaddressed group message on its own consumer at once (so
+the long poll does not return it again and again) and keeps it in memory. Durability
+comes from a second consumer, `CONSUMER.context`, on which such messages stay pending
+until a turn hands them to the command as context; every other message is
+acknowledged there when its turn ends (or when recovery finds it). After a crash,
+`recover()` reads that consumer's pending group messages back into memory. A crash
+between the two acknowledgements can hand a message over as context twice; never
+zero times.
+
+At most `cap` messages are held per conversation (the newest); older ones are
+acknowledged on the context consumer and dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from cone import limits
+from cone.bridge._turns import Turn, kind
+from conepb.v1 import cone_pb2 as pb
+
+log = logging.getLogger("cone.bridge")
+
+
+class Caller(Protocol):
+    """What the bridge calls the core through (a ChannelPool)."""
+
+    async def call(self, rpc: str, request: Any, timeout: float | None = None) -> Any: ...
+
+
+async def ack(caller: Caller, ids: Iterable[str], consumer: str) -> None:
+    """Acknowledge `ids` for `consumer`, in calls of at most ACK_IDS_MAX."""
+    todo = list(dict.fromkeys(ids))
+    for i in range(0, len(todo), limits.ACK_IDS_MAX):
+        chunk = todo[i : i + limits.ACK_IDS_MAX]
+        await caller.call("Ack", pb.AckRequest(message_ids=chunk, consumer=consumer), timeout=60)
+
+
+class Context:
+    """Held context per group conversation, backed by the context consumer."""
+
+    def __init__(self, caller: Caller, consumer: str, cap: int) -> None:
+        self.caller = caller
+        self.consumer = consumer
+        self.cap = cap
+        self.held: dict[str, list[pb.Message]] = {}
+
+    def hold(self, messages: Iterable[pb.Message]) -> list[str]:
+        """Keep `messages`; returns the ids that fell off the cap (to ack here)."""
+        dropped: list[str] = []
+        for m in messages:
+            held = self.held.setdefault(m.conversation_id, [])
+            if any(h.message_id == m.message_id for h in held):
+                continue
+            held.append(m)
+            held.sort(key=lambda h: h.sequence)
+            while len(held) > self.cap:
+                dropped.append(held.pop(0).message_id)
+        return dropped
+
+    def for_turn(self, turn: Turn) -> list[pb.Message]:
+        """The context to hand to `turn`: held plus inline, oldest first, capped."""
+        addressed = {m.message_id for m in turn.messages}
+        merged = {m.message_id: m for m in self.held.get(turn.conversation_id, [])}
+        merged.update({m.message_id: m for m in turn.inline_context})
+        out = sorted((m for i, m in merged.items() if i not in addressed), key=lambda m: m.sequence)
+        return out[-self.cap :]
+
+    async def consumed(self, turn: Turn) -> None:
+        """The turn ended: ack its messages and its held context on the context consumer."""
+        held = self.held.pop(turn.conversation_id, [])
+        await ack(self.caller, [*turn.ack_ids, *(m.message_id for m in held)], self.consumer)
+
+    async def recover(self) -> None:
+        """Load the context consumer's pending group messages (after a restart)."""
+        excluded: list[str] = []
+        while True:
+            batch = await self.caller.call(
+                "Receive",
+                pb.ReceiveRequest(
+                    consumer=self.consumer,
+                    limit=limits.RECEIVE_LIMIT_MAX,
+                    wait_ms=0,
+                    exclude_conversation_ids=excluded,
+                ),
+                timeout=60,
+            )
+            messages = list(batch.messages)
+            drop = [m.message_id for m in messages if kind(m) == "dm"]
+            drop += self.hold(m for m in messages if kind(m) == "group")
+            if drop:
+                await ack(self.caller, drop, self.consumer)
+            if not batch.more:
+                break
+            if not drop:  # all held: page on by leaving these conversations out
+                excluded = sorted({*excluded, *(m.conversation_id for m in messages)})
+        if self.held:
+            n = sum(len(v) for v in self.held.values())
+            log.info("recovered %d context messages in %d groups", n, len(self.held))
+
+
+__all__ = ["Caller", "Context", "ack"]

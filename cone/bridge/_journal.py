@@ -1,0 +1,199 @@
+"""The bridge's own durable records, beside the identity in the state directory.
+
+Under `HOME/bridge/CONSUMER/` (directory 0700, files 0600):
+
+- `lock`: an exclusive flock held while a bridge runs for this consumer, so that two
+  bridges never share one consumer's receipts.
+- `turns.json`: the open turns, one per conversation: the message ids the turn was
+  formed from, its turn id, and how many attempts have started. It is written (and
+  fsynced, then renamed into place) before each attempt's command starts, and the
+  entry is removed once the turn's messages are acknowledged. After a crash, the first
+  turn in that conversation is formed from the same messages again, so it keeps its
+  turn id and reply key (the reply is not sent twice), and its attempts keep counting.
+- `parked.jsonl`: one JSON object per parked turn, appended and fsynced.
+
+Nothing here holds message content: ids, counts and reasons only (the state
+directory never holds plaintext messages; see docs/security.md).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from cone.errors import StateError
+
+
+@dataclass
+class OpenTurn:
+    """A turn whose messages are not acknowledged yet."""
+
+    conversation_id: str
+    turn_id: str
+    message_ids: list[str]
+    attempts: int = 0
+    last_error: str | None = None
+    #: The running attempt's process (group) id, to kill a leftover after a crash.
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class Parked:
+    """A turn given up on after its last attempt; its messages are acknowledged."""
+
+    parked_at: float
+    consumer: str
+    turn_id: str
+    conversation_id: str
+    conversation_type: str
+    message_ids: list[str]
+    attempts: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The camelCase JSON form written to `parked.jsonl` and shown by `--parked`."""
+        return {
+            "parkedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.parked_at)),
+            "consumer": self.consumer,
+            "turnId": self.turn_id,
+            "conversationId": self.conversation_id,
+            "conversationType": self.conversation_type,
+            "messageIds": self.message_ids,
+            "attempts": self.attempts,
+            "reason": self.reason,
+        }
+
+
+def bridge_dir(home: Path, consumer: str) -> Path:
+    """Where the records of the bridge for `consumer` live."""
+    return home / "bridge" / consumer
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_parked(home: Path, consumer: str) -> list[dict[str, Any]]:
+    """The parked turns for `consumer`, oldest first (empty when none)."""
+    path = bridge_dir(home, consumer) / "parked.jsonl"
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a torn last line after a crash: the record was never complete
+    return out
+
+
+class Journal:
+    """The open turns and the parked list of one consumer, held under its lock."""
+
+    def __init__(self, home: Path, consumer: str) -> None:
+        self.consumer = consumer
+        self.dir = bridge_dir(home, consumer)
+        self._lock_fd: int | None = None
+        self.open_turns: dict[str, OpenTurn] = {}
+
+    def acquire(self) -> None:
+        """Create the directory, take the consumer's lock, load the open turns."""
+        self.dir.parent.mkdir(mode=0o700, exist_ok=True)
+        self.dir.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StateError(
+                f"another bridge runs for consumer {self.consumer!r} on this identity: stop "
+                "it, or give this one another --consumer",
+                reason="locked",
+            ) from None
+        self._lock_fd = fd
+        try:
+            raw = json.loads((self.dir / "turns.json").read_text())
+        except FileNotFoundError:
+            raw = {}
+        self.open_turns = {c: OpenTurn(**t) for c, t in raw.get("turns", {}).items()}
+
+    def release(self) -> None:
+        """Drop the lock."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def running(self, conversation_id: str, pid: int | None) -> None:
+        """Record the running attempt's pid (not fsynced: an OS crash ends it anyway)."""
+        turn = self.open_turns.get(conversation_id)
+        if turn is not None:
+            turn.pid = pid
+            self._save(sync=False)
+
+    def _save(self, sync: bool = True) -> None:
+        tmp = self.dir / "turns.json.tmp"
+        body = json.dumps({"turns": {c: asdict(t) for c, t in self.open_turns.items()}})
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, body.encode())
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.dir / "turns.json")
+        if sync:
+            _fsync_dir(self.dir)
+
+    def begin(self, conversation_id: str, turn_id: str, message_ids: list[str]) -> int:
+        """Record that an attempt starts; returns its number (1 for the first)."""
+        turn = self.open_turns.get(conversation_id)
+        if turn is None or turn.turn_id != turn_id:
+            turn = OpenTurn(conversation_id, turn_id, list(message_ids))
+            self.open_turns[conversation_id] = turn
+        turn.attempts += 1
+        self._save()
+        return turn.attempts
+
+    def failed(self, conversation_id: str, error: str) -> None:
+        """Remember why the last attempt failed (shown when the turn is parked)."""
+        turn = self.open_turns.get(conversation_id)
+        if turn is not None:
+            turn.last_error = error
+            self._save()
+
+    def withdraw(self, conversation_id: str) -> None:
+        """An attempt stopped by the bridge's own shutdown does not count."""
+        turn = self.open_turns.get(conversation_id)
+        if turn is not None and turn.attempts > 0:
+            turn.attempts -= 1
+            self._save()
+
+    def finish(self, conversation_id: str) -> None:
+        """The turn's messages are acknowledged: forget it."""
+        if self.open_turns.pop(conversation_id, None) is not None:
+            self._save()
+
+    def park(self, record: Parked) -> None:
+        """Append `record` to the parked list (fsynced). The caller acks, then `finish`es:
+        a crash in between parks the turn again at the next start (listed twice)."""
+        line = json.dumps(record.to_json()) + "\n"
+        fd = os.open(self.dir / "parked.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+__all__ = ["Journal", "OpenTurn", "Parked", "bridge_dir", "read_parked"]

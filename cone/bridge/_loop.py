@@ -1,0 +1,308 @@
+"""The bridge's loop: long-poll, form turns, run them concurrently, reply, ack, park.
+
+Turns in different conversations run concurrently, up to `concurrency`; a
+conversation with a turn in progress (running, or waiting to retry) is left out of
+the long poll (`excludeConversationIds`), so its turns never overlap. When a turn
+ends, the outstanding long poll is cancelled (its messages stay pending) and a new one
+starts with the updated exclusions.
+
+A turn that exits 0 is answered with `Reply` under the key `reply:<turn id>` and only
+then acknowledged: once Reply returns, the reply is durably in the outbox (published
+or waiting), so a crash before the ack reruns the command and the same key makes the
+second reply a no-op. A failing attempt (non-zero exit, a signal, `--timeout`) is
+retried with backoff; after `max_attempts` the turn is parked (see `_journal`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from cone.bridge._agent import Outcome, kill_leftover, run_agent
+from cone.bridge._context import Caller, Context, ack
+from cone.bridge._journal import Journal, Parked
+from cone.bridge._turns import Turn, plan
+from cone.errors import ConeError, RateLimited, Unavailable
+from cone.schema import message_to_json
+from conepb.v1 import cone_pb2 as pb
+
+log = logging.getLogger("cone.bridge")
+
+POLL_WAIT_MS: Final = 30_000
+#: Test hook: `after-reply` exits the bridge between a turn's Reply and its Ack.
+CRASH_HOOK_ENV: Final = "CONE_BRIDGE_TEST_CRASH"
+_TRANSIENT = (Unavailable, RateLimited)
+_BACKOFF_CAP_S: Final = 60.0
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    """What `cone bridge` was asked to do."""
+
+    argv: list[str]
+    consumer: str = "bridge"
+    alias: str | None = None
+    concurrency: int = 4
+    timeout_s: float = 300.0
+    max_attempts: int = 5
+    backoff_s: float = 1.0
+    context_cap: int = 50
+    batch: int = 100
+    home: Path | None = None
+
+    @property
+    def context_consumer(self) -> str:
+        """The consumer on which held group context stays pending."""
+        return f"{self.consumer}.context"
+
+
+def retry_delay(base: float, attempt: int) -> float:
+    """Seconds before retry `attempt + 1`: base doubling, capped, ±20 % jitter."""
+    delay = min(base * 2.0 ** (attempt - 1), _BACKOFF_CAP_S)
+    return float(delay * random.uniform(0.8, 1.2))
+
+
+class Bridge:
+    """One bridge over a reached core. `await bridge.run(stop)` until `stop` is set."""
+
+    def __init__(
+        self, caller: Caller, config: BridgeConfig, journal: Journal, identity: dict[str, Any]
+    ) -> None:
+        self.caller = caller
+        self.config = config
+        self.journal = journal
+        self.identity = identity
+        self.context = Context(caller, config.context_consumer, config.context_cap)
+        self.running: dict[str, asyncio.Task[None]] = {}
+        self._changed = asyncio.Event()
+        # Two threads per running command: spawning, then waiting for it.
+        self._threads = ThreadPoolExecutor(config.concurrency * 2, "cone-agent")
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Recover held context, then serve turns until `stop` is set."""
+        for turn in self.journal.open_turns.values():
+            if turn.pid is not None and kill_leftover(turn.pid, turn.turn_id):
+                log.warning("killed the command left running by a crash (pid %d)", turn.pid)
+        stopped = asyncio.create_task(stop.wait())
+        try:
+            recover = asyncio.create_task(self._transient("recover context", self.context.recover))
+            await asyncio.wait({recover, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not recover.done():
+                recover.cancel()
+                return
+            recover.result()
+            await self._loop(stopped)
+        finally:
+            stopped.cancel()
+            tasks = list(self.running.values())
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._threads.shutdown(wait=False)
+
+    async def _loop(self, stopped: asyncio.Task[Any]) -> None:
+        delay = 0.2
+        while not stopped.done():
+            self._changed.clear()
+            changed = asyncio.create_task(self._changed.wait())
+            if len(self.running) >= self.config.concurrency:
+                await asyncio.wait({changed, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                changed.cancel()
+                continue
+            poll = asyncio.create_task(self._receive(sorted(self.running)))
+            await asyncio.wait({poll, changed, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            changed.cancel()
+            if not poll.done():
+                poll.cancel()  # a turn ended (or stop): its messages stay pending
+            try:
+                batch: pb.ReceiveResponse = await poll
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+                continue
+            except _TRANSIENT as err:
+                log.warning("receive failed (%s); retrying in %.1f s", err.message, delay)
+                await asyncio.wait({stopped}, timeout=delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            delay = 0.2
+            if batch.messages and not stopped.done():
+                await self._dispatch(list(batch.messages))
+
+    async def _receive(self, exclude: list[str]) -> pb.ReceiveResponse:
+        request = pb.ReceiveRequest(
+            consumer=self.config.consumer,
+            limit=self.config.batch,
+            wait_ms=POLL_WAIT_MS,
+            exclude_conversation_ids=exclude,
+        )
+        result: pb.ReceiveResponse = await self.caller.call(
+            "Receive", request, timeout=POLL_WAIT_MS / 1000 + 30
+        )
+        return result
+
+    async def _dispatch(self, batch: list[pb.Message]) -> None:
+        p = plan(batch, self.config.alias, self.journal.open_turns)
+        for cid in p.stale:
+            self.journal.finish(cid)
+        if p.context:
+            dropped = self.context.hold(p.context)
+            try:
+                await ack(self.caller, [m.message_id for m in p.context], self.config.consumer)
+                if dropped:
+                    await ack(self.caller, dropped, self.config.context_consumer)
+            except _TRANSIENT as err:  # they come back in the next batch; held once
+                log.warning("acknowledging context failed (%s); will retry", err.message)
+            log.info("held %d unaddressed group messages as context", len(p.context))
+        for turn in p.turns:
+            if len(self.running) >= self.config.concurrency:
+                break  # the rest stay pending for a later poll
+            self.running[turn.conversation_id] = asyncio.create_task(self._turn(turn))
+
+    async def _transient(self, what: str, fn: Any) -> Any:
+        """Await `fn()`, retrying while the core is unavailable (it may be restarting)."""
+        delay = 0.2
+        while True:
+            try:
+                return await fn()
+            except _TRANSIENT as err:
+                log.warning("%s failed (%s); retrying in %.1f s", what, err.message, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _stdin(self, turn: Turn, context: list[pb.Message], attempt: int) -> bytes:
+        body = {
+            "turnId": turn.turn_id,
+            "attempt": attempt,
+            "maxAttempts": self.config.max_attempts,
+            "conversationId": turn.conversation_id,
+            "conversationType": turn.conversation_type,
+            "replyKey": turn.reply_key,
+            "identity": self.identity,
+            "alias": self.config.alias,
+            "messages": [message_to_json(m) for m in turn.messages],
+            "context": [message_to_json(m) for m in context],
+        }
+        return json.dumps(body, ensure_ascii=False).encode()
+
+    def _env(self, turn: Turn, attempt: int) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop(CRASH_HOOK_ENV, None)
+        env.update(
+            CONE_TURN_ID=turn.turn_id,
+            CONE_ATTEMPT=str(attempt),
+            CONE_CONVERSATION_ID=turn.conversation_id,
+            CONE_CONVERSATION_TYPE=turn.conversation_type,
+            CONE_MESSAGE_IDS=",".join(m.message_id for m in turn.messages),
+            CONE_REPLY_KEY=turn.reply_key,
+            CONE_INBOX_ID=str(self.identity.get("inboxId", "")),
+        )
+        if self.config.home is not None:
+            env["CONE_HOME"] = str(self.config.home)
+        return env
+
+    async def _turn(self, turn: Turn) -> None:
+        cid = turn.conversation_id
+        try:
+            context = self.context.for_turn(turn) if turn.conversation_type == "group" else []
+            while True:
+                attempt = self.journal.begin(cid, turn.turn_id, turn.ack_ids)
+                if attempt > self.config.max_attempts:  # exhausted before a restart
+                    last = self.journal.open_turns[cid].last_error or "attempts exhausted"
+                    await self._park(turn, attempt - 1, last)
+                    return
+                log.info(
+                    "turn %s in %s %s: attempt %d, %d messages, %d context",
+                    turn.turn_id[:12], turn.conversation_type, cid[:12], attempt,
+                    len(turn.messages), len(context),
+                )  # fmt: skip
+                try:
+                    outcome = await run_agent(
+                        self.config.argv,
+                        self._stdin(turn, context, attempt),
+                        self._env(turn, attempt),
+                        self.config.timeout_s,
+                        lambda pid: self.journal.running(cid, pid),
+                        self._threads,
+                    )
+                except asyncio.CancelledError:
+                    self.journal.withdraw(cid)  # our shutdown is not the command's failure
+                    raise
+                except OSError as err:
+                    outcome = Outcome(127, b"")
+                    log.error("cannot start the agent command: %s", err)
+                if outcome.ok:
+                    await self._answer(turn, outcome.stdout, attempt)
+                    return
+                reason = outcome.describe()
+                self.journal.failed(cid, reason)
+                if attempt >= self.config.max_attempts:
+                    await self._park(turn, attempt, reason)
+                    return
+                delay = retry_delay(self.config.backoff_s, attempt)
+                log.warning(
+                    "turn %s attempt %d failed (%s); retrying in %.1f s",
+                    turn.turn_id[:12], attempt, reason, delay,
+                )  # fmt: skip
+                await asyncio.sleep(delay)
+        finally:
+            self.running.pop(cid, None)
+            self._changed.set()
+
+    async def _answer(self, turn: Turn, stdout: bytes, attempt: int) -> None:
+        text = stdout.decode("utf-8", errors="replace").rstrip("\r\n")
+        if text.strip():
+            request = pb.ReplyRequest(
+                conversation_id=turn.conversation_id, text=text, key=turn.reply_key
+            )
+            try:
+                result = await self._transient(
+                    "reply", lambda: self.caller.call("Reply", request, timeout=120)
+                )
+            except ConeError as err:
+                await self._park(turn, attempt, f"reply refused: {err.reason}: {err.message}")
+                return
+            log.info(
+                "turn %s replied %s%s",
+                turn.turn_id[:12],
+                result.message_id[:12],
+                " (deduplicated)" if result.deduplicated else "",
+            )
+            if os.environ.get(CRASH_HOOK_ENV) == "after-reply":
+                os._exit(70)
+        await self._settle(turn)
+
+    async def _settle(self, turn: Turn) -> None:
+        await self._transient("ack", lambda: ack(self.caller, turn.ack_ids, self.config.consumer))
+        await self._transient("ack context", lambda: self.context.consumed(turn))
+        self.journal.finish(turn.conversation_id)
+
+    async def _park(self, turn: Turn, attempts: int, reason: str) -> None:
+        record = Parked(
+            parked_at=time.time(),
+            consumer=self.config.consumer,
+            turn_id=turn.turn_id,
+            conversation_id=turn.conversation_id,
+            conversation_type=turn.conversation_type,
+            message_ids=turn.ack_ids,
+            attempts=attempts,
+            reason=reason,
+        )
+        self.journal.park(record)
+        log.error(
+            "parked turn %s in %s after %d attempts (%s); `cone bridge --parked` lists it",
+            turn.turn_id, turn.conversation_id, attempts, reason,
+        )  # fmt: skip
+        await self._settle(turn)
+
+
+__all__ = ["CRASH_HOOK_ENV", "Bridge", "BridgeConfig", "retry_delay"]

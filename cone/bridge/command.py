@@ -1,0 +1,152 @@
+"""`cone bridge [OPTIONS] -- COMMAND [ARGS…]`: the agent's command, once per turn.
+
+Relays to the process that holds the identity, or hosts the core itself (and serves
+`cone.sock`, so `cone serve`, `cone mcp` and gRPC clients relay to it, e.g. to accept
+requests). SIGTERM or SIGINT stops it: running commands get SIGTERM (then SIGKILL),
+their turns stay unacknowledged and run again at the next start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import re
+import shutil
+import signal
+import sys
+from typing import TYPE_CHECKING
+
+from cone import limits
+from cone.config import Settings
+from cone.errors import ConeError, InvalidArgument
+
+if TYPE_CHECKING:
+    from cone.bridge import BridgeConfig
+
+log = logging.getLogger("cone.bridge")
+#: The bridge's consumer plus `.context` must stay a valid consumer name.
+_CONSUMER_MAX = 56
+
+
+def _config(args: argparse.Namespace, settings: Settings) -> BridgeConfig:
+    from cone.bridge import BridgeConfig
+
+    return BridgeConfig(
+        argv=list(args.agent),
+        consumer=args.consumer,
+        alias=args.alias,
+        concurrency=args.concurrency,
+        timeout_s=args.timeout,
+        max_attempts=args.max_attempts,
+        backoff_s=args.backoff,
+        context_cap=args.context,
+        home=settings.paths.home,
+    )
+
+
+def _check(args: argparse.Namespace) -> None:
+    from cone.bridge import valid_alias
+
+    if args.agent and args.agent[0] == "--":
+        args.agent = args.agent[1:]
+    if not re.fullmatch(limits.CONSUMER_PATTERN, args.consumer) or len(args.consumer) > (
+        _CONSUMER_MAX
+    ):
+        raise InvalidArgument(
+            f"--consumer must be 1–{_CONSUMER_MAX} letters, digits, '.', '_', ':' or '-'",
+            field="consumer",
+        )
+    if args.parked:
+        return
+    if not args.agent:
+        raise InvalidArgument(
+            "give the agent's command after --, e.g. cone bridge -- python agent.py",
+            field="command",
+        )
+    if args.alias is not None and not valid_alias(args.alias):
+        raise InvalidArgument(
+            "--alias must be a letter or digit, then letters, digits, '.', '_' or '-'",
+            field="alias",
+        )
+    for name, value, low in (
+        ("concurrency", args.concurrency, 1),
+        ("max-attempts", args.max_attempts, 1),
+        ("context", args.context, 0),
+    ):
+        if value < low:
+            raise InvalidArgument(f"--{name} must be at least {low}", field=name)
+    if args.timeout <= 0 or args.backoff < 0:
+        raise InvalidArgument("--timeout must be positive and --backoff not negative")
+    exe = args.agent[0]
+    if shutil.which(exe) is None:
+        raise InvalidArgument(f"the agent command {exe!r} is not found or not executable")
+
+
+async def _main(args: argparse.Namespace, settings: Settings) -> None:
+    from cone.bridge import Bridge, Journal
+    from cone.facades._host import reach_core
+    from cone.schema import message_to_json
+    from conepb.v1 import cone_pb2 as pb
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    config = _config(args, settings)
+    async with reach_core(settings) as reached:
+        journal = Journal(settings.paths.home, args.consumer)
+        journal.acquire()
+        try:
+            ident = await reached.pool.call("Identity", pb.IdentityRequest(), timeout=30)
+            how = "hosting the core on" if reached.embedded else "relaying to"
+            print(
+                f"cone bridge: inbox {ident.inbox_id} ({ident.address}) on {ident.network}, "
+                f"consumer {args.consumer!r}, {how} {settings.paths.socket}",
+                file=sys.stderr,
+                flush=True,
+            )
+            identity = message_to_json(ident)
+            bridge = Bridge(reached.pool, config, journal, identity)
+            await bridge.run(stop)
+        finally:
+            journal.release()
+
+
+def _show_parked(settings: Settings, consumer: str) -> int:
+    from cone.bridge import read_parked
+
+    for record in read_parked(settings.paths.home, consumer):
+        print(json.dumps(record))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the bridge until stopped; the exit code follows the error table in cone.errors."""
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    from cone.daemon.command import settings_from
+    from cone.facades._host import held_by_other
+
+    try:
+        _check(args)
+        settings = settings_from(args)
+        if args.parked:
+            return _show_parked(settings, args.consumer)
+        if held_by_other(settings):
+            asyncio.run(_main(args, settings))
+        else:
+            import uvloop  # the core runs on uvloop, as in `cone daemon`
+
+            uvloop.run(_main(args, settings))
+    except ConeError as err:
+        print(f"cone bridge: {err.message}", file=sys.stderr)
+        return err.exit_code
+    return 0
+
+
+__all__ = ["run"]

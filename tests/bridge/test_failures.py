@@ -1,0 +1,153 @@
+"""Retries, parking and crashes: exactly one reply per turn whatever happens."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from support.peers import Peer
+from support.waiting import until
+
+from ._helpers import accept, dm_to, settled, texts_when
+from .conftest import Agent, BridgeProcess
+
+FAST = ["--backoff", "0.05", "-v"]
+
+
+async def test_a_command_that_fails_twice_then_succeeds_replies_once(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    flaky = agent(
+        """\
+        if turn["attempt"] < 3:
+            note("fail")
+            sys.exit(1)
+        note("end")
+        print("third time lucky")
+        """
+    )
+    async with BridgeProcess(home, devnet, flaky.argv, FAST) as bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "try me")
+        await accept(bridge, dm)
+        assert await texts_when(alice, dm, 2) == ["try me", "third time lucky"]
+        await settled(bridge)
+        assert await alice.texts(bytes(dm.id())) == ["try me", "third time lucky"]
+        starts = flaky.events("start")
+        assert [s["attempt"] for s in starts] == [1, 2, 3]
+        assert len({s["turnId"] for s in starts}) == 1
+
+
+async def test_a_poison_message_is_parked_and_never_wedges_its_conversation(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    poisoned = agent(
+        """\
+        if turn["messages"][-1]["text"] == "poison":
+            sys.exit(3)
+        note("end")
+        print("fine: " + turn["messages"][-1]["text"])
+        """
+    )
+    options = [*FAST, "--max-attempts", "2"]
+    async with BridgeProcess(home, devnet, poisoned.argv, options) as bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "poison")
+        await accept(bridge, dm)
+        await until(lambda: _parked(home))
+        await alice.send(dm, "after")
+        assert await texts_when(alice, dm, 3) == ["poison", "after", "fine: after"]
+        (parked,) = await _parked(home)
+        assert parked["attempts"] == 2 and parked["reason"] == "exit 3"
+        assert parked["conversationId"] == bytes(dm.id()).hex()
+        assert [s["texts"] for s in poisoned.events("start")] == [["poison"], ["poison"], ["after"]]
+
+
+async def _parked(home: Path) -> list[dict[str, object]]:
+    """What `cone bridge --parked` prints, one JSON object a line."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cone", "bridge", "--home", str(home), "--parked",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    return [json.loads(line) for line in out.decode().splitlines()]
+
+
+async def test_kill_9_in_the_middle_of_a_turn_runs_it_again_and_replies_once(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    stuck_once = agent(
+        """\
+        marker = os.path.join(os.path.dirname(LOG), "ran-once")
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            time.sleep(3600)  # killed with the bridge
+        note("end")
+        print("answered on attempt %d" % turn["attempt"])
+        """
+    )
+    bridge = BridgeProcess(home, devnet, stuck_once.argv, FAST)
+    async with bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "do the thing")
+        await accept(bridge, dm)
+        (first,) = await until(lambda: _async(stuck_once.events("start")))
+        bridge.kill9()
+        assert _alive(first["pid"])  # the command outlives the bridge...
+        await bridge.restart()
+        await until(lambda: _async(not _alive(first["pid"])))  # ...until the bridge restarts
+        texts = await texts_when(alice, dm, 2)
+        assert texts == ["do the thing", "answered on attempt 2"]
+        await settled(bridge)
+        assert len(await alice.texts(bytes(dm.id()))) == 2
+        starts = stuck_once.events("start")
+        assert [s["attempt"] for s in starts] == [1, 2]
+        assert starts[0]["turnId"] == starts[1]["turnId"]
+
+
+async def test_a_crash_between_reply_and_ack_does_not_answer_twice(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    regenerating = agent(
+        """\
+        note("end")
+        print("answer number %d" % turn["attempt"])
+        """
+    )
+    crash = {"CONE_BRIDGE_TEST_CRASH": "after-reply"}
+    bridge = BridgeProcess(home, devnet, regenerating.argv, FAST, extra_env=crash)
+    async with bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "question")
+        await accept(bridge, dm)
+        proc = bridge.proc
+        assert proc is not None
+        await until(lambda: _async(proc.poll() is not None))
+        assert proc.returncode == 70  # the hook: replied, never acknowledged
+        del bridge.env["CONE_BRIDGE_TEST_CRASH"]
+        await bridge.restart()
+        await until(lambda: _async(len(regenerating.events("end")) == 2))
+        await settled(bridge)
+        assert await alice.texts(bytes(dm.id())) == ["question", "answer number 1"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by init) counts as gone
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return sys.platform != "linux"
+
+
+async def _async(value: object) -> object:
+    return value
