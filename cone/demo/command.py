@@ -132,9 +132,7 @@ async def _demo(out: IO[str], log: IO[bytes]) -> None:
     try:
         async with Devnet(port=0) as url:
             print(f"cone demo: a local devnet on {url}; nothing leaves this machine.", file=out)
-            you_settings = Settings(
-                paths=Paths(root / "you"), network="local", api_url=url
-            )
+            you_settings = Settings(paths=Paths(root / "you"), network="local", api_url=url)
             async with (
                 _bridge(root / "agent", url, log) as agent,
                 running_core(you_settings) as running,

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from xmtp_bindings import xmtpv3 as ffi
@@ -66,3 +71,32 @@ async def settled(bridge: BridgeProcess) -> None:
         return pending == 0 and not status.outbox
 
     await until(idle)
+
+
+async def parked(home: Path) -> list[dict[str, object]]:
+    """What `cone bridge --parked` prints, one JSON object a line."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cone", "bridge", "--home", str(home), "--parked",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    return [json.loads(line) for line in out.decode().splitlines()]
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return sys.platform != "linux"
+
+
+async def now(value: object) -> object:
+    """`value`, awaitable (for until())."""
+    return value

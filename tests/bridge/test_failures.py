@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from support.peers import Peer
 from support.waiting import until
 
-from ._helpers import accept, dm_to, settled, texts_when
+from ._helpers import accept, alive, dm_to, now, parked, settled, texts_when
 from .conftest import Agent, BridgeProcess
 
 FAST = ["--backoff", "0.05", "-v"]
@@ -58,24 +54,13 @@ async def test_a_poison_message_is_parked_and_never_wedges_its_conversation(
         dm = await dm_to(alice, bridge)
         await alice.send(dm, "poison")
         await accept(bridge, dm)
-        await until(lambda: _parked(home))
+        await until(lambda: parked(home))
         await alice.send(dm, "after")
         assert await texts_when(alice, dm, 3) == ["poison", "after", "fine: after"]
-        (parked,) = await _parked(home)
-        assert parked["attempts"] == 2 and parked["reason"] == "exit 3"
-        assert parked["conversationId"] == bytes(dm.id()).hex()
+        (record,) = await parked(home)
+        assert record["attempts"] == 2 and record["reason"] == "exit 3"
+        assert record["conversationId"] == bytes(dm.id()).hex()
         assert [s["texts"] for s in poisoned.events("start")] == [["poison"], ["poison"], ["after"]]
-
-
-async def _parked(home: Path) -> list[dict[str, object]]:
-    """What `cone bridge --parked` prints, one JSON object a line."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "cone", "bridge", "--home", str(home), "--parked",
-        stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, _ = await proc.communicate()
-    assert proc.returncode == 0
-    return [json.loads(line) for line in out.decode().splitlines()]
 
 
 async def test_kill_9_in_the_middle_of_a_turn_runs_it_again_and_replies_once(
@@ -96,11 +81,11 @@ async def test_kill_9_in_the_middle_of_a_turn_runs_it_again_and_replies_once(
         dm = await dm_to(alice, bridge)
         await alice.send(dm, "do the thing")
         await accept(bridge, dm)
-        (first,) = await until(lambda: _async(stuck_once.events("start")))
+        (first,) = await until(lambda: now(stuck_once.events("start")))
         bridge.kill9()
-        assert _alive(first["pid"])  # the command outlives the bridge...
+        assert alive(first["pid"])  # the command outlives the bridge...
         await bridge.restart()
-        await until(lambda: _async(not _alive(first["pid"])))  # ...until the bridge restarts
+        await until(lambda: now(not alive(first["pid"])))  # ...until the bridge restarts
         texts = await texts_when(alice, dm, 2)
         assert texts == ["do the thing", "answered on attempt 2"]
         await settled(bridge)
@@ -127,27 +112,10 @@ async def test_a_crash_between_reply_and_ack_does_not_answer_twice(
         await accept(bridge, dm)
         proc = bridge.proc
         assert proc is not None
-        await until(lambda: _async(proc.poll() is not None))
+        await until(lambda: now(proc.poll() is not None))
         assert proc.returncode == 70  # the hook: replied, never acknowledged
         del bridge.env["CONE_BRIDGE_TEST_CRASH"]
         await bridge.restart()
-        await until(lambda: _async(len(regenerating.events("end")) == 2))
+        await until(lambda: now(len(regenerating.events("end")) == 2))
         await settled(bridge)
         assert await alice.texts(bytes(dm.id())) == ["question", "answer number 1"]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not yet reaped by init) counts as gone
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[1][0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return sys.platform != "linux"
-
-
-async def _async(value: object) -> object:
-    return value

@@ -1,0 +1,22 @@
+"""`cone demo` runs to completion on its own: devnet, bridge, second identity, cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+
+async def test_cone_demo_runs_to_completion_and_shows_the_conversation() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cone", "demo",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 180)
+    text = out.decode()
+    assert proc.returncode == 0, err.decode()[-4000:]
+    assert text.count("you → agent") == 3
+    assert text.count("agent → you") == 3
+    assert "You said: Hi! Who are you?" in text
+    assert "accepts your DM" in text
+    assert text.rstrip().endswith("Done.")
+    assert "ERROR" not in text  # libxmtp's logs go to stderr, not into the conversation

@@ -1,0 +1,55 @@
+"""The bridge relaying to a daemon that holds the identity, and `--timeout`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from support.daemons import DaemonProcess
+from support.peers import Peer
+from support.waiting import until
+
+from ._helpers import accept, alive, dm_to, now, parked, settled, texts_when
+from .conftest import Agent, BridgeProcess
+
+
+async def test_the_bridge_relays_to_a_daemon_that_holds_the_identity(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    echo = agent('note("end")\nprint("relayed: " + turn["messages"][0]["text"])\n')
+    async with (
+        DaemonProcess(home, devnet) as daemon,
+        BridgeProcess(home, devnet, echo.argv) as bridge,
+    ):
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "via the daemon")
+        await accept(bridge, dm)
+        assert await texts_when(alice, dm, 2) == ["via the daemon", "relayed: via the daemon"]
+        await settled(bridge)
+        assert "relaying to" in bridge.stderr()
+        assert daemon.proc is not None and daemon.proc.poll() is None
+
+
+async def test_a_command_past_its_timeout_is_killed_with_its_process_group(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    hanging = agent(
+        """\
+        import subprocess
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        note("spawned", child=child.pid)
+        time.sleep(3600)
+        """
+    )
+    options = ["--timeout", "0.5", "--max-attempts", "1"]
+    async with BridgeProcess(home, devnet, hanging.argv, options) as bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "never answered")
+        await accept(bridge, dm)
+        (record,) = await until(lambda: parked(home))
+        assert record["reason"] == "timeout" and record["attempts"] == 1
+        (spawned,) = hanging.events("spawned")
+        await until(lambda: now(not alive(spawned["pid"]) and not alive(spawned["child"])))
+        await settled(bridge)
+        assert await alice.texts(bytes(dm.id())) == ["never answered"]
+        assert record["conversationId"] == bytes(dm.id()).hex()

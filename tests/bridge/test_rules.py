@@ -1,0 +1,82 @@
+"""The `@alias` rule and turn forming, without a network."""
+
+from __future__ import annotations
+
+import pytest
+
+from cone.bridge._address import addresses, valid_alias
+from cone.bridge._context import Context
+from cone.bridge._journal import OpenTurn
+from cone.bridge._turns import plan
+from conepb.v1 import cone_pb2 as pb
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["@bot", "hey @bot", "@Bot, help", "(@BOT)", "ask @bot.", "@bot?", "line\n@bot go", "@bot's"],
+)
+def test_a_whole_word_at_alias_addresses_the_agent(text: str) -> None:
+    assert addresses(text, "bot")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["bot", "@bots", "@bot-2", "@bot_x", "x@bot", "mail@bot.com", "@@bot", "@ bot", "", None],
+)
+def test_other_text_does_not_address_the_agent(text: str | None) -> None:
+    assert not addresses(text, "bot")
+
+
+def test_no_alias_addresses_nothing_and_aliases_are_checked() -> None:
+    assert not addresses("@bot", None)
+    assert addresses("hi @my.agent!", "my.agent") and not addresses("hi @myxagent", "my.agent")
+    assert valid_alias("bot") and valid_alias("my-agent.2")
+    assert not valid_alias("") and not valid_alias("@bot") and not valid_alias("a b")
+
+
+def _msg(i: int, conv: str, text: str, group: bool = True) -> pb.Message:
+    kind = pb.CONVERSATION_TYPE_GROUP if group else pb.CONVERSATION_TYPE_DM
+    return pb.Message(
+        message_id=f"{i:02x}" * 4, conversation_id=conv, conversation_type=kind, text=text,
+        sequence=i,
+    )  # fmt: skip
+
+
+def test_a_group_turn_ends_at_the_last_addressing_message() -> None:
+    batch = [
+        _msg(1, "aa", "chat"),
+        _msg(2, "aa", "@bot one"),
+        _msg(3, "aa", "more chat"),
+        _msg(4, "aa", "@bot two"),
+        _msg(5, "aa", "after"),
+        _msg(6, "bb", "other group"),
+        _msg(7, "cc", "a dm", group=False),
+    ]
+    p = plan(batch, "bot", {})
+    group, dm = p.turns
+    assert [m.text for m in group.messages] == ["@bot one", "@bot two"]
+    assert [m.text for m in group.inline_context] == ["chat", "more chat"]
+    assert group.ack_ids == [m.message_id for m in batch[:4]]  # "after" stays pending
+    assert group.turn_id == batch[3].message_id and group.reply_key == f"reply:{group.turn_id}"
+    assert [m.text for m in dm.messages] == ["a dm"]
+    assert [m.text for m in p.context] == ["other group"]
+
+
+def test_a_journaled_turn_is_formed_again_from_the_same_messages() -> None:
+    batch = [_msg(1, "dd", "first", group=False), _msg(2, "dd", "later", group=False)]
+    journal = {"dd": OpenTurn("dd", batch[0].message_id, [batch[0].message_id], attempts=1)}
+    (turn,) = plan(batch, None, journal).turns
+    assert [m.text for m in turn.messages] == ["first"]
+    assert turn.reply_key == f"reply:{batch[0].message_id}"
+    stale = {"dd": OpenTurn("dd", "ff" * 4, ["ff" * 4], attempts=1)}
+    p = plan(batch, None, stale)
+    assert p.stale == ["dd"] and [m.text for m in p.turns[0].messages] == ["first", "later"]
+
+
+def test_held_context_is_capped_and_merged_in_order() -> None:
+    ctx = Context(caller=None, consumer="bridge.context", cap=2)  # type: ignore[arg-type]
+    dropped = ctx.hold([_msg(1, "aa", "c1"), _msg(2, "aa", "c2"), _msg(3, "aa", "c3")])
+    assert dropped == [_msg(1, "aa", "c1").message_id]
+    assert ctx.hold([_msg(3, "aa", "c3")]) == []  # held once
+    (turn,) = plan([_msg(4, "aa", "c4"), _msg(5, "aa", "@bot go")], "bot", {}).turns
+    assert [m.text for m in ctx.for_turn(turn)] == ["c3", "c4"]
