@@ -525,26 +525,51 @@ class Method:
         return CALL_TIMEOUT_S
 
 
-def _value_to_json(fd: FieldDescriptor, value: Any) -> Any:
+def _converter(fd: FieldDescriptor) -> Any:
+    """How one field's value becomes JSON (None: as it is)."""
     if fd.type == FieldDescriptor.TYPE_MESSAGE:
         if fd.message_type.full_name == _TIMESTAMP:
-            return value.ToJsonString()
-        return message_to_json(value)
+            return _timestamp_json
+        return message_to_json
     if fd.type == FieldDescriptor.TYPE_ENUM:
-        return _enum_value(fd, value)
+        names = {v.number: _enum_value(fd, v.number) for v in fd.enum_type.values}
+        return lambda number: names.get(number) or str(number)
     if fd.name == "data_json":
-        return _load_data(value)
-    return value
+        return _load_data
+    return None
+
+
+def _timestamp_json(value: Any) -> str:
+    text: str = value.ToJsonString()
+    return text
+
+
+# Per message type: (proto name, JSON name, converter, repeated, has presence).
+_Plan = list[tuple[str, str, Any, bool, bool]]
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(desc: Descriptor) -> _Plan:
+    plan = _PLANS.get(desc.full_name)
+    if plan is None:
+        plan = [
+            (fd.name, json_name(fd), _converter(fd), fd.is_repeated, fd.has_presence)
+            for fd in desc.fields
+        ]
+        _PLANS[desc.full_name] = plan
+    return plan
 
 
 def message_to_json(message: Any) -> JsonObject:
     """A proto message in cone's JSON form."""
     out: JsonObject = {}
-    for fd in message.DESCRIPTOR.fields:
-        if fd.is_repeated:
-            out[json_name(fd)] = [_value_to_json(fd, v) for v in getattr(message, fd.name)]
-        elif not fd.has_presence or message.HasField(fd.name):
-            out[json_name(fd)] = _value_to_json(fd, getattr(message, fd.name))
+    for name, key, convert, repeated, presence in _plan(message.DESCRIPTOR):
+        if repeated:
+            values = getattr(message, name)
+            out[key] = [convert(v) for v in values] if convert else list(values)
+        elif not presence or message.HasField(name):
+            value = getattr(message, name)
+            out[key] = convert(value) if convert else value
     return out
 
 
