@@ -73,13 +73,13 @@ async def _backup(settings: Settings, target: Path, passphrase: str) -> str:
 
 def _restore(settings: Settings, source: Path, passphrase: str) -> str:
     from cone.store.backup import restore_backup
-    from cone.store.keys import KEY_ENV
+    from cone.store.keys import KEY_ENV, parse_hex_key
 
     extra: dict[str, bytes] = {}
     if os.environ.get(KEY_ENV):
-        key = bytes.fromhex(os.environ[KEY_ENV].strip())
+        key = parse_hex_key(os.environ[KEY_ENV], f"the database key from {KEY_ENV}")
     elif settings.key_file is not None and settings.key_file.exists():
-        key = bytes.fromhex(settings.key_file.read_text().strip())
+        key = parse_hex_key(settings.key_file.read_text(), f"the key in {settings.key_file}")
     else:
         key = secrets.token_bytes(32)
         if settings.key_file is not None:
@@ -89,8 +89,6 @@ def _restore(settings: Settings, source: Path, passphrase: str) -> str:
                 reason="wrong_key",
             )
         extra["db.key"] = (key.hex() + "\n").encode()
-    if len(key) != 32:
-        raise StateError("the database key must be 64 hex characters", reason="wrong_key")
     manifest = restore_backup(
         source,
         passphrase,

@@ -221,29 +221,24 @@ class Core:
         await self.ingestor.record(info)
         return info
 
+    async def _decide(self, conversation_id: str, consent: Consent) -> None:
+        """Record an explicit consent decision, then mirror it into XMTP's records."""
+        info = await self._known(conversation_id)
+        await self.store.write(conversations.set_consent, conversation_id, consent, time.time_ns())
+        self._notify()
+        await self.engine.set_consent(
+            conversation_id=conversation_id,
+            allowed=consent is Consent.ACCEPTED,
+            peer_inbox_id=None if info.is_group else info.peer_inbox_id,
+        )
+
     async def accept(self, conversation_id: str) -> None:
         """Let a conversation in; XMTP's consent record follows."""
-        info = await self._known(conversation_id)
-        await self.store.write(
-            conversations.set_consent, conversation_id, Consent.ACCEPTED, time.time_ns()
-        )
-        self._notify()
-        peer = info.peer_inbox_id if not info.is_group else None
-        await self.engine.set_consent(
-            conversation_id=conversation_id, allowed=True, peer_inbox_id=peer
-        )
+        await self._decide(conversation_id, Consent.ACCEPTED)
 
     async def block(self, conversation_id: str) -> None:
         """Exclude a conversation (and a DM's peer inbox everywhere)."""
-        info = await self._known(conversation_id)
-        await self.store.write(
-            conversations.set_consent, conversation_id, Consent.BLOCKED, time.time_ns()
-        )
-        self._notify()
-        peer = info.peer_inbox_id if not info.is_group else None
-        await self.engine.set_consent(
-            conversation_id=conversation_id, allowed=False, peer_inbox_id=peer
-        )
+        await self._decide(conversation_id, Consent.BLOCKED)
 
     async def resolve_inbox(self, to: str) -> tuple[str, str | None]:
         """(inbox id, address or None) for an address, inbox id or contact name."""

@@ -31,6 +31,7 @@ from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.errors import StateError
 from cone.store import Store, load_db_key, meta
+from cone.store.keys import parse_hex_key
 from conepb.v1 import cone_pb2, cone_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -66,16 +67,7 @@ def _wallet_key_from(settings: Settings) -> bytes | None:
         raw = os.environ["CONE_WALLET_KEY"]
     if raw is None:
         return None
-    text = raw.strip().removeprefix("0x")
-    try:
-        key = bytes.fromhex(text)
-    except ValueError:
-        key = b""
-    if len(key) != 32:
-        raise StateError(
-            "the wallet key must be 32 bytes as 64 hex characters", reason="state_error"
-        )
-    return key
+    return parse_hex_key(raw, "the wallet key", reason="state_error")
 
 
 async def _open_identity(settings: Settings, store: Store) -> Engine:

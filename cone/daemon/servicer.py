@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from cone.core.outbox import SendResult
 from cone.core.service import Core
 from cone.errors import ConeError, Internal
 from cone.grpc_errors import to_status
@@ -59,6 +60,17 @@ def _boundary(fn: Handler[Req, Resp]) -> Handler[Req, Resp]:
 async def _abort(context: grpc.aio.ServicerContext, err: ConeError) -> None:
     status = to_status(err)
     await context.abort_with_status(status)
+
+
+def _sent(r: SendResult) -> dict[str, object]:
+    """The fields SendResponse and ReplyResponse share."""
+    return {
+        "message_id": r.message_id,
+        "conversation_id": r.conversation_id,
+        "deduplicated": r.deduplicated,
+        "published": r.published,
+        "retry_after_ms": r.retry_after_ms,
+    }
 
 
 def message_to_pb(m: StoredMessage) -> pb.Message:
@@ -132,13 +144,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             key=request.key,
             reply_to=request.reply_to if request.HasField("reply_to") else None,
         )
-        return pb.SendResponse(
-            message_id=r.message_id,
-            conversation_id=r.conversation_id,
-            deduplicated=r.deduplicated,
-            published=r.published,
-            retry_after_ms=r.retry_after_ms,
-        )
+        return pb.SendResponse(**_sent(r))
 
     @_boundary
     async def Reply(
@@ -147,13 +153,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
         r = await self.core.reply(
             conversation_id=request.conversation_id, text=request.text, key=request.key
         )
-        return pb.ReplyResponse(
-            message_id=r.message_id,
-            conversation_id=r.conversation_id,
-            deduplicated=r.deduplicated,
-            published=r.published,
-            retry_after_ms=r.retry_after_ms,
-        )
+        return pb.ReplyResponse(**_sent(r))
 
     @_boundary
     async def Receive(

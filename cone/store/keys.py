@@ -17,17 +17,15 @@ from cone.errors import StateError
 KEY_ENV = "CONE_DB_KEY"
 
 
-def _parse(text: str, source: str) -> bytes:
-    text = text.strip()
+def parse_hex_key(text: str, what: str, reason: str = "wrong_key") -> bytes:
+    """A 32-byte key written as 64 hex characters (an optional 0x is allowed)."""
+    text = text.strip().removeprefix("0x")
     try:
         key = bytes.fromhex(text)
     except ValueError:
         key = b""
     if len(key) != 32:
-        raise StateError(
-            f"the database key from {source} is not 64 hex characters",
-            reason="wrong_key",
-        )
+        raise StateError(f"{what} is not 64 hex characters", reason=reason)
     return key
 
 
@@ -35,10 +33,10 @@ def load_db_key(*, key_file: Path | None, default_key_file: Path, store_exists: 
     """The 32-byte key for cone's store (and, through it, libxmtp's database)."""
     env = os.environ.get(KEY_ENV)
     if env:
-        return _parse(env, KEY_ENV)
+        return parse_hex_key(env, f"the database key from {KEY_ENV}")
     path = key_file or default_key_file
     if path.exists():
-        return _parse(path.read_text(), str(path))
+        return parse_hex_key(path.read_text(), f"the database key in {path}")
     if store_exists:
         raise StateError(
             f"the store exists but its key file {path} is missing: set {KEY_ENV} or "
