@@ -107,6 +107,8 @@ async def _main(args: argparse.Namespace, settings: Settings) -> None:
                 file=sys.stderr,
                 flush=True,
             )
+            if args.alias is None:
+                log.warning("no --alias: group messages never start a turn (DMs do)")
             identity = message_to_json(ident)
             bridge = Bridge(reached.pool, config, journal, identity)
             await bridge.run(stop)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,3 +56,19 @@ async def test_a_command_past_its_timeout_is_killed_with_its_process_group(
         await settled(bridge)
         assert await alice.texts(bytes(dm.id())) == ["never answered"]
         assert record["conversationId"] == bytes(dm.id()).hex()
+
+
+async def test_cone_serve_relays_to_the_bridge_that_holds_the_identity(
+    home: Path, devnet: str, agent: Callable[[str], Agent]
+) -> None:
+    echo = agent('print("x")\n')
+    async with BridgeProcess(home, devnet, echo.argv) as bridge:
+        ident = await bridge.client.identity()
+        line = b'{"jsonrpc":"2.0","id":1,"method":"identity"}\n'
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cone", "serve", "--home", str(home),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, _ = await asyncio.wait_for(proc.communicate(line), 60)
+        assert json.loads(out)["result"]["inboxId"] == ident.inbox_id
+        assert proc.returncode == 0
