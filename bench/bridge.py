@@ -1,0 +1,219 @@
+"""Bridge turn overhead: a peer's message to the command's start, and the command's exit
+to the reply at the peer, against raw libxmtp peers on the same devnet.
+
+    python -m bench bridge [--turns 200] [--concurrency 4]
+
+A raw libxmtp peer DMs an agent under `cone bridge` (a subprocess hosting the core)
+and waits for each reply before sending the next message. The agent is a shell script
+that stamps its first and last line with `date +%s%N`; the peer stamps the moment it
+starts sending and the moment its stream callback sees the reply (same clock).
+
+- inbound: peer starts `send` → the command starts. Baseline: the same message
+  to a second raw peer, until its stream callback fires.
+- outbound: the command exits → the reply arrives at the peer. Baseline: the second
+  raw peer starts sending a reply → it arrives at the first.
+- for the split of the inbound leg: a long poll on another consumer of the agent's
+  cone stamps when each message becomes receivable (ingested and committed).
+
+The difference is what cone adds: the daemon's stream, ingest and commit, the long
+poll, turn forming, the journal's fsync and the spawn on the way in; the Reply into the
+durable outbox, its publication, the ack and the journal on the way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from xmtp_bindings import xmtpv3 as ffi
+
+from cone.devnet import Devnet
+from cone.engine import _client
+from conepb.v1 import cone_pb2 as pb
+from support.daemons import DaemonProcess, short_home
+from support.peers import Peer, text_of
+
+AGENT = """#!/bin/sh
+echo "start $CONE_TURN_ID $(date +%s%N)" >> "$1"
+echo "pong"
+echo "end $CONE_TURN_ID $(date +%s%N)" >> "$1"
+"""
+
+
+class _Stamps(ffi.FfiMessageCallback):
+    """A stream callback that stamps each text from another inbox on libxmtp's thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, own: str) -> None:
+        self.loop = loop
+        self.own = own
+        self.queue: asyncio.Queue[tuple[int, str, bytes]] = asyncio.Queue()
+
+    def on_message(self, message: Any) -> None:
+        t = time.time_ns()
+        text = text_of(message)
+        if text is not None and message.sender_inbox_id != self.own:
+            item = (t, text, bytes(message.conversation_id))
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+
+    def on_error(self, error: Any) -> None:
+        pass
+
+    def on_close(self) -> None:
+        pass
+
+
+async def _stream(peer: Peer) -> tuple[_Stamps, Any]:
+    stamps = _Stamps(asyncio.get_running_loop(), peer.inbox_id)
+    closer = await peer.client.conversations().stream_all_messages(stamps, None)
+    await closer.wait_for_ready()
+    return stamps, closer
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _row(name: str, values: list[float]) -> str:
+    return f"| {name:<46} | {_pct(values, 0.5):7.1f} | {_pct(values, 0.99):7.1f} |"
+
+
+async def _bridge_run(url: str, work: Path, turns: int, concurrency: int) -> dict[str, list[float]]:
+    log = work / "agent.log"
+    script = work / "agent.sh"
+    script.write_text(AGENT)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    home = short_home()
+    alice = await Peer.create(url, work, "alice")
+
+    class Bridge(DaemonProcess):
+        def args(self) -> list[str]:
+            return [
+                "bridge", "--home", str(self.home), "--api-url", self.api_url,
+                "--concurrency", str(concurrency), "--", str(script), str(log),
+            ]  # fmt: skip
+
+    inbound: list[float] = []
+    outbound: list[float] = []
+    received_by_cone: list[float] = []
+    try:
+        async with Bridge(home, url) as bridge:
+            ident = await bridge.client.identity()
+            dm = await alice.client.conversations().find_or_create_dm_by_identity(
+                _client.identifier(ident.address),
+                ffi.FfiCreateDmOptions(message_disappearing_settings=None),
+            )
+            stamps, closer = await _stream(alice)
+            await alice.send(dm, "warm-up")
+            cid = bytes(dm.id()).hex()
+            while True:
+                reqs = (await bridge.client.call("Requests", pb.RequestsRequest())).requests
+                if any(r.conversation_id == cid for r in reqs):
+                    break
+                await asyncio.sleep(0.05)
+            await bridge.client.call("Accept", pb.AcceptRequest(conversation_id=cid))
+            await asyncio.wait_for(stamps.queue.get(), 60)  # the warm-up's reply
+            seen: dict[str, int] = {}
+            observer = asyncio.create_task(_observe(bridge.client, seen))
+            for i in range(turns):
+                sent = time.time_ns()
+                message_id = bytes(await alice.send(dm, f"ping {i}")).hex()
+                received, _, _ = await asyncio.wait_for(stamps.queue.get(), 60)
+                marks = {}
+                for line in log.read_text().splitlines():
+                    what, turn, ns = line.split()
+                    if turn == message_id:
+                        marks[what] = int(ns)
+                inbound.append((marks["start"] - sent) / 1e6)
+                outbound.append((received - marks["end"]) / 1e6)
+                if message_id in seen:
+                    received_by_cone.append((seen[message_id] - sent) / 1e6)
+            observer.cancel()
+            await closer.end_and_wait()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return {"inbound": inbound, "outbound": outbound, "received": received_by_cone}
+
+
+async def _observe(client: Any, seen: dict[str, int]) -> None:
+    """Long-poll another consumer: when each message becomes receivable in cone."""
+    while True:
+        batch = await client.receive(consumer="bench-observer", limit=1000, wait_ms=30_000)
+        now = time.time_ns()
+        for m in batch.messages:
+            seen.setdefault(m.message_id, now)
+        if batch.messages:
+            await client.ack([m.message_id for m in batch.messages], consumer="bench-observer")
+
+
+async def _baseline_run(url: str, work: Path, turns: int) -> dict[str, list[float]]:
+    alice = await Peer.create(url, work, "alice2")
+    bob = await Peer.create(url, work, "bob2")
+    dm = await alice.dm_with(bob)
+    await alice.send(dm, "warm-up")
+    await bob.sync()
+    bob_dm = bob.conversation(bytes(dm.id()))
+    a_stamps, a_closer = await _stream(alice)
+    b_stamps, b_closer = await _stream(bob)
+    inbound: list[float] = []
+    outbound: list[float] = []
+    for i in range(turns):
+        sent = time.time_ns()
+        await alice.send(dm, f"ping {i}")
+        arrived, _, _ = await asyncio.wait_for(b_stamps.queue.get(), 60)
+        reply_sent = time.time_ns()
+        await bob.send(bob_dm, "pong")
+        back, _, _ = await asyncio.wait_for(a_stamps.queue.get(), 60)
+        inbound.append((arrived - sent) / 1e6)
+        outbound.append((back - reply_sent) / 1e6)
+    await a_closer.end_and_wait()
+    await b_closer.end_and_wait()
+    return {"inbound": inbound, "outbound": outbound}
+
+
+async def _main(turns: int, concurrency: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix="cone-bench-"))
+    try:
+        async with Devnet(port=0) as url:
+            base = await _baseline_run(url, work, turns)
+            cone = await _bridge_run(url, work, turns, concurrency)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"bridge turn overhead: {turns} sequential turns on an in-process devnet (ms)\n")
+    print("| leg                                            |     p50 |     p99 |")
+    print("| ---------------------------------------------- | ------- | ------- |")
+    print(_row("peer message → command start (cone bridge)", cone["inbound"]))
+    print(_row("  of which: peer message → receivable in cone", cone["received"]))
+    print(_row("baseline: peer message → raw peer's stream", base["inbound"]))
+    print(_row("command exit → reply at the peer (cone bridge)", cone["outbound"]))
+    print(_row("baseline: raw peer's send → peer's stream", base["outbound"]))
+    added_in = _pct(cone["inbound"], 0.5) - _pct(base["inbound"], 0.5)
+    added_out = _pct(cone["outbound"], 0.5) - _pct(base["outbound"], 0.5)
+    print(f"\ncone adds at p50: {added_in:.1f} ms inbound, {added_out:.1f} ms outbound")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"({os.cpu_count()} CPUs, load {load:.1f}, Python {sys.version.split()[0]})")
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench bridge")
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args(argv)
+    # libxmtp logs on fd 1: keep stdout for the figures, send the rest to stderr.
+    sys.stdout.flush()
+    figures = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    with contextlib.redirect_stdout(figures):
+        asyncio.run(_main(args.turns, args.concurrency))
+    figures.close()
