@@ -19,6 +19,7 @@ _COMMANDS = {
     "backup": "cone.backup.command",
     "restore": "cone.backup.command",
     "serve": "cone.facades.jsonrpc.command",
+    "mcp": "cone.facades.mcp.command",
     "bridge": "cone.bridge.command",
     "demo": "cone.demo.command",
 }
@@ -163,6 +164,18 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="log progress on stderr")
 
 
+def _add_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "mcp",
+        help="an MCP server on stdin/stdout (tools cone_receive, cone_send, ...); see docs/mcp.md",
+        description=(
+            "Serve MCP on stdin/stdout with the official SDK, relaying to the process that "
+            "holds the identity, or hosting the core when none does. Closing stdin stops it."
+        ),
+    )
+    _add_state(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `cone` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="cone", description=__doc__.splitlines()[0])
@@ -172,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_daemon(sub)
     _add_backup(sub)
     _add_serve(sub)
+    _add_mcp(sub)
     _add_bridge(sub)
     _add_demo(sub)
     return parser

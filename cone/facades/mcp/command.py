@@ -1,0 +1,70 @@
+"""`cone mcp`: MCP over stdio, relaying to the core or hosting it, like `cone serve`.
+
+stdout carries only MCP: as in `cone serve`, fd 1 points at stderr for the whole
+life of the process and MCP goes to a private duplicate of the real stdout. (The SDK
+diverts fd 1 only while serving; libxmtp's native logger writes to fd 1, also while
+the core shuts down after serving.) The server exits when stdin closes, stopping the
+core and releasing the identity if it hosted them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from cone.config import Settings
+from cone.errors import ConeError
+
+
+async def _main(settings: Settings, out_fd: int) -> None:
+    import io
+    import os
+
+    import anyio
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+
+    from cone.facades._host import reach_core
+    from cone.facades.jsonrpc import Caller
+    from cone.facades.mcp import build_server
+
+    @asynccontextmanager
+    async def lifespan(server: Server[Caller]) -> AsyncIterator[Caller]:
+        async with reach_core(settings) as reached:
+            yield reached.pool
+
+    server = build_server(lifespan)
+    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(out_fd, "wb"), encoding="utf-8"))
+    async with stdio_server(stdout=stdout) as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve MCP until stdin closes; the exit code follows the error table in cone.errors."""
+    from cone.facades._stdio import guard_stdout
+
+    out_fd = guard_stdout()
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    import anyio
+
+    from cone.daemon.command import settings_from
+    from cone.facades._host import held_by_other
+
+    try:
+        settings = settings_from(args)
+        # The core runs on uvloop, as in `cone daemon`; a relay needs no more than asyncio.
+        anyio.run(
+            _main, settings, out_fd, backend="asyncio",
+            backend_options={"use_uvloop": not held_by_other(settings)},
+        )  # fmt: skip
+    except ConeError as err:
+        print(f"cone mcp: {err.message}", file=sys.stderr)
+        return err.exit_code
+    return 0
