@@ -37,7 +37,7 @@ def build_server(lifespan: Lifespan) -> Server[Caller]:
     ) -> types.CallToolResult:
         return await call_tool(ctx.lifespan_context, params.name, params.arguments)
 
-    return Server(
+    server: Server[Caller] = Server(
         "cone",
         version=getattr(cone, "__version__", "0.1.0"),
         title="cone: durable encrypted XMTP messaging",
@@ -47,6 +47,10 @@ def build_server(lifespan: Lifespan) -> Server[Caller]:
         on_list_tools=list_tools,
         on_call_tool=on_call_tool,
     )
+    # The SDK's default OpenTelemetry middleware costs a span per message and exports
+    # nowhere unless the host installs an exporter; cone does not.
+    server.middleware = []
+    return server
 
 
 def _input_schema(name: str) -> dict[str, Any] | None:

@@ -20,16 +20,16 @@ from cone.errors import ConeError
 
 
 async def _main(settings: Settings, out_fd: int) -> None:
-    import io
-    import os
+    from typing import Any, cast
 
-    import anyio
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 
     from cone.facades._host import reach_core
+    from cone.facades._stdio import open_stdio
     from cone.facades.jsonrpc import Caller
     from cone.facades.mcp import build_server
+    from cone.facades.mcp._stdio import LineSink, LineSource
 
     @asynccontextmanager
     async def lifespan(server: Server[Caller]) -> AsyncIterator[Caller]:
@@ -37,9 +37,11 @@ async def _main(settings: Settings, out_fd: int) -> None:
             yield reached.pool
 
     server = build_server(lifespan)
-    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(out_fd, "wb"), encoding="utf-8"))
-    async with stdio_server(stdout=stdout) as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    async with open_stdio(out_fd) as (read, writer):
+        # Duck-typed for the SDK's AsyncFile[str] (it uses only these calls).
+        stdin, stdout = cast(Any, LineSource(read)), cast(Any, LineSink(writer))
+        async with stdio_server(stdin=stdin, stdout=stdout) as (reading, writing):
+            await server.run(reading, writing, server.create_initialization_options())
 
 
 def run(args: argparse.Namespace) -> int:
