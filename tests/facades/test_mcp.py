@@ -180,3 +180,13 @@ async def test_mcp_exits_when_stdin_closes_and_writes_nothing_else(home: Path, d
         code = await proc.wait()
     assert code == 0 and rest == b""
     assert not StateLock(home / "cone.lock").held_by_other()
+
+
+def test_the_mcp_doc_lists_every_tool_and_its_config_snippets_parse() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
+    for name in tools():
+        assert f"`{name}`" in doc
+    blocks = doc.split("```json\n")[1:]
+    assert len(blocks) >= 2
+    for block in blocks:
+        json.loads(block.split("```", 1)[0])
