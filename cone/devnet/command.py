@@ -11,6 +11,8 @@ import asyncio
 import signal
 import sys
 
+import uvloop
+
 from cone.devnet.server import Devnet
 from cone.errors import ConeError
 
@@ -18,7 +20,8 @@ from cone.errors import ConeError
 def run(args: argparse.Namespace) -> int:
     """Serve until a stop signal; returns the exit code."""
     try:
-        return asyncio.run(_serve(args))
+        # uvloop: measured 10-20% less CPU per call than asyncio's loop (bench/devnet.py).
+        return uvloop.run(_serve(args))
     except ConeError as exc:
         print(f"cone devnet: {exc.message}", file=sys.stderr)
         return exc.exit_code

@@ -29,16 +29,25 @@ class DevnetInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, faults: Faults, stats: Stats) -> None:
         self._faults = faults
         self._stats = stats
+        # Wrapped handlers by method path, built on a method's first call: building
+        # one per call would cost every call an allocation it does not need.
+        self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
 
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
         method: str = handler_call_details.method
-        if handler is None:
-            return handler
+        wrapped = self._wrapped.get(method)
+        if wrapped is None:
+            handler = await continuation(handler_call_details)
+            if handler is None:
+                return handler  # unknown method: grpc answers UNIMPLEMENTED
+            wrapped = self._wrapped[method] = self._wrap_handler(method, handler)
+        return wrapped
+
+    def _wrap_handler(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         node = method in self._faults.methods  # not the control service: no faults, no stats
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
