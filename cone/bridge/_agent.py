@@ -67,6 +67,13 @@ def _memory_file(data: bytes) -> int | None:
     return fd
 
 
+async def _reaped(done: asyncio.Future[bytes]) -> None:
+    """Wait for the killed group's stdout to close, a bounded time: a process that left
+    the group (its own setsid) may hold it open; its waiting thread is then left to it."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(done), STOP_GRACE_S)
+
+
 def _signal_group(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
@@ -115,7 +122,7 @@ async def run_agent(
             out = await asyncio.shield(done)
     except TimeoutError:
         _signal_group(proc.pid, signal.SIGKILL)
-        await done
+        await _reaped(done)
         return Outcome(None, b"", timed_out=True)
     except asyncio.CancelledError:
         _signal_group(proc.pid, signal.SIGTERM)
@@ -124,7 +131,7 @@ async def run_agent(
                 await asyncio.shield(done)
         except TimeoutError:
             _signal_group(proc.pid, signal.SIGKILL)
-            await done
+            await _reaped(done)
         raise
     return Outcome(proc.returncode, out)
 
