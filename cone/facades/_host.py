@@ -10,7 +10,9 @@ the lock.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -21,6 +23,10 @@ from cone.errors import StateError
 from cone.facades._pool import ChannelPool
 
 log = logging.getLogger(__name__)
+
+# How long a relay waits for the holder's socket to come up (a daemon that has just
+# taken the lock is still opening the identity).
+SOCKET_WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -36,12 +42,28 @@ def held_by_other(settings: Settings) -> bool:
     return StateLock(settings.paths.lock).held_by_other()
 
 
+async def _socket_up(settings: Settings, timeout: float = SOCKET_WAIT_S) -> None:
+    """Wait until the holder's socket accepts connections (at once, normally)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            _, writer = await asyncio.open_unix_connection(str(settings.paths.socket))
+        except OSError:
+            if time.monotonic() > deadline or not held_by_other(settings):
+                return  # calls will say daemon_unavailable
+            await asyncio.sleep(0.05)
+        else:
+            writer.close()
+            return
+
+
 @asynccontextmanager
 async def reach_core(settings: Settings) -> AsyncIterator[Reached]:
     """Relay or embed, as the state lock says; see the module docstring."""
     async with ChannelPool(settings.paths.socket) as pool:
         if held_by_other(settings):
             log.info("relaying to %s", settings.paths.socket)
+            await _socket_up(settings)
             yield Reached(pool, embedded=False)
             return
         from cone.daemon.runtime import running_core
@@ -56,6 +78,7 @@ async def reach_core(settings: Settings) -> AsyncIterator[Reached]:
             if err.reason != "locked":
                 raise
             log.info("another process took the identity first; relaying to it")
+            await _socket_up(settings)
             yield Reached(pool, embedded=False)
             return
         async with stack:

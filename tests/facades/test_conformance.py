@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
 import sys
 import time
@@ -17,9 +18,11 @@ import pytest
 
 from cone.client import ConeClient
 from cone.daemon.lock import StateLock
+from cone.devnet import Devnet
 from cone.schema import methods
 from support.daemons import DaemonProcess
 from support.peers import Peer
+from support.waiting import until
 
 from ._serve import RpcError, ServeProcess
 
@@ -314,3 +317,88 @@ async def test_serve_reads_and_writes_regular_files(
     answers = {json.dumps(a["id"]): a for a in map(json.loads, out.read_bytes().splitlines())}
     assert answers["1"]["result"]["protocol"] == 1
     assert answers["null"]["error"]["code"] == -32600
+
+
+async def test_serve_started_with_a_daemon_waits_for_its_socket(
+    home: Path, devnet: str, devnet_node: Devnet
+) -> None:
+    for method in devnet_node.faults.methods:  # a slow network: the daemon starts slowly
+        devnet_node.faults.set_latency(method, 0.1)
+    daemon = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cone", "daemon", "--home", str(home), "--api-url", devnet,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        # As soon as the daemon holds the lock, well before its socket is up.
+        await until(lambda: _held(home))
+        assert not (home / "cone.sock").exists()
+        async with ServeProcess(home, devnet) as serve:
+            assert (await serve.call("identity"))["protocol"] == 1
+            assert await serve.close() == 0
+    finally:
+        devnet_node.faults.clear()
+        daemon.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            await daemon.wait()
+
+
+async def _held(home: Path) -> bool:
+    return StateLock(home / "cone.lock").held_by_other()
+
+
+async def test_a_serve_relays_to_a_serve_that_hosts_the_core(home: Path, devnet: str) -> None:
+    async with ServeProcess(home, devnet) as host:
+        ident = await host.call("identity")
+        async with ServeProcess(home, devnet) as relay:
+            assert (await relay.call("identity"))["inboxId"] == ident["inboxId"]
+            assert await relay.close() == 0
+        assert (await host.call("identity"))["inboxId"] == ident["inboxId"]
+
+
+async def test_sigterm_stops_serve_cleanly_and_releases_the_identity(
+    home: Path, devnet: str
+) -> None:
+    async with ServeProcess(home, devnet) as serve:
+        await serve.call("identity")
+        serve.request("receive", {"waitMs": 30000})
+        assert serve.proc is not None
+        serve.proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(20):
+            assert await serve.proc.wait() == 0
+    assert not StateLock(home / "cone.lock").held_by_other()
+
+
+async def test_reply_into_a_request_is_not_accepted(home: Path, devnet: str, alice: Peer) -> None:
+    async with ServeProcess(home, devnet) as serve:
+        ident = await serve.call("identity")
+        from xmtp_bindings import xmtpv3 as ffi
+
+        ours = alice.identifier().__class__(
+            identifier=ident["address"], identifier_kind=alice.identifier().identifier_kind
+        )
+        dm = await alice.client.conversations().find_or_create_dm_by_identity(
+            ours, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
+        )
+        await alice.send(dm, "hello?")
+        async with asyncio.timeout(60):
+            while not (held := (await serve.call("requests"))["requests"]):
+                await serve.call("sync")
+        refused = await _error(
+            serve, "reply", {"conversationId": held[0]["conversationId"], "text": "x", "key": "r"}
+        )
+        assert (refused.code, refused.data["reason"]) == (-32004, "not_accepted")
+
+
+async def test_an_unusable_state_directory_exits_with_the_state_error_code(
+    home: Path, devnet: str, tmp_path: Path
+) -> None:
+    async with ServeProcess(home, devnet) as serve:
+        await serve.call("identity")
+    wrong = tmp_path / "wrong.key"
+    wrong.write_text("11" * 32)
+    async with ServeProcess(home, devnet, "--key-file", str(wrong)) as serve:
+        assert serve.proc is not None
+        async with asyncio.timeout(60):
+            code = await serve.proc.wait()
+        assert code == 6, serve.stderr()
+        assert serve.answers == []

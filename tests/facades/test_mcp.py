@@ -13,6 +13,8 @@ import jsonschema
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
+from mcp_types import _v2025_11_25 as v2025_11_25  # the generated spec models
+from mcp_types import _v2026_07_28 as v2026_07_28
 
 from cone.daemon.lock import StateLock
 from cone.schema import methods, tools
@@ -52,6 +54,10 @@ async def test_the_tool_list_comes_from_the_shared_schema_and_validates(
     assert [t.name for t in listed.tools] == EXPECTED_TOOLS
     wire = listed.model_dump(mode="json", by_alias=True, exclude_none=True)
     types.ListToolsResult.model_validate(wire)  # the MCP schema the SDK ships
+    # ...and the wire models the SDK generates from the spec's schema files, per revision.
+    for revision in (v2025_11_25, v2026_07_28):
+        checked = revision.ListToolsResult.model_validate(wire)
+        assert [t.name for t in checked.tools] == EXPECTED_TOOLS
     for tool in wire["tools"]:
         method = tools()[tool["name"]]
         assert tool["inputSchema"] == method.params_schema
