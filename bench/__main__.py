@@ -14,7 +14,9 @@ from pathlib import Path
 
 def main() -> None:
     names = sorted(
-        m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if not m.name.startswith("_")
+        m.name
+        for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+        if not m.name.startswith("_")
     )
     if len(sys.argv) < 2 or sys.argv[1] not in names:
         print("usage: python -m bench NAME [ARGS...]; harnesses:", ", ".join(names))

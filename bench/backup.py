@@ -20,12 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.daemons import DaemonProcess, run_cone, short_home  # noqa: E402
-
-from bench.core import CONV, _messages  # noqa: E402
-from cone.devnet import Devnet  # noqa: E402
-from cone.store import Consent, Kind, Store, conversations, inbox  # noqa: E402
-from cone.store.keys import load_db_key  # noqa: E402
+from bench.core import CONV, _messages
+from cone.devnet import Devnet
+from cone.store import Consent, Kind, Store, conversations, inbox
+from cone.store.keys import load_db_key
+from support.daemons import DaemonProcess, run_cone, short_home
 
 
 async def _main(n: int) -> None:

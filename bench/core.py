@@ -22,15 +22,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.daemons import DaemonProcess, short_home  # noqa: E402
-from support.peers import Peer  # noqa: E402
-from xmtp_bindings import xmtpv3 as ffi  # noqa: E402
+from xmtp_bindings import xmtpv3 as ffi
 
-from cone.devnet import Devnet  # noqa: E402
-from cone.store import Consent, IncomingMessage, Kind, Store, conversations, inbox  # noqa: E402
-from cone.store._migrations import migrate  # noqa: E402
-from cone.store.keys import load_db_key  # noqa: E402
-from conepb.v1 import cone_pb2 as pb  # noqa: E402
+from cone.devnet import Devnet
+from cone.store import Consent, IncomingMessage, Kind, Store, conversations, inbox
+from cone.store._migrations import migrate
+from cone.store.keys import load_db_key
+from conepb.v1 import cone_pb2 as pb
+from support.daemons import DaemonProcess, short_home
+from support.peers import Peer
+from support.waiting import until
 
 CONV = "be" * 16
 
@@ -38,9 +39,13 @@ CONV = "be" * 16
 def _messages(n: int) -> list[IncomingMessage]:
     return [
         IncomingMessage(
-            id=f"{i:064x}", conversation_id=CONV, sender_inbox_id="ab" * 32,
-            sent_at_ns=i, content_type="xmtp.org/text:1.0", text=f"bench message {i}",
-        )  # fmt: skip
+            id=f"{i:064x}",
+            conversation_id=CONV,
+            sender_inbox_id="ab" * 32,
+            sent_at_ns=i,
+            content_type="xmtp.org/text:1.0",
+            text=f"bench message {i}",
+        )
         for i in range(n)
     ]
 
@@ -59,7 +64,7 @@ def _drain_plain_sqlite(n: int) -> float:
         start = time.perf_counter()
         while True:
             conn.execute("BEGIN IMMEDIATE")
-            batch, _ = inbox.take_pending(conn, "bench", 1000, [])  # type: ignore[arg-type]
+            batch, _ = inbox.take_pending(conn, "bench", 1000, [], 1)  # type: ignore[arg-type]
             conn.execute("COMMIT")
             if not batch:
                 break
@@ -103,12 +108,17 @@ async def bench_ingest(url: str, m: int, work: Path) -> None:
             permissions=None, group_name=None, group_image_url_square=None, group_description=None,
             custom_permission_policy_set=None, message_disappearing_settings=None, app_data=None,
         )  # fmt: skip
-        group = await sender.client.conversations().create_group([ident.inbox_id, raw.inbox_id], opts)
+        group = await sender.client.conversations().create_group(
+            [ident.inbox_id, raw.inbox_id], opts
+        )
         gid = bytes(group.id()).hex()
         await raw.sync()
         stream = await raw.stream_all()
-        while not (await d.client.call("Requests", pb.RequestsRequest())).requests:
-            await asyncio.sleep(0.05)
+
+        async def requested() -> bool:
+            return bool((await d.client.call("Requests", pb.RequestsRequest())).requests)
+
+        await until(requested)
         await d.client.call("Accept", pb.AcceptRequest(conversation_id=gid))
         start = time.perf_counter()
         for i in range(m):
@@ -116,8 +126,11 @@ async def bench_ingest(url: str, m: int, work: Path) -> None:
         sent = time.perf_counter()
         await stream.texts(m, timeout=300)
         raw_done = time.perf_counter()
-        while (await d.client.call("Status", pb.StatusRequest())).inbox_messages < m:
-            await asyncio.sleep(0.01)
+
+        async def ingested() -> bool:
+            return bool((await d.client.call("Status", pb.StatusRequest())).inbox_messages >= m)
+
+        await until(ingested, timeout=300)
         cone_done = time.perf_counter()
         await stream.end()
     print(f"ingest {m} msgs (sending took {sent - start:.2f} s): raw libxmtp stream "

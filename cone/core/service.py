@@ -173,11 +173,12 @@ class Core:
         limit = validate.receive_limit(limit)
         wait_ms = validate.wait_ms(wait_ms)
         exclude = validate.hex_ids(exclude, "excludeConversationIds")
-        await self.store.write(inbox.touch_consumer, consumer, time.time_ns())
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
-            messages, more = await self.store.write(inbox.take_pending, consumer, limit, exclude)
+            messages, more = await self.store.write(
+                inbox.take_pending, consumer, limit, exclude, time.time_ns()
+            )
             if messages:
                 return messages, more
             remaining = deadline - time.monotonic()

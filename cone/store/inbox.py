@@ -12,15 +12,15 @@ from cone.store._db import Connection
 from cone.store.records import Consent, IncomingMessage, Kind, StoredMessage
 
 # Pending for a consumer: in an accepted conversation, not from a blocked inbox,
-# not acknowledged by that consumer.
+# not acknowledged by that consumer. The receipt row (if any) comes along for its
+# delivery count.
 _PENDING = f"""
     FROM messages m
     JOIN conversations c ON c.id = m.conversation_id
+    LEFT JOIN receipts r ON r.consumer = :consumer AND r.seq = m.seq
     WHERE c.consent = {int(Consent.ACCEPTED)}
+      AND r.acked_ns IS NULL
       AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)
-      AND NOT EXISTS (
-          SELECT 1 FROM receipts r
-          WHERE r.consumer = :consumer AND r.seq = m.seq AND r.acked_ns IS NOT NULL)
 """
 
 
@@ -61,9 +61,10 @@ def touch_consumer(conn: Connection, consumer: str, now_ns: int) -> None:
 
 
 def take_pending(
-    conn: Connection, consumer: str, limit: int, exclude: Sequence[str]
+    conn: Connection, consumer: str, limit: int, exclude: Sequence[str], now_ns: int
 ) -> tuple[list[StoredMessage], bool]:
     """The oldest `limit` pending messages, their delivery counts raised; and `more`."""
+    touch_consumer(conn, consumer, now_ns)
     params: dict[str, object] = {"consumer": consumer, "limit": limit + 1}
     exclusion = ""
     if exclude:
@@ -72,36 +73,36 @@ def take_pending(
         exclusion = f" AND m.conversation_id NOT IN ({', '.join(names)})"
     rows = conn.execute(
         "SELECT m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
-        " m.content_type, m.text, m.data_json, m.reply_to, m.fallback"
+        " m.content_type, m.text, m.data_json, m.reply_to, m.fallback,"
+        " coalesce(r.deliveries, 0) + 1"
         f" {_PENDING}{exclusion} ORDER BY m.seq LIMIT :limit",
         params,
     ).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
-    out: list[StoredMessage] = []
-    for row in rows:
-        (deliveries,) = conn.execute(
-            "INSERT INTO receipts (consumer, seq, deliveries) VALUES (?, ?, 1)"
-            " ON CONFLICT (consumer, seq) DO UPDATE SET deliveries = deliveries + 1"
-            " RETURNING deliveries",
-            (consumer, row[0]),
-        ).fetchone()
-        out.append(
-            StoredMessage(
-                seq=row[0],
-                id=row[1],
-                conversation_id=row[2],
-                kind=Kind(row[3]),
-                sender_inbox_id=row[4],
-                sent_at_ns=row[5],
-                content_type=row[6],
-                text=row[7],
-                data_json=row[8],
-                reply_to=row[9],
-                fallback=row[10],
-                deliveries=deliveries,
-            )
+    # One statement for the whole batch; the store's single writer makes the counts exact.
+    conn.executemany(
+        "INSERT INTO receipts (consumer, seq, deliveries) VALUES (?, ?, ?)"
+        " ON CONFLICT (consumer, seq) DO UPDATE SET deliveries = excluded.deliveries",
+        [(consumer, row[0], row[11]) for row in rows],
+    )
+    out = [
+        StoredMessage(
+            seq=row[0],
+            id=row[1],
+            conversation_id=row[2],
+            kind=Kind(row[3]),
+            sender_inbox_id=row[4],
+            sent_at_ns=row[5],
+            content_type=row[6],
+            text=row[7],
+            data_json=row[8],
+            reply_to=row[9],
+            fallback=row[10],
+            deliveries=row[11],
         )
+        for row in rows
+    ]
     return out, more
 
 

@@ -73,14 +73,14 @@ def test_each_message_enters_once_and_a_repeated_send_key_is_dropped(store: Stor
 
 def test_consumers_are_independent_and_acks_are_idempotent(store: Store) -> None:
     store.write_now(inbox.insert_messages, [_msg(i) for i in range(5)])
-    a, more = store.write_now(inbox.take_pending, "a", 3, [])
+    a, more = store.write_now(inbox.take_pending, "a", 3, [], 1)
     assert [m.id for m in a] == ["m0000", "m0001", "m0002"] and more
     assert store.write_now(inbox.ack, "a", ["m0000", "m0001"], 5) == 2
     assert store.write_now(inbox.ack, "a", ["m0000", "m0001"], 6) == 2
-    a2, more = store.write_now(inbox.take_pending, "a", 10, [])
+    a2, more = store.write_now(inbox.take_pending, "a", 10, [], 1)
     assert [m.id for m in a2] == ["m0002", "m0003", "m0004"] and not more
     assert a2[0].deliveries == 2
-    b, _ = store.write_now(inbox.take_pending, "b", 10, [])
+    b, _ = store.write_now(inbox.take_pending, "b", 10, [], 1)
     assert len(b) == 5 and b[0].deliveries == 1
 
 
@@ -89,7 +89,7 @@ def test_an_ack_with_an_unknown_id_records_nothing(store: Store) -> None:
     with pytest.raises(NotFound) as err:
         store.write_now(inbox.ack, "a", ["m0001", "nope"], 5)
     assert err.value.reason == "unknown_message"
-    pending, _ = store.write_now(inbox.take_pending, "a", 10, [])
+    pending, _ = store.write_now(inbox.take_pending, "a", 10, [], 1)
     assert [m.id for m in pending] == ["m0001"]
 
 
@@ -101,10 +101,10 @@ def test_only_accepted_conversations_and_unblocked_senders_are_pending(store: St
         inbox.insert_messages,
         [_msg(1, "req", "stranger"), _msg(2, "grp", "troll"), _msg(3, "grp", "friend")],
     )
-    ids = lambda: [m.id for m in store.write_now(inbox.take_pending, "a", 10, [])[0]]  # noqa: E731
+    ids = lambda: [m.id for m in store.write_now(inbox.take_pending, "a", 10, [], 1)[0]]  # noqa: E731
     assert ids() == ["m0002", "m0003"]
     store.write_now(conversations.set_consent, "dm2", Consent.BLOCKED, 5)
     assert ids() == ["m0003"]
     store.write_now(conversations.set_consent, "req", Consent.ACCEPTED, 6)
     assert ids() == ["m0001", "m0003"]
-    assert [m.id for m in store.write_now(inbox.take_pending, "a", 10, ["req"])[0]] == ["m0003"]
+    assert [m.id for m in store.write_now(inbox.take_pending, "a", 10, ["req"], 1)[0]] == ["m0003"]
