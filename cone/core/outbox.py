@@ -8,8 +8,8 @@ The key protocol, in order:
    found again through the key it carries (`cone.key` in the envelope), so a key
    never gets a second prepared message.
 3. The message is published, and the key settles with the message id in one
-   write. Publishing a prepared message again is harmless, so a crash before the
-   settle record only repeats step 3.
+   write, queued without waiting for it: publishing a prepared message again is
+   harmless, so a crash that loses the settle record only repeats step 3.
 A failed publication leaves the key `failing`; a per-conversation worker retries
 with backoff, so one failing conversation never holds back another.
 """
@@ -193,7 +193,9 @@ class Outbox:
             log.warning("send %r waits in the outbox: %s", rec.key, err.message)
             retry_ms = max(0, (next_ns - time.time_ns()) // 1_000_000)
             return SendResult(message_id, rec.conversation_id, deduplicated, False, retry_ms)
-        await self._store.write(outbox.settle, rec.key, message_id, time.time_ns())
+        # Not awaited: if a crash loses this record, the key is found pending, its
+        # prepared message is found by key, and publishing it again is harmless.
+        self._store.write_soon(outbox.settle, rec.key, message_id, time.time_ns())
         return SendResult(message_id, rec.conversation_id, deduplicated, True)
 
     async def _find_prepared(self, rec: OutboxRecord) -> str | None:

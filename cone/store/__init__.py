@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cone.store import conversations, inbox, meta, outbox
 from cone.store._db import Connection, open_database
@@ -29,8 +30,16 @@ from cone.store.records import (
     StoredMessage,
 )
 
+log = logging.getLogger(__name__)
+
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+def _log_failure(future: concurrent.futures.Future[Any]) -> None:
+    exc = future.exception()
+    if exc is not None:
+        log.error("a queued store write failed: %s", exc)
 
 
 class Store:
@@ -78,6 +87,14 @@ class Store:
         """Run `fn(conn, ...)` for reading."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: fn(self._conn, *args, **kwargs))
+
+    def write_soon(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> None:
+        """Queue `write` without waiting for it; later reads and writes see it (one
+        thread, in order). Only for records whose loss in a crash is already healed."""
+        future = self._pool.submit(lambda: self._write_sync(fn, *args, **kwargs))
+        future.add_done_callback(_log_failure)
 
     def write_now(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
