@@ -254,6 +254,12 @@ class Bridge:
                     turn.turn_id[:12], attempt, reason, delay,
                 )  # fmt: skip
                 await asyncio.sleep(delay)
+        except (ConeError, OSError) as err:
+            # The core refused a call, or the journal could not be written (a full
+            # disk): the messages stay pending; hold the conversation back a while so
+            # that the next poll does not spin on it.
+            log.error("turn %s in %s stopped: %s; retrying later", turn.turn_id, cid, err)
+            await asyncio.sleep(retry_delay(max(self.config.backoff_s, 1.0), 3))
         finally:
             self.running.pop(cid, None)
             self._changed.set()

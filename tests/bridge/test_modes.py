@@ -72,3 +72,22 @@ async def test_cone_serve_relays_to_the_bridge_that_holds_the_identity(
         out, _ = await asyncio.wait_for(proc.communicate(line), 60)
         assert json.loads(out)["result"]["inboxId"] == ident.inbox_id
         assert proc.returncode == 0
+
+
+async def test_a_relaying_bridge_rides_out_a_daemon_restart(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    echo = agent('note("end")\nprint("echo: " + turn["messages"][0]["text"])\n')
+    async with (
+        DaemonProcess(home, devnet) as daemon,
+        BridgeProcess(home, devnet, echo.argv, ["--backoff", "0.05"]) as bridge,
+    ):
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "before")
+        await accept(bridge, dm)
+        await texts_when(alice, dm, 2)
+        daemon.kill9()
+        await daemon.restart()
+        await alice.send(dm, "after")
+        assert await texts_when(alice, dm, 4) == ["before", "echo: before", "after", "echo: after"]
+        assert bridge.proc is not None and bridge.proc.poll() is None
