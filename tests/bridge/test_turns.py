@@ -71,3 +71,23 @@ async def _acked(bridge: BridgeProcess, n: int) -> bool:
     status = await bridge.client.call("Status", pb.StatusRequest())
     seen = {c.consumer: c.pending for c in status.consumers}
     return status.inbox_messages >= n and seen.get("bridge") == 0
+
+
+async def test_held_group_context_survives_a_kill_9_of_the_bridge(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    echo = agent(ECHO)
+    bridge = BridgeProcess(home, devnet, echo.argv, ["--alias", "bot"])
+    async with bridge:
+        group = await group_with_bridge(alice, bridge)
+        await alice.send(group, "first thoughts")
+        await accept(bridge, group)
+        await alice.send(group, "second thoughts")
+        await until(lambda: _acked(bridge, 2))  # held as context, acked for the bridge
+        bridge.kill9()
+        await bridge.restart()
+        await alice.send(group, "@bot what did we say?")
+        texts = await texts_when(alice, group, 4)
+        assert texts[3] == "echo: @bot what did we say?"
+        (start,) = echo.events("start")
+        assert start["context"] == ["first thoughts", "second thoughts"]
