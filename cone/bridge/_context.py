@@ -62,18 +62,33 @@ class Context:
                 dropped.append(held.pop(0).message_id)
         return dropped
 
+    def _before(self, turn: Turn) -> list[pb.Message]:
+        """Held messages of the turn's conversation that precede its last message
+        (after a restart, recovery may also hold later ones: they wait for the next)."""
+        last = max((m.sequence for m in turn.messages), default=0)
+        mine = set(turn.ack_ids)
+        held = self.held.get(turn.conversation_id, [])
+        return [m for m in held if m.sequence < last or m.message_id in mine]
+
     def for_turn(self, turn: Turn) -> list[pb.Message]:
         """The context to hand to `turn`: held plus inline, oldest first, capped."""
         addressed = {m.message_id for m in turn.messages}
-        merged = {m.message_id: m for m in self.held.get(turn.conversation_id, [])}
+        merged = {m.message_id: m for m in self._before(turn)}
         merged.update({m.message_id: m for m in turn.inline_context})
         out = sorted((m for i, m in merged.items() if i not in addressed), key=lambda m: m.sequence)
         return out[-self.cap :]
 
     async def consumed(self, turn: Turn) -> None:
-        """The turn ended: ack its messages and its held context on the context consumer."""
-        held = self.held.pop(turn.conversation_id, [])
-        await ack(self.caller, [*turn.ack_ids, *(m.message_id for m in held)], self.consumer)
+        """The turn ended: ack its messages and the context it was handed (all held
+        messages up to its last one) on the context consumer."""
+        used = self._before(turn)
+        ids = {m.message_id for m in used}
+        rest = [m for m in self.held.get(turn.conversation_id, []) if m.message_id not in ids]
+        if rest:
+            self.held[turn.conversation_id] = rest
+        else:
+            self.held.pop(turn.conversation_id, None)
+        await ack(self.caller, [*turn.ack_ids, *ids], self.consumer)
 
     async def recover(self) -> None:
         """Load the context consumer's pending group messages (after a restart)."""

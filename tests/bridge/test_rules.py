@@ -80,3 +80,37 @@ def test_held_context_is_capped_and_merged_in_order() -> None:
     assert ctx.hold([_msg(3, "aa", "c3")]) == []  # held once
     (turn,) = plan([_msg(4, "aa", "c4"), _msg(5, "aa", "@bot go")], "bot", {}).turns
     assert [m.text for m in ctx.for_turn(turn)] == ["c3", "c4"]
+
+
+def test_context_recovered_after_the_turn_waits_for_the_next_turn() -> None:
+    ctx = Context(caller=None, consumer="bridge.context", cap=10)  # type: ignore[arg-type]
+    # after a restart, recovery holds everything pending on the context consumer
+    ctx.hold([_msg(1, "aa", "early"), _msg(2, "aa", "@bot now"), _msg(3, "aa", "later")])
+    (turn,) = plan([_msg(2, "aa", "@bot now"), _msg(3, "aa", "later")], "bot", {}).turns
+    assert [m.text for m in ctx.for_turn(turn)] == ["early"]
+    assert [m.text for m in ctx._before(turn)] == ["early", "@bot now"]
+
+
+class _Acks:
+    """A fake core that records Ack calls."""
+
+    def __init__(self) -> None:
+        self.acked: list[tuple[str, list[str]]] = []
+
+    async def call(self, rpc: str, request: object, timeout: float | None = None) -> object:
+        assert rpc == "Ack" and isinstance(request, pb.AckRequest)
+        self.acked.append((request.consumer, list(request.message_ids)))
+        return pb.AckResponse(acknowledged=len(request.message_ids))
+
+
+async def test_a_turn_consumes_only_the_context_before_its_last_message() -> None:
+    core = _Acks()
+    ctx = Context(core, "bridge.context", cap=10)
+    early, now_, later = _msg(1, "aa", "early"), _msg(2, "aa", "@bot now"), _msg(3, "aa", "later")
+    ctx.hold([early, now_, later])
+    (turn,) = plan([now_, later], "bot", {}).turns
+    await ctx.consumed(turn)
+    ((consumer, ids),) = core.acked
+    assert consumer == "bridge.context"
+    assert sorted(ids) == sorted([now_.message_id, early.message_id])
+    assert [m.text for m in ctx.held["aa"]] == ["later"]
