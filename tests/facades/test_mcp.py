@@ -196,3 +196,20 @@ def test_the_mcp_doc_lists_every_tool_and_its_config_snippets_parse() -> None:
     assert len(blocks) >= 2
     for block in blocks:
         json.loads(block.split("```", 1)[0])
+
+
+async def test_a_cancelled_receive_leaves_its_messages_pending(
+    home: Path, devnet: str, alice: Peer
+) -> None:
+    async with mcp_session(home, devnet) as session:
+        contact = _ok(await session.call_tool("cone_connect", {"to": alice.address}))["contact"]
+        # The client gives up after a second and sends notifications/cancelled.
+        with pytest.raises(MCPError):
+            await session.call_tool(
+                "cone_receive", {"waitMs": 30000, "consumer": "c"}, read_timeout_seconds=1
+            )
+        await alice.sync()
+        await alice.send(alice.conversation(bytes.fromhex(contact["conversationId"])), "kept")
+        batch = _ok(await session.call_tool("cone_receive", {"waitMs": 30000, "consumer": "c"}))
+        assert [m["text"] for m in batch["messages"]] == ["kept"]
+        assert _ok(await session.call_tool("cone_identity", {}))["protocol"] == 1

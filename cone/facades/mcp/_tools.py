@@ -10,8 +10,11 @@ useful message in text only, never structured content, and never end the server.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import logging
+from collections.abc import Coroutine
 from typing import Any, Final
 
 import mcp_types as types
@@ -83,6 +86,24 @@ def tool_definitions() -> list[types.Tool]:
     return out
 
 
+async def _isolated(call: Coroutine[Any, Any, Any]) -> Any:
+    """Run a gRPC call in its own task, cancelled once if the tool call is cancelled.
+
+    The SDK cancels a tool call through an anyio cancel scope, which re-delivers the
+    cancellation until the task leaves the scope. Delivered in place to a grpc.aio call,
+    that ended the SDK's whole server loop (observed with mcp 2.3.0, grpcio 1.85). In
+    its own task (fresh context, behind a shield) the call sees one plain asyncio
+    cancellation, and the tool call still ends cancelled.
+    """
+    task = asyncio.get_running_loop().create_task(call, context=contextvars.Context())
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.cancel()
+        await asyncio.wait([task])
+        raise
+
+
 def _failure(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
@@ -105,8 +126,10 @@ async def call_tool(
         raise MCPError(types.INVALID_PARAMS, f"unknown tool {name!r}; tools: {', '.join(tools())}")
     try:
         request = method.to_request(arguments or {})
-        response = await caller.call(
-            method.rpc, request, timeout=method.timeout(request), long_poll=method.long_poll
+        response = await _isolated(
+            caller.call(
+                method.rpc, request, timeout=method.timeout(request), long_poll=method.long_poll
+            )
         )
         result = method.to_result(response)
     except ConeError as err:
