@@ -119,3 +119,28 @@ async def test_a_crash_between_reply_and_ack_does_not_answer_twice(
         await until(lambda: now(len(regenerating.events("end")) == 2))
         await settled(bridge)
         assert await alice.texts(bytes(dm.id())) == ["question", "answer number 1"]
+
+
+async def test_stopping_the_bridge_mid_turn_stops_the_command_and_costs_no_attempt(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    stuck_once = agent(
+        """\
+        marker = os.path.join(os.path.dirname(LOG), "ran-once")
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            time.sleep(3600)  # stopped with the bridge
+        note("end")
+        print("attempt %d" % turn["attempt"])
+        """
+    )
+    bridge = BridgeProcess(home, devnet, stuck_once.argv, FAST)
+    async with bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "slow one")
+        await accept(bridge, dm)
+        (first,) = await until(lambda: now(stuck_once.events("start")))
+        assert await bridge.stop() == 0  # SIGTERM
+        assert not alive(first["pid"])
+        await bridge.restart()
+        assert await texts_when(alice, dm, 2) == ["slow one", "attempt 1"]
