@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
 import signal
 import socket
 import sys
 import time
+import tty
 from pathlib import Path
 from typing import Any
 
@@ -402,3 +405,42 @@ async def test_an_unusable_state_directory_exits_with_the_state_error_code(
             code = await serve.proc.wait()
         assert code == 6, serve.stderr()
         assert serve.answers == []
+
+
+async def test_serve_on_a_terminal_answers_and_stops_at_end_of_input(
+    home: Path, devnet: str
+) -> None:
+    leader, follower = pty.openpty()
+    try:
+        tty.setraw(follower)  # no echo, no line editing: bytes as they are typed
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cone", "serve", "--home", str(home), "--api-url", devnet,
+            stdin=follower, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        os.write(leader, b'{"jsonrpc":"2.0","id":1,"method":"identity"}\n')
+        async with asyncio.timeout(60):
+            answer = json.loads(await proc.stdout.readline())
+        assert answer["result"]["protocol"] == 1
+        os.close(leader)  # the terminal hangs up: end of input
+        leader = -1
+        async with asyncio.timeout(30):
+            assert await proc.wait() == 0
+    finally:
+        os.close(follower)
+        if leader >= 0:
+            os.close(leader)
+
+
+async def test_serve_stops_when_its_reader_goes_away(home: Path, devnet: str) -> None:
+    async with ServeProcess(home, devnet) as serve:
+        await serve.call("identity")
+        assert serve.proc is not None and serve.proc.stdout is not None
+        serve.request("receive", {"waitMs": 30000})
+        transport = serve.proc.stdout._transport  # type: ignore[attr-defined]  # no public close
+        transport.close()
+        for _ in range(3):
+            serve.request("identity")
+        async with asyncio.timeout(30):
+            assert await serve.proc.wait() == 0
+    assert not StateLock(home / "cone.lock").held_by_other()
