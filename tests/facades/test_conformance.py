@@ -153,16 +153,16 @@ async def test_every_error_class_is_answered_with_its_code_and_reason(
         unknown = await _error(serve, "receive", {"cursor": 3})
         assert unknown.data["field"] == "cursor"
 
-        # The core's own checks travel back with the same code and field.
-        too_big = await _error(serve, "send", {"to": "x", "text": "日" * 200_000, "key": "big"})
-        assert (too_big.code, too_big.data["field"]) == (-32602, "text")
-
         missing = await _error(serve, "accept", {"conversationId": "ab" * 16})
         assert (missing.code, missing.data["reason"]) == (-32002, "unknown_conversation")
         not_on_xmtp = await _error(serve, "connect", {"to": "0x" + "12" * 20})
         assert (not_on_xmtp.code, not_on_xmtp.data["reason"]) == (-32002, "not_on_xmtp")
 
         await serve.call("connect", {"to": alice.address, "name": "al"})
+        # The core's own checks travel back with the same code and field.
+        too_big = await _error(serve, "send", {"to": "al", "text": "日" * 200_000, "key": "big"})
+        assert (too_big.code, too_big.data["field"]) == (-32602, "text")
+
         bob = await Peer.create(devnet, tmp_path, "bob")
         taken = await _error(serve, "connect", {"to": bob.address, "name": "al"})
         assert (taken.code, taken.data["reason"]) == (-32003, "contact_name_taken")
