@@ -17,6 +17,7 @@ with backoff, so one failing conversation never holds back another.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import random
@@ -29,7 +30,7 @@ from cone.core import content
 from cone.core.ingest import OVERLAP_NS
 from cone.core.ratelimit import WriteBudget
 from cone.engine.engine import Engine
-from cone.errors import Conflict, InvalidArgument, RateLimited, Unavailable
+from cone.errors import Conflict, InvalidArgument, NotFound, RateLimited, Unavailable
 from cone.store import Store, outbox
 from cone.store.outbox import OutboxRecord
 
@@ -111,45 +112,53 @@ class Outbox:
         *,
         key: str,
         destination: str,
-        resolve: Callable[[], Awaitable[str]],
+        conversation_id: str,
+        require_accepted: bool,
+        record_unknown: Callable[[str], Awaitable[object]],
         text: str | None,
         data_json: str | None,
         reply_to: str | None,
     ) -> SendResult:
-        """Send one logical message for `key`; `resolve` gives the conversation."""
+        """Send one logical message for `key` into `conversation_id`.
+
+        One write claims the key (or finds it) and, for a new key, checks that the
+        conversation is accepted when `require_accepted`; `record_unknown` lets cone
+        record a conversation libxmtp knows but the store does not yet.
+        """
         check_key(key)
         check_content(text, data_json)
         kind = content.TEXT if text is not None else content.DATA
-        existing = await self._store.read(outbox.get, key)
-        if existing is not None:
-            return await self._again(existing, destination, kind, resolve)
-        conversation_id = await resolve()
         ctype, payload = content.encode(text=text, data_json=data_json, reply_to=reply_to, key=key)
+        claim = functools.partial(
+            outbox.claim,
+            key=key,
+            conversation_id=conversation_id,
+            destination=destination,
+            content_type=_kind_of(ctype, payload),
+            payload=payload,
+            require_accepted=require_accepted,
+        )
         async with self._lock(conversation_id):
-            rec, created = await self._store.write(
-                outbox.create,
-                key=key,
-                conversation_id=conversation_id,
-                destination=destination,
-                content_type=_kind_of(ctype, payload),
-                payload=payload,
-                now_ns=time.time_ns(),
-            )
+            try:
+                rec, created = await self._store.write(claim, now_ns=time.time_ns())
+            except NotFound as err:
+                if err.reason != "unknown_conversation":
+                    raise
+                await record_unknown(conversation_id)
+                rec, created = await self._store.write(claim, now_ns=time.time_ns())
             if created:
                 return await self._deliver(rec, deduplicated=False, fresh=True)
-        # A concurrent call with the same key recorded it first.
-        return await self._again(rec, destination, kind, resolve)
+        return await self._again(rec, conversation_id, kind)
 
-    async def _again(
-        self, rec: OutboxRecord, destination: str, kind: str, resolve: Callable[[], Awaitable[str]]
-    ) -> SendResult:
+    async def _again(self, rec: OutboxRecord, conversation_id: str, kind: str) -> SendResult:
+        """A key seen before: the same logical message, or a conflict."""
         if rec.content_type != kind:
             raise Conflict(
                 f"key {rec.key!r} was first used for {rec.content_type} content, not {kind}",
                 reason="key_conflict",
                 field="key",
             )
-        if destination != rec.destination and await resolve() != rec.conversation_id:
+        if conversation_id != rec.conversation_id:
             raise Conflict(
                 f"key {rec.key!r} was first used for conversation {rec.conversation_id}",
                 reason="key_conflict",

@@ -19,7 +19,7 @@ from cone.core.ingest import Ingestor
 from cone.core.outbox import Outbox, SendResult
 from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
 from cone.engine.streams import StreamHealth
-from cone.errors import FailedPrecondition, NotFound, Unavailable
+from cone.errors import NotFound, Unavailable
 from cone.store import (
     Consent,
     ContactRecord,
@@ -284,22 +284,6 @@ class Core:
         self.ingestor.mark(dm.id)
         return contact
 
-    async def _accepted(self, conversation_id: str) -> str:
-        """The id of a conversation that is accepted, or FailedPrecondition."""
-        conv = await self.store.read(conversations.get, conversation_id)
-        if conv is None:  # not recorded yet: libxmtp may know it (then it is recorded)
-            await self._known(conversation_id)
-            conv = await self.store.read(conversations.require, conversation_id)
-        if conv.consent is not Consent.ACCEPTED:
-            state = "a request" if conv.consent is Consent.REQUESTED else "blocked"
-            raise FailedPrecondition(
-                f"conversation {conversation_id} is {state}: accept it first "
-                "(replying never accepts a request by itself)",
-                reason="not_accepted",
-                field="conversationId",
-            )
-        return conversation_id
-
     async def _open_dm(self, to: str) -> str:
         """The accepted DM for an address, inbox id or contact; sending there accepts it."""
         inbox_id, _address = await self.resolve_inbox(to)
@@ -316,14 +300,6 @@ class Core:
             )
         return dm.id
 
-    async def _destination(self, to: str) -> str:
-        to = validate.destination(to)
-        lowered = to.lower()
-        is_hex = all(c in "0123456789abcdef" for c in lowered)
-        if is_hex and len(lowered) != 64:
-            return await self._accepted(lowered)
-        return await self._open_dm(to)
-
     async def send(
         self,
         *,
@@ -333,13 +309,22 @@ class Core:
         key: str,
         reply_to: str | None,
     ) -> SendResult:
-        """One logical message per key to a destination."""
+        """One logical message per key to a destination.
+
+        To an address, inbox id or contact: the DM, accepted by this act. To a
+        conversation id: it must be accepted, as for Reply.
+        """
+        to = validate.destination(to)
         if reply_to is not None:
             validate.hex_id(reply_to, "replyTo")
+        lowered = to.lower()
+        by_id = len(lowered) != 64 and all(c in "0123456789abcdef" for c in lowered)
         return await self.outbox.send(
             key=key,
-            destination=validate.destination(to),
-            resolve=lambda: self._destination(to),
+            destination=to,
+            conversation_id=lowered if by_id else await self._open_dm(to),
+            require_accepted=by_id,
+            record_unknown=self._known,
             text=text,
             data_json=data_json,
             reply_to=reply_to,
@@ -351,7 +336,9 @@ class Core:
         return await self.outbox.send(
             key=key,
             destination=conversation_id,
-            resolve=lambda: self._accepted(conversation_id),
+            conversation_id=conversation_id,
+            require_accepted=True,
+            record_unknown=self._known,
             text=text,
             data_json=None,
             reply_to=None,

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cone.errors import FailedPrecondition, NotFound
 from cone.store._db import Connection
+from cone.store.conversations import get as get_conversation
+from cone.store.records import Consent
 
 _COLUMNS = (
     "key, conversation_id, destination, content_type, payload, message_id, state, attempts,"
@@ -45,7 +48,7 @@ def get(conn: Connection, key: str) -> OutboxRecord | None:
     return _record(row) if row else None
 
 
-def create(
+def claim(
     conn: Connection,
     *,
     key: str,
@@ -54,16 +57,41 @@ def create(
     content_type: str,
     payload: bytes,
     now_ns: int,
+    require_accepted: bool,
 ) -> tuple[OutboxRecord, bool]:
-    """Record a key unless it exists; returns the record and whether it is new."""
-    cur = conn.execute(
-        "INSERT OR IGNORE INTO outbox (key, conversation_id, destination, content_type, payload,"
+    """The key's record, created if new; returns it and whether it is new.
+
+    A new key into a conversation that must be accepted is refused unless it is:
+    NotFound(unknown_conversation) when cone does not record the conversation,
+    FailedPrecondition(not_accepted) when it is a request or blocked.
+    """
+    existing = get(conn, key)
+    if existing is not None:
+        return existing, False
+    if require_accepted:
+        conv = get_conversation(conn, conversation_id)
+        if conv is None:
+            raise NotFound(
+                f"conversation {conversation_id} is not known to this inbox",
+                reason="unknown_conversation",
+                field="conversationId",
+            )
+        if conv.consent is not Consent.ACCEPTED:
+            state = "a request" if conv.consent is Consent.REQUESTED else "blocked"
+            raise FailedPrecondition(
+                f"conversation {conversation_id} is {state}: accept it first "
+                "(replying never accepts a request by itself)",
+                reason="not_accepted",
+                field="conversationId",
+            )
+    conn.execute(
+        "INSERT INTO outbox (key, conversation_id, destination, content_type, payload,"
         " state, created_ns) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
         (key, conversation_id, destination, content_type, payload, now_ns),
     )
     rec = get(conn, key)
     assert rec is not None
-    return rec, cur.rowcount == 1
+    return rec, True
 
 
 def settle(conn: Connection, key: str, message_id: str, now_ns: int) -> None:
