@@ -213,3 +213,9 @@ async def test_a_cancelled_receive_leaves_its_messages_pending(
         batch = _ok(await session.call_tool("cone_receive", {"waitMs": 30000, "consumer": "c"}))
         assert [m["text"] for m in batch["messages"]] == ["kept"]
         assert _ok(await session.call_tool("cone_identity", {}))["protocol"] == 1
+
+
+def test_every_tool_has_its_behaviour_hints() -> None:
+    from cone.facades.mcp._tools import _HINTS
+
+    assert set(_HINTS) == {m.rpc for m in methods().values()}

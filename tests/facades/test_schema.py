@@ -11,7 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from cone import limits
 from cone.errors import InvalidArgument
-from cone.schema import NOT_EXPOSED, SERVICE, message_to_json, methods, tools
+from cone.schema import NOT_EXPOSED, SERVICE, drift, message_to_json, methods, tools
 from conepb.v1 import cone_pb2 as pb
 
 
@@ -21,6 +21,10 @@ def test_every_rpc_has_a_method_and_a_tool_or_a_reason_not_to() -> None:
     assert [m.rpc for m in methods().values()] == rpcs
     assert list(methods()) == [r[0].lower() + r[1:] for r in rpcs]
     assert list(tools()) == ["cone_" + r.lower() for r in rpcs]
+
+
+def test_the_schema_is_in_step_with_the_proto() -> None:
+    assert drift() == []
 
 
 def test_the_contract_methods_are_all_there() -> None:

@@ -80,7 +80,9 @@ def tool_definitions() -> list[types.Tool]:
                 description=method.summary + _TEACH.get(method.rpc, ""),
                 input_schema=method.params_schema,
                 output_schema=method.result_schema,
-                annotations=types.ToolAnnotations(title=_title(method), **_HINTS[method.rpc]),
+                annotations=types.ToolAnnotations(
+                    title=_title(method), **_HINTS.get(method.rpc, {})
+                ),
             )
         )
     return out
