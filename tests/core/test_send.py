@@ -10,7 +10,7 @@ from xmtp_bindings import xmtpv3 as ffi
 
 from cone.core import content
 from cone.devnet import Devnet
-from cone.errors import Conflict, InvalidArgument
+from cone.errors import Conflict, FailedPrecondition, InvalidArgument
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
@@ -124,3 +124,19 @@ async def test_a_failing_publication_waits_in_the_outbox_and_delivers_later(
     assert ffi.decode_text(got.content) == "held back"
     again = await _send(daemon, to=contact.conversation_id, text="held back", key="later")
     assert (again.message_id, again.deduplicated, again.published) == (held.message_id, True, True)
+
+
+async def test_a_settled_key_still_deduplicates_after_the_conversation_is_blocked(
+    daemon: DaemonProcess, alice: Peer
+) -> None:
+    first = await _send(daemon, to=alice.address, text="before the block", key="b1")
+    await daemon.client.call("Block", pb.BlockRequest(conversation_id=first.conversation_id))
+    again = await daemon.client.call(
+        "Reply", pb.ReplyRequest(conversation_id=first.conversation_id, text="x", key="b1")
+    )
+    assert (again.message_id, again.deduplicated) == (first.message_id, True)
+    with pytest.raises(FailedPrecondition) as err:
+        await daemon.client.call(
+            "Reply", pb.ReplyRequest(conversation_id=first.conversation_id, text="x", key="b2")
+        )
+    assert err.value.reason == "not_accepted"
