@@ -10,6 +10,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from cone.engine import _client
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, run_cone
 from support.peers import Peer
@@ -107,3 +108,29 @@ async def test_a_node_client_in_another_language_calls_identity_and_receive(
     assert proc.returncode == 0, err.decode()
     ident = await daemon.client.identity()
     assert out.decode().split() == [ident.inbox_id, "0"]
+
+
+async def test_a_wallet_key_from_the_environment_is_imported_on_first_start(
+    devnet: str, home: Path
+) -> None:
+    key = _client.generate_wallet_key()
+    async with DaemonProcess(home, devnet, {"CONE_WALLET_KEY": "0x" + key.hex()}) as d:
+        ident = await d.client.identity()
+    assert ident.address == _client.wallet_address(key)
+    assert ident.inbox_id == _client.inbox_id_for(ident.address)
+    # Another key later is refused rather than silently ignored.
+    other = {**os.environ, "CONE_WALLET_KEY": _client.generate_wallet_key().hex()}
+    code, err = await run_cone(d.args(), other)
+    assert code == 6 and b"does not match" in err
+
+
+async def test_reflection_lists_the_services_on_the_socket(daemon: DaemonProcess) -> None:
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    async with grpc.aio.insecure_channel(f"unix:{daemon.socket}") as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        async for reply in stub.ServerReflectionInfo(iter([request])):
+            names = {s.name for s in reply.list_services_response.service}
+            break
+    assert {"cone.v1.ConeService", "grpc.health.v1.Health"} <= names
