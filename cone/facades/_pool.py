@@ -1,13 +1,13 @@
 """A small pool of gRPC channels to one `cone.sock`, bounding calls in flight.
 
-Measured on this project's daemon: with more than about a thousand calls in flight at
-once, a few percent come back CANCELLED, however many channels carry them (see
-docs/protocol.md, "Concurrency"). So a pool keeps at most `long_polls + calls` in
-flight and queues the rest, and splits that room in two: long polls (`receive`) take
-their own share, so that a thousand waiting receives never delay an `identity`.
-Each channel carries at most `per_channel` calls; another channel (its own
-connection) opens when all are busy. Channels open lazily: a pool that is never used
-costs nothing.
+Measured with grpcio 1.85: a grpc.aio client process with more than about a thousand
+unary calls in flight at once gets a few percent of them back CANCELLED, however many
+channels (connections) carry them; two processes with a thousand each get none. So a
+pool keeps at most `long_polls + calls` (1,024) in flight and queues the rest, and
+splits that room in two: long polls (`receive`) take their own share, so that a
+thousand waiting receives never delay an `identity`. Each channel carries at most
+`per_channel` calls; another channel (its own connection) opens when all are busy.
+Channels open lazily: a pool that is never used costs nothing.
 """
 
 from __future__ import annotations
