@@ -16,6 +16,7 @@ import tty
 from pathlib import Path
 from typing import Any
 
+import grpc
 import jsonschema
 import pytest
 
@@ -444,3 +445,18 @@ async def test_serve_stops_when_its_reader_goes_away(home: Path, devnet: str) ->
         async with asyncio.timeout(30):
             assert await serve.proc.wait() == 0
     assert not StateLock(home / "cone.lock").held_by_other()
+
+
+async def test_a_rate_limit_from_the_network_is_32005(
+    home: Path, devnet: str, devnet_node: Devnet, alice: Peer
+) -> None:
+    async with ServeProcess(home, devnet) as serve:
+        await serve.call("identity")
+        devnet_node.faults.fail_next(
+            "GetInboxIds", 100, grpc.StatusCode.RESOURCE_EXHAUSTED, "rate limit exceeded"
+        )
+        try:
+            limited = await _error(serve, "connect", {"to": alice.address})
+        finally:
+            devnet_node.faults.clear()
+        assert (limited.code, limited.data["reason"]) == (-32005, "rate_limited"), limited.error
