@@ -13,7 +13,10 @@ texts in a DM one after another, Bob streams them. Reported:
   per message (all threads, grpc's included; from /proc, Linux only);
 - libxmtp against the node (goal: the node at least 5x cheaper): a send's wall
   time against the node's server time per message, and the CPU of this process
-  (both libxmtp clients, plus a little Python) against the node's CPU.
+  (both libxmtp clients, plus a little Python) against the node's CPU;
+- the node alone, driven by a raw gRPC client with sequential calls: its CPU per
+  unary call and per streamed delivery (a send with a subscriber, less a send
+  without), against a trivial grpc.aio call (the floor no handler can go below).
 """
 
 from __future__ import annotations
@@ -30,10 +33,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import grpc.aio
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.devnet import ControlClient
 from conepb.devnet.v1 import control_pb2 as pb
+from conepb.xmtp import mls_api_pb2 as mls
+from support import wire
 from support.devnet_process import DevnetProcess
 from support.peers import Peer, text_of
 
@@ -86,6 +92,48 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+async def node_alone(url: str, pid: int, n: int) -> dict[str, float]:
+    """Node CPU (us) per call of each kind, from a raw client's sequential calls."""
+    out: dict[str, float] = {}
+    async with wire.node(url) as node:
+        group, quiet = b"bench-alone", b"bench-quiet"
+        await wire.send(node, group)
+
+        async def per_call(name: str, call: Any) -> None:
+            await call()
+            start = _cpu_s(pid)
+            for _ in range(n):
+                await call()
+            out[name] = (_cpu_s(pid) - start) / n * 1e6
+
+        empty = node.channel.unary_unary("/grpc.health.v1.Health/Check")
+
+        async def unimplemented() -> None:
+            try:
+                await empty(b"")
+            except grpc.aio.AioRpcError:
+                pass
+
+        await per_call("a call the server refuses (UNIMPLEMENTED)", unimplemented)
+        await per_call("QueryGroupMessages", lambda: wire.query(node, group))
+        await per_call("SendGroupMessages, no subscriber", lambda: wire.send(node, quiet))
+        newest = (await wire.query(node, group, limit=1)).messages[0].v1.id
+        stream = node.mls.SubscribeGroupMessages(
+            mls.SubscribeGroupMessagesRequest(
+                filters=[mls.SubscribeGroupMessagesRequest.Filter(group_id=group, id_cursor=newest)]
+            )
+        )
+
+        async def send_and_receive() -> None:
+            await wire.send(node, group)
+            await stream.read()
+
+        await stream.initial_metadata()
+        await per_call("SendGroupMessages + its delivery", send_and_receive)
+        stream.cancel()
+    return out
+
+
 async def run(n: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         directory = Path(d)
@@ -93,6 +141,7 @@ async def run(n: int) -> None:
         node = await DevnetProcess.start(directory, "--control", str(control))
         ctl = ControlClient(control)
         try:
+            alone = await node_alone(node.url, node.process.pid, 2000)
             alice = await Peer.create(node.url, directory, "alice")
             bob = await Peer.create(node.url, directory, "bob")
             dm = await alice.dm_with(bob)
@@ -152,6 +201,12 @@ async def run(n: int) -> None:
         f"  libxmtp/node          {libxmtp_us / node_us:8.1f}x wall per message / server time"
         f"; {libxmtp_cpu_us / node_cpu_us:.1f}x CPU / CPU (goal >= 5x)"
     )
+    print("node alone: CPU per call, raw gRPC client, 2000 sequential calls each")
+    for name, cpu_us in alone.items():
+        ratio = libxmtp_cpu_us / cpu_us
+        print(f"      {name:42} {cpu_us:6.0f} us  (libxmtp CPU per message: {ratio:.1f}x)")
+    delivery = alone["SendGroupMessages + its delivery"] - alone["SendGroupMessages, no subscriber"]
+    print(f"      so a streamed delivery adds about {delivery:.0f} us (a difference; noisy)")
 
 
 def main(argv: list[str]) -> None:

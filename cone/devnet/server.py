@@ -112,7 +112,11 @@ class Devnet:
         self._server = server
         await server.start()
         if self.control_socket is not None:
-            self._control = await control.serve(self.control_socket, self, interceptor)
+            try:
+                self._control = await control.serve(self.control_socket, self, interceptor)
+            except BaseException:
+                await self.stop(0)
+                raise
         return self.url
 
     async def stop(self, grace: float = STOP_GRACE_S) -> None:
