@@ -25,7 +25,9 @@ def test_committed_gen_matches_a_fresh_generation(tmp_path: Path) -> None:
     )
     fresh, committed = _tree(out), _tree(ROOT / "gen")
     assert sorted(fresh) == sorted(committed), "run `tox -e gen` and commit gen/"
-    stale = [name for name, p in fresh.items() if not filecmp.cmp(p, committed[name], shallow=False)]
+    stale = [
+        name for name, p in fresh.items() if not filecmp.cmp(p, committed[name], shallow=False)
+    ]
     assert not stale, f"gen/ is stale for {stale}: run `tox -e gen` and commit gen/"
 
 
