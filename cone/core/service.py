@@ -16,7 +16,7 @@ from cone import PROTOCOL_VERSION
 from cone.core import validate
 from cone.core.backup import BackupMaker
 from cone.core.ingest import Ingestor
-from cone.core.outbox import Outbox, SendResult
+from cone.core.outbox import Outbox, SendResult, check_content, check_key
 from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
 from cone.engine.streams import StreamHealth
 from cone.errors import NotFound, Unavailable
@@ -315,6 +315,8 @@ class Core:
         conversation id: it must be accepted, as for Reply.
         """
         to = validate.destination(to)
+        check_key(key)
+        check_content(text, data_json)
         if reply_to is not None:
             validate.hex_id(reply_to, "replyTo")
         lowered = to.lower()

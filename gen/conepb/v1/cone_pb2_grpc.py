@@ -127,9 +127,10 @@ class ConeServiceServicer:
         """Send publishes one logical message per key. The first payload and
         conversation for a key are persisted before publication; a settled key
         returns its original message id with `deduplicated` set.
-        FAILED_PRECONDITION (reason `key_conflict`) when the key was used for
-        another destination or content type; NOT_FOUND when the destination does not
-        resolve; INVALID_ARGUMENT for bad fields.
+        ALREADY_EXISTS (reason `key_conflict`) when the key was used for another
+        destination or content type; NOT_FOUND when the destination does not resolve;
+        FAILED_PRECONDITION (reason `not_accepted`) when sending to a conversation id
+        that is not accepted; INVALID_ARGUMENT for bad fields.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
