@@ -30,6 +30,7 @@ class Faults:
         self._by_name = {path.rsplit("/", 1)[-1]: path for path in self._methods}
         self._drop_streams = drop_streams
         self._failures: dict[str, _Failure] = {}
+        self._group_failures: dict[bytes, _Failure] = {}
         self._latency_s: dict[str, float] = {}
 
     @property
@@ -79,9 +80,34 @@ class Faults:
         """End every open stream now with UNAVAILABLE; returns how many were open."""
         return self._drop_streams()
 
+    def fail_group(
+        self, group_id: bytes, count: int, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE
+    ) -> None:
+        """Fail the next `count` SendGroupMessages calls that carry a message of one
+        group (0 cancels): publication fails for that conversation only."""
+        if code is grpc.StatusCode.OK:
+            raise InvalidArgument("a failure needs a status code other than OK", field="code")
+        if count <= 0:
+            self._group_failures.pop(group_id, None)
+        else:
+            text = f"injected failure ({code.name}) for group {group_id.hex()}"
+            self._group_failures[group_id] = _Failure(count, code, text)
+
+    def take_group_failure(self, group_ids: Iterable[bytes]) -> tuple[grpc.StatusCode, str] | None:
+        """Consume one pending failure of the first failing group among `group_ids`."""
+        for group_id in group_ids:
+            failure = self._group_failures.get(group_id)
+            if failure is not None:
+                failure.remaining -= 1
+                if failure.remaining <= 0:
+                    del self._group_failures[group_id]
+                return failure.code, failure.message
+        return None
+
     def clear(self) -> None:
         """Remove every pending failure and latency."""
         self._failures.clear()
+        self._group_failures.clear()
         self._latency_s.clear()
 
     def latency(self, method: str) -> float:

@@ -16,8 +16,24 @@ import grpc
 import grpc.aio
 
 from cone.devnet.faults import Faults
+from cone.devnet.mls_framing import FramingError, parse_protocol_message
 from cone.devnet.stats import Stats
 from cone.errors import ConeError
+
+SEND_GROUP_MESSAGES = "/xmtp.mls.api.v1.MlsApi/SendGroupMessages"
+
+
+def _group_ids(request: Any) -> list[bytes]:
+    """The groups a SendGroupMessages request writes to (unparseable ones skipped:
+    the handler rejects them)."""
+    ids = []
+    for message in request.messages:
+        try:
+            ids.append(parse_protocol_message(message.v1.data).group_id)
+        except FramingError:
+            continue
+    return ids
+
 
 _Handler = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
 
@@ -73,6 +89,8 @@ class DevnetInterceptor(grpc.aio.ServerInterceptor):
                 if delay:
                     await asyncio.sleep(delay)
                 failure = injected.take_failure(method)
+                if failure is None and method == SEND_GROUP_MESSAGES:
+                    failure = injected.take_group_failure(_group_ids(request))
                 if failure is not None:
                     await context.abort(*failure)
             start = time.perf_counter_ns()

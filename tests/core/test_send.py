@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import grpc
@@ -14,7 +15,7 @@ from cone.errors import Conflict, FailedPrecondition, InvalidArgument
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
-from support.waiting import until
+from support.waiting import receive_n, until
 
 
 async def _send(daemon: DaemonProcess, **kw: object) -> pb.SendResponse:
@@ -140,3 +141,36 @@ async def test_a_settled_key_still_deduplicates_after_the_conversation_is_blocke
             "Reply", pb.ReplyRequest(conversation_id=first.conversation_id, text="x", key="b2")
         )
     assert err.value.reason == "not_accepted"
+
+
+async def test_a_failing_conversation_never_holds_back_another(
+    daemon: DaemonProcess, alice: Peer, devnet: str, devnet_node: Devnet, tmp_path: object
+) -> None:
+    from pathlib import Path
+
+    bob = await Peer.create(devnet, Path(str(tmp_path)), "bob")
+    to_alice = (await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
+    to_bob = (await daemon.client.call("Connect", pb.ConnectRequest(to=bob.address))).contact
+    devnet_node.faults.fail_group(bytes.fromhex(to_alice.conversation_id), 1000)
+    stuck = asyncio.create_task(
+        _send(daemon, to=to_alice.conversation_id, text="stuck for now", key="a1")
+    )
+    # The other conversation sends and receives as usual meanwhile.
+    for i in range(3):
+        sent = await _send(daemon, to=to_bob.conversation_id, text=f"to bob {i}", key=f"b{i}")
+        assert sent.published
+    assert not (await stuck).published
+    await bob.sync()
+    bob_dm = bob.conversation(bytes.fromhex(to_bob.conversation_id))
+    await bob.send(bob_dm, "bob answers")
+    (answer,) = await receive_n(daemon.client, 1)
+    assert answer.text == "bob answers"
+    status = await daemon.client.call("Status", pb.StatusRequest())
+    assert [(e.key, e.state) for e in status.outbox] == [("a1", "failing")]
+    devnet_node.faults.clear()
+
+    async def delivered() -> list[object]:
+        return await _peer_messages(alice, to_alice.conversation_id)
+
+    (got,) = await until(delivered)
+    assert ffi.decode_text(got.content) == "stuck for now"
