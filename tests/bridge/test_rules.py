@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cone.bridge._address import addresses, valid_alias
 from cone.bridge._context import Context
-from cone.bridge._journal import OpenTurn
+from cone.bridge._journal import Journal, OpenTurn
 from cone.bridge._turns import plan
+from cone.errors import StateError
 from conepb.v1 import cone_pb2 as pb
 
 
@@ -114,3 +117,25 @@ async def test_a_turn_consumes_only_the_context_before_its_last_message() -> Non
     assert consumer == "bridge.context"
     assert sorted(ids) == sorted([now_.message_id, early.message_id])
     assert [m.text for m in ctx.held["aa"]] == ["later"]
+
+
+def test_one_bridge_per_consumer_and_open_turns_persist(tmp_path: Path) -> None:
+    first = Journal(tmp_path, "bridge")
+    first.acquire()
+    with pytest.raises(StateError) as err:
+        Journal(tmp_path, "bridge").acquire()
+    assert err.value.reason == "locked"
+    Journal(tmp_path, "other").acquire()  # another consumer is fine
+    assert first.begin("aa", "t1", ["t0", "t1"]) == 1
+    assert first.begin("aa", "t1", ["t0", "t1"]) == 2
+    first.withdraw("aa")
+    first.failed("aa", "exit 1")
+    first.release()
+    again = Journal(tmp_path, "bridge")
+    again.acquire()
+    turn = again.open_turns["aa"]
+    assert (turn.turn_id, turn.message_ids, turn.attempts) == ("t1", ["t0", "t1"], 1)
+    assert turn.last_error == "exit 1"
+    assert oct((tmp_path / "bridge" / "bridge" / "turns.json").stat().st_mode & 0o777) == "0o600"
+    again.finish("aa")
+    assert again.open_turns == {}
