@@ -65,12 +65,16 @@ async def test_a_group_turn_starts_only_when_addressed_and_gets_the_context(
 
 
 async def _acked(bridge: BridgeProcess, n: int) -> bool:
-    """Whether the bridge has seen `n` messages and acknowledged them all."""
+    """Whether `n` messages are receivable (read as another consumer) and the bridge
+    has acknowledged every one."""
     from conepb.v1 import cone_pb2 as pb
 
+    batch = await bridge.client.call(
+        "Receive", pb.ReceiveRequest(consumer="observer", limit=1000, wait_ms=0)
+    )
     status = await bridge.client.call("Status", pb.StatusRequest())
     seen = {c.consumer: c.pending for c in status.consumers}
-    return status.inbox_messages >= n and seen.get("bridge") == 0
+    return len(batch.messages) >= n and seen.get("bridge") == 0
 
 
 async def test_held_group_context_survives_a_kill_9_of_the_bridge(
