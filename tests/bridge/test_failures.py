@@ -144,3 +144,17 @@ async def test_stopping_the_bridge_mid_turn_stops_the_command_and_costs_no_attem
         assert not alive(first["pid"])
         await bridge.restart()
         assert await texts_when(alice, dm, 2) == ["slow one", "attempt 1"]
+
+
+async def test_a_reply_the_core_refuses_parks_the_turn(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    verbose = agent('print("x" * (600 * 1024))\n')  # over the 512 KiB text limit
+    async with BridgeProcess(home, devnet, verbose.argv, FAST) as bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "tell me everything")
+        await accept(bridge, dm)
+        (record,) = await until(lambda: parked(home))
+        assert record["reason"].startswith("reply refused: invalid_argument")
+        await settled(bridge)
+        assert await alice.texts(bytes(dm.id())) == ["tell me everything"]
