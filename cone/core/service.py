@@ -88,6 +88,7 @@ class Core:
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
         self.last_sync_ns: int | None = None
         self.last_sync_error: str | None = None
 
@@ -135,7 +136,10 @@ class Core:
         self.ingestor.mark(info.id)
 
     def _on_consent(self, updates: list[ConsentUpdate]) -> None:
-        asyncio.get_running_loop().create_task(self._apply_consent(updates))
+        task = asyncio.get_running_loop().create_task(self._apply_consent(updates))
+        # The loop keeps only weak references to tasks: hold it until it is done.
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _apply_consent(self, updates: list[ConsentUpdate]) -> None:
         now = time.time_ns()
