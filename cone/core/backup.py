@@ -8,6 +8,7 @@ catch-up re-reads libxmtp's database afterwards, as after any stream gap.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import tempfile
@@ -18,11 +19,13 @@ from pathlib import Path
 
 from cone.core.ingest import Ingestor
 from cone.engine.engine import Engine
-from cone.errors import InvalidArgument
+from cone.errors import InvalidArgument, Unavailable
 from cone.store import Store
 from cone.store.backup import Manifest, write_backup
 
 log = logging.getLogger(__name__)
+
+RELEASE_TIMEOUT_S = 10.0
 
 
 class BackupMaker:
@@ -36,11 +39,24 @@ class BackupMaker:
 
     def _xmtp_files(self) -> dict[str, Path]:
         files = {}
-        for suffix in ("", "-wal", ".sqlcipher_salt"):
+        for suffix in ("", ".sqlcipher_salt"):
             path = Path(str(self._xmtp_db) + suffix)
             if path.exists():
                 files[self._xmtp_db.name + suffix] = path
         return files
+
+    async def _released(self) -> None:
+        """Wait until libxmtp's last connection closed: its write-ahead log is gone
+        (checkpointed into the database), so the database file alone is the state."""
+        wal = Path(str(self._xmtp_db) + "-wal")
+        deadline = time.monotonic() + RELEASE_TIMEOUT_S
+        while wal.exists():  # noqa: ASYNC240  # a stat of a local file; nothing to await
+            if time.monotonic() > deadline:
+                raise Unavailable(
+                    "libxmtp did not release its database in time; try the backup again",
+                    reason="backup_busy",
+                )
+            await asyncio.sleep(0.02)
 
     @asynccontextmanager
     async def backup(self, passphrase: str) -> AsyncIterator[tuple[Path, Manifest]]:
@@ -54,6 +70,7 @@ class BackupMaker:
             async with self._ingestor.held():
                 await self._engine.release_db()
                 try:
+                    await self._released()
                     manifest = await self._store.read(
                         write_backup,
                         path,
