@@ -233,6 +233,9 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
                         yield pb.BackupChunk(data=chunk)
         except ConeError as err:
             await _abort(context, err)
+        except Exception as exc:  # the stream's one boundary, as _boundary
+            log.exception("internal error in Backup")
+            await _abort(context, Internal(f"internal error in Backup: {exc}"))
 
     @_boundary
     async def Status(
