@@ -10,6 +10,10 @@ Under `HOME/bridge/CONSUMER/` (directory 0700, files 0600):
   entry is removed once the turn's messages are acknowledged. After a crash, the first
   turn in that conversation is formed from the same messages again, so it keeps its
   turn id and reply key (the reply is not sent twice), and its attempts keep counting.
+- `pids.json`: the process id of each turn's running command, written (not fsynced:
+  an OS crash ends the commands anyway) when it starts, so that the next start can
+  kill a command a `kill -9` of the bridge left behind. Kept apart from `turns.json`
+  so that every write of that file stays fsynced.
 - `parked.jsonl`: one JSON object per parked turn, appended and fsynced.
 
 Nothing here holds message content: ids, counts and reasons only (the state
@@ -38,8 +42,6 @@ class OpenTurn:
     message_ids: list[str]
     attempts: int = 0
     last_error: str | None = None
-    #: The running attempt's process (group) id, to kill a leftover after a crash.
-    pid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,8 @@ class Journal:
         self.dir = bridge_dir(home, consumer)
         self._lock_fd: int | None = None
         self.open_turns: dict[str, OpenTurn] = {}
+        #: Turn id → process (group) id of its running command, from `pids.json`.
+        self.pids: dict[str, int] = {}
 
     def acquire(self) -> None:
         """Create the directory, take the consumer's lock, load the open turns."""
@@ -127,6 +131,11 @@ class Journal:
         except FileNotFoundError:
             raw = {}
         self.open_turns = {c: OpenTurn(**t) for c, t in raw.get("turns", {}).items()}
+        try:
+            pids = json.loads((self.dir / "pids.json").read_text())
+        except (FileNotFoundError, ValueError):  # missing, or torn by an OS crash
+            pids = {}
+        self.pids = {t: int(p) for t, p in pids.items() if isinstance(p, int)}
 
     def release(self) -> None:
         """Drop the lock."""
@@ -134,26 +143,32 @@ class Journal:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def running(self, conversation_id: str, pid: int | None) -> None:
-        """Record the running attempt's pid (not fsynced: an OS crash ends it anyway)."""
-        turn = self.open_turns.get(conversation_id)
-        if turn is not None:
-            turn.pid = pid
-            self._save(sync=False)
+    def running(self, turn_id: str, pid: int | None) -> None:
+        """Record (or with None, forget) the pid of a turn's running command."""
+        if pid is None:
+            if self.pids.pop(turn_id, None) is None:
+                return
+        else:
+            self.pids[turn_id] = pid
+        tmp = self.dir / "pids.json.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, json.dumps(self.pids).encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.dir / "pids.json")
 
-    def _save(self, sync: bool = True) -> None:
+    def _save(self) -> None:
         tmp = self.dir / "turns.json.tmp"
         body = json.dumps({"turns": {c: asdict(t) for c, t in self.open_turns.items()}})
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.write(fd, body.encode())
-            if sync:
-                os.fsync(fd)
+            os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, self.dir / "turns.json")
-        if sync:
-            _fsync_dir(self.dir)
+        _fsync_dir(self.dir)
 
     def begin(self, conversation_id: str, turn_id: str, message_ids: list[str]) -> int:
         """Record that an attempt starts; returns its number (1 for the first)."""

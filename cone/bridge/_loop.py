@@ -88,9 +88,10 @@ class Bridge:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Recover held context, then serve turns until `stop` is set."""
-        for turn in self.journal.open_turns.values():
-            if turn.pid is not None and kill_leftover(turn.pid, turn.turn_id):
-                log.warning("killed the command left running by a crash (pid %d)", turn.pid)
+        for turn_id, pid in list(self.journal.pids.items()):
+            if kill_leftover(pid, turn_id):
+                log.warning("killed the command left running by a crash (pid %d)", pid)
+            self.journal.running(turn_id, None)
         stopped = asyncio.create_task(stop.wait())
         try:
             recover = asyncio.create_task(self._transient("recover context", self.context.recover))
@@ -231,7 +232,7 @@ class Bridge:
                         self._stdin(turn, context, attempt),
                         self._env(turn, attempt),
                         self.config.timeout_s,
-                        lambda pid: self.journal.running(cid, pid),
+                        lambda pid: self.journal.running(turn.turn_id, pid),
                         self._threads,
                     )
                 except asyncio.CancelledError:
@@ -240,6 +241,8 @@ class Bridge:
                 except OSError as err:
                     outcome = Outcome(127, b"")
                     log.error("cannot start the agent command: %s", err)
+                finally:
+                    self.journal.running(turn.turn_id, None)
                 if outcome.ok:
                     await self._answer(turn, outcome.stdout, attempt)
                     return

@@ -139,3 +139,21 @@ def test_one_bridge_per_consumer_and_open_turns_persist(tmp_path: Path) -> None:
     assert oct((tmp_path / "bridge" / "bridge" / "turns.json").stat().st_mode & 0o777) == "0o600"
     again.finish("aa")
     assert again.open_turns == {}
+
+
+def test_running_pids_are_kept_apart_and_a_torn_file_is_ignored(tmp_path: Path) -> None:
+    journal = Journal(tmp_path, "bridge")
+    journal.acquire()
+    journal.begin("aa", "t1", ["t1"])
+    journal.running("t1", 4242)
+    journal.release()
+    again = Journal(tmp_path, "bridge")
+    again.acquire()
+    assert again.pids == {"t1": 4242}
+    again.running("t1", None)
+    assert again.pids == {}
+    again.release()
+    (tmp_path / "bridge" / "bridge" / "pids.json").write_text('{"t1": 42')  # torn
+    third = Journal(tmp_path, "bridge")
+    third.acquire()
+    assert third.pids == {} and "aa" in third.open_turns
