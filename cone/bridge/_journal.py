@@ -126,10 +126,18 @@ class Journal:
                 reason="locked",
             ) from None
         self._lock_fd = fd
+        path = self.dir / "turns.json"
         try:
-            raw = json.loads((self.dir / "turns.json").read_text())
+            raw = json.loads(path.read_text())
         except FileNotFoundError:
             raw = {}
+        except ValueError:
+            self.release()
+            raise StateError(
+                f"{path} is not valid JSON: move it aside to start without it (turns in "
+                "progress then run again under new reply keys)",
+                reason="state_error",
+            ) from None
         self.open_turns = {c: OpenTurn(**t) for c, t in raw.get("turns", {}).items()}
         try:
             pids = json.loads((self.dir / "pids.json").read_text())
