@@ -135,7 +135,7 @@ class Journal:
             self.release()
             raise StateError(
                 f"{path} is not valid JSON: move it aside to start without it (turns in "
-                "progress then run again under new reply keys)",
+                "progress then run again, possibly under new reply keys)",
                 reason="state_error",
             ) from None
         self.open_turns = {c: OpenTurn(**t) for c, t in raw.get("turns", {}).items()}
