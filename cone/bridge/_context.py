@@ -76,7 +76,7 @@ class Context:
         merged = {m.message_id: m for m in self._before(turn)}
         merged.update({m.message_id: m for m in turn.inline_context})
         out = sorted((m for i, m in merged.items() if i not in addressed), key=lambda m: m.sequence)
-        return out[-self.cap :]
+        return out[-self.cap :] if self.cap else []
 
     async def consumed(self, turn: Turn) -> None:
         """The turn ended: ack its messages and the context it was handed (all held

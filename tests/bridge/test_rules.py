@@ -157,3 +157,10 @@ def test_running_pids_are_kept_apart_and_a_torn_file_is_ignored(tmp_path: Path) 
     third = Journal(tmp_path, "bridge")
     third.acquire()
     assert third.pids == {} and "aa" in third.open_turns
+
+
+def test_context_zero_hands_over_no_context() -> None:
+    ctx = Context(caller=None, consumer="bridge.context", cap=0)  # type: ignore[arg-type]
+    assert ctx.hold([_msg(1, "aa", "c1")]) == [_msg(1, "aa", "c1").message_id]
+    (turn,) = plan([_msg(2, "aa", "inline"), _msg(3, "aa", "@bot go")], "bot", {}).turns
+    assert ctx.for_turn(turn) == []
