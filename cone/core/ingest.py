@@ -22,7 +22,16 @@ from contextlib import asynccontextmanager
 
 from cone.core import content
 from cone.engine.engine import ConversationInfo, Engine, RawMessage, XmtpConsent
-from cone.store import Connection, Consent, IncomingMessage, Kind, Store, conversations, inbox
+from cone.store import (
+    Connection,
+    Consent,
+    Conversation,
+    IncomingMessage,
+    Kind,
+    Store,
+    conversations,
+    inbox,
+)
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +121,11 @@ class Ingestor:
             self._on_new()
         return total
 
-    async def record(self, info: ConversationInfo) -> Consent:
-        """Make sure cone records a conversation; returns its consent."""
+    async def record(self, info: ConversationInfo) -> Conversation:
+        """Make sure cone records a conversation; returns what is recorded."""
         known = await self._store.read(conversations.get, info.id)
         if known is not None:
-            return known.consent
+            return known
         inbox_consent = XmtpConsent.UNKNOWN
         if info.peer_inbox_id:
             inbox_consent = await self._engine.inbox_consent(info.peer_inbox_id)
@@ -127,15 +136,13 @@ class Ingestor:
         )
         if rec.consent is Consent.ACCEPTED:
             self._on_new()
-        return rec.consent
+        return rec
 
     async def _ingest_one(self, conversation_id: str) -> int:
         info = self._engine.conversation(conversation_id)
         if info is None:
             return 0
-        await self.record(info)
-        conv = await self._store.read(conversations.get, conversation_id)
-        assert conv is not None
+        conv = await self.record(info)
         raws = await self._engine.messages_since(
             conversation_id, max(0, conv.ingested_ns - OVERLAP_NS)
         )
