@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 # How far before the recorded ingest point each read starts; duplicates are dropped
 # by id, so the overlap costs a little reading and no correctness.
 OVERLAP_NS = 2_000_000_000
+# How soon a failed ingest pass is tried again.
+RETRY_S = 0.5
 
 
 def initial_consent(info: ConversationInfo, inbox_consent: XmtpConsent) -> Consent:
@@ -97,9 +99,10 @@ class Ingestor:
             batch, self._dirty = self._dirty, set()
             try:
                 await self.ingest(batch)
-            except Exception:  # keep ingesting; the next catch-up retries
-                log.exception("ingest failed; the next catch-up retries")
+            except Exception:  # keep ingesting: this batch is retried shortly
+                log.exception("ingest failed; retrying in %.1f s", RETRY_S)
                 self._dirty |= batch
+                asyncio.get_running_loop().call_later(RETRY_S, self._wake.set)
 
     @asynccontextmanager
     async def held(self) -> AsyncIterator[None]:

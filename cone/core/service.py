@@ -126,6 +126,8 @@ class Core:
                 await self.sync()
             except Unavailable as exc:
                 log.warning("catch-up failed: %s", exc)
+            except Exception:  # the loop's boundary: a failed pass must not end catch-up
+                log.exception("catch-up failed unexpectedly; trying again next period")
 
     def _notify(self) -> None:
         # Wake every waiting Receive; each re-reads the store.
@@ -160,6 +162,8 @@ class Core:
             await self.engine.sync_all()
         except Unavailable as exc:
             self.last_sync_error = exc.message
+            # What the streams stored locally still enters the inbox.
+            await self.ingestor.ingest_all()
             raise
         await self.ingestor.ingest_all()
         self.last_sync_ns = time.time_ns()

@@ -122,4 +122,6 @@ class DaemonProcess:
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.stop()
+        # pytest shows captured output only for a failing test: the daemon's side of it.
+        print(f"--- daemon stderr ({self.home.name}) ---\n{self.stderr()}", file=sys.stderr)
         self.log.close()
