@@ -20,10 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from bench.core import CONV, _messages
+from bench import _prefill
 from cone.devnet import Devnet
-from cone.store import Consent, Kind, Store, conversations, inbox
-from cone.store.keys import load_db_key
 from support.daemons import DaemonProcess, run_cone, short_home
 
 
@@ -33,11 +31,7 @@ async def _main(n: int) -> None:
         home = short_home()
         async with DaemonProcess(home, url) as d:
             await d.stop()
-            key = load_db_key(key_file=None, default_key_file=home / "db.key", store_exists=True)
-            store = Store.open(home / "cone.db", key)
-            store.write_now(conversations.ensure, CONV, Kind.DM, "ab" * 32, Consent.ACCEPTED, 1)
-            store.write_now(inbox.insert_messages, _messages(n))
-            store.close()
+            _prefill.fill_home(home, n)
             await d.start()
             with tempfile.TemporaryDirectory() as work:
                 file = Path(work) / "bench.cone"

@@ -24,32 +24,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from xmtp_bindings import xmtpv3 as ffi
 
+from bench import _prefill
 from cone.devnet import Devnet
-from cone.store import Consent, IncomingMessage, Kind, Store, conversations, inbox
+from cone.store import inbox
 from cone.store._migrations import migrate
-from cone.store.keys import load_db_key
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, short_home
 from support.peers import Peer
 from support.waiting import until
 
-CONV = "be" * 16
 # The daemon's default catch-up period (tests shorten it to 2 s).
 PRODUCTION_PACE = {"CONE_CATCHUP_S": "30"}
-
-
-def _messages(n: int) -> list[IncomingMessage]:
-    return [
-        IncomingMessage(
-            id=f"{i:064x}",
-            conversation_id=CONV,
-            sender_inbox_id="ab" * 32,
-            sent_at_ns=i,
-            content_type="xmtp.org/text:1.0",
-            text=f"bench message {i}",
-        )
-        for i in range(n)
-    ]
 
 
 def _drain_plain_sqlite(n: int) -> float:
@@ -60,8 +45,7 @@ def _drain_plain_sqlite(n: int) -> float:
         conn.execute("PRAGMA synchronous = FULL")
         migrate(conn)  # type: ignore[arg-type]  # the same DB-API surface
         conn.execute("BEGIN IMMEDIATE")
-        conversations.ensure(conn, CONV, Kind.DM, "ab" * 32, Consent.ACCEPTED, 1)  # type: ignore[arg-type]
-        inbox.insert_messages(conn, _messages(n))  # type: ignore[arg-type]
+        _prefill.fill(conn, n)  # type: ignore[arg-type]  # the same DB-API surface
         conn.execute("COMMIT")
         start = time.perf_counter()
         while True:
@@ -82,11 +66,7 @@ async def bench_drain(url: str, n: int) -> None:
     home = short_home()
     async with DaemonProcess(home, url, PRODUCTION_PACE) as d:
         await d.stop()
-        key = load_db_key(key_file=None, default_key_file=home / "db.key", store_exists=True)
-        store = Store.open(home / "cone.db", key)
-        store.write_now(conversations.ensure, CONV, Kind.DM, "ab" * 32, Consent.ACCEPTED, 1)
-        store.write_now(inbox.insert_messages, _messages(n))
-        store.close()
+        _prefill.fill_home(home, n)
         await d.start()
         start = time.perf_counter()
         drained = 0

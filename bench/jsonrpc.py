@@ -23,12 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from bench import _prefill
 from cone.devnet import Devnet
-from cone.store import Consent, IncomingMessage, Kind, Store, conversations, inbox
-from cone.store.keys import load_db_key
 from support.daemons import DaemonProcess, short_home
 
-CONV = "be" * 16
 IDENTITY = b'{"jsonrpc":"2.0","id":1,"method":"identity"}\n'
 
 
@@ -95,32 +93,11 @@ async def bench_identity(d: DaemonProcess, url: str, n: int) -> None:
           f"JSON-RPC on cone.sock {_ms(on_socket)}; serve/gRPC p50 ratio {ratio:.2f}x")  # fmt: skip
 
 
-def _fill(home: Path, n: int) -> None:
-    key = load_db_key(key_file=None, default_key_file=home / "db.key", store_exists=True)
-    store = Store.open(home / "cone.db", key)
-    store.write_now(conversations.ensure, CONV, Kind.DM, "ab" * 32, Consent.ACCEPTED, 1)
-    store.write_now(
-        inbox.insert_messages,
-        [
-            IncomingMessage(
-                id=f"{i:064x}",
-                conversation_id=CONV,
-                sender_inbox_id="ab" * 32,
-                sent_at_ns=i,
-                content_type="xmtp.org/text:1.0",
-                text=f"bench message {i}",
-            )
-            for i in range(n)
-        ],
-    )
-    store.close()
-
-
 async def bench_drain(url: str, n: int) -> None:
     home = short_home()
     async with DaemonProcess(home, url) as d:
         await d.stop()
-        _fill(home, n)
+        _prefill.fill_home(home, n)
         await d.start()
         serve = await Serve.start(home, url)
         await serve.call("identity")
