@@ -30,7 +30,7 @@ from cone.daemon.socket_front import JsonHandler, SocketFront
 from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.errors import StateError
-from cone.store import Store, load_db_key, meta
+from cone.store import Connection, Store, load_db_key, meta
 from cone.store.keys import parse_hex_key
 from conepb.v1 import cone_pb2, cone_pb2_grpc
 
@@ -70,6 +70,12 @@ def _wallet_key_from(settings: Settings) -> bytes | None:
     return parse_hex_key(raw, "the wallet key", reason="state_error")
 
 
+def _put_identity_keys(conn: Connection, wallet: bytes, xmtp_key: bytes) -> None:
+    # One transaction: a crash never leaves a wallet without libxmtp's database key.
+    meta.put(conn, "wallet_key", wallet)
+    meta.put(conn, "xmtp_db_key", xmtp_key)
+
+
 async def _open_identity(settings: Settings, store: Store) -> Engine:
     paths = settings.paths
     wallet = await store.read(meta.get, "wallet_key")
@@ -84,8 +90,7 @@ async def _open_identity(settings: Settings, store: Store) -> Engine:
         imported = _wallet_key_from(settings)
         wallet = imported or _client.generate_wallet_key()
         xmtp_key = secrets.token_bytes(32)
-        await store.write(meta.put, "wallet_key", wallet)
-        await store.write(meta.put, "xmtp_db_key", xmtp_key)
+        await store.write(_put_identity_keys, wallet, xmtp_key)
         new = True
     else:
         imported = _wallet_key_from(settings)
