@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+import sys
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from cone.engine import _client
@@ -134,3 +136,27 @@ async def test_reflection_lists_the_services_on_the_socket(daemon: DaemonProcess
             names = {s.name for s in reply.list_services_response.service}
             break
     assert {"cone.v1.ConeService", "grpc.health.v1.Health"} <= names
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+async def test_the_socket_refuses_another_user_even_when_files_allow_it(
+    daemon: DaemonProcess,
+) -> None:
+    # Open the file permissions on purpose: the peer-credential check must still refuse.
+    daemon.home.chmod(0o711)
+    daemon.socket.chmod(0o666)
+    probe = (
+        "import os, socket, sys\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+        's.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"identity"}\\n\')\n'
+        "s.settimeout(10); print(repr(s.recv(100)))\n"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", probe, str(daemon.socket),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    assert out.decode().strip() == "b''"  # closed without an answer
+    assert (await daemon.client.identity()).protocol == 1
