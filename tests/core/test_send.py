@@ -23,20 +23,7 @@ async def _send(daemon: DaemonProcess, **kw: object) -> pb.SendResponse:
 
 
 async def _peer_messages(peer: Peer, conversation_id: str) -> list[object]:
-    await peer.client.conversations().sync()  # welcomes: the peer learns of new DMs
-    conv = peer.conversation(bytes.fromhex(conversation_id))
-    await conv.sync()
-    opts = ffi.FfiListMessagesOptions(
-        sent_before_ns=None, sent_after_ns=None, limit=None, delivery_status=None,
-        direction=ffi.FfiDirection.ASCENDING, content_types=None, exclude_content_types=None,
-        exclude_sender_inbox_ids=None, sort_by=None, inserted_after_ns=None, inserted_before_ns=None,
-    )  # fmt: skip
-    return [
-        m
-        for m in await conv.find_messages(opts)
-        if m.kind == ffi.FfiConversationMessageKind.APPLICATION
-        and m.sender_inbox_id != peer.inbox_id
-    ]
+    return await peer.received(bytes.fromhex(conversation_id))
 
 
 async def test_a_settled_key_returns_its_original_id_even_with_new_text(

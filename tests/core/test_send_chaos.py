@@ -12,7 +12,6 @@ import random
 from collections import Counter
 
 import pytest
-from xmtp_bindings import xmtpv3 as ffi
 
 from cone.core import content
 from cone.errors import ConeError, Unavailable
@@ -80,19 +79,9 @@ async def test_every_key_arrives_exactly_once_with_its_first_payload(
         return not status.outbox
 
     await until(settled, timeout=120)
-    await alice.sync()
-    conv = alice.conversation(bytes.fromhex(contact.conversation_id))
-    await conv.sync()
-    opts = ffi.FfiListMessagesOptions(
-        sent_before_ns=None, sent_after_ns=None, limit=None, delivery_status=None,
-        direction=ffi.FfiDirection.ASCENDING, content_types=None, exclude_content_types=None,
-        exclude_sender_inbox_ids=None, sort_by=None, inserted_after_ns=None, inserted_before_ns=None,
-    )  # fmt: skip
     received = [
         content.decode(m.content)
-        for m in await conv.find_messages(opts)
-        if m.kind == ffi.FfiConversationMessageKind.APPLICATION
-        and m.sender_inbox_id != alice.inbox_id
+        for m in await alice.received(bytes.fromhex(contact.conversation_id))
     ]
     per_key = Counter(d.send_key for d in received)
     assert set(per_key) == set(keys)

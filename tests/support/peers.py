@@ -140,8 +140,8 @@ class Peer:
         """A conversation this peer knows, by id."""
         return self.client.conversation(conversation_id)
 
-    async def texts(self, conversation_id: bytes, *, sync: bool = True) -> list[str]:
-        """Every text in the conversation, oldest first, after syncing it (libxmtp
+    async def messages(self, conversation_id: bytes, *, sync: bool = True) -> list[Any]:
+        """Every message of the conversation, oldest first, after syncing it (libxmtp
         refuses to sync a group the peer was removed from: pass `sync=False`)."""
         conversation = self.conversation(conversation_id)
         if sync:
@@ -152,7 +152,22 @@ class Peer:
             exclude_content_types=None, exclude_sender_inbox_ids=None, sort_by=None,
             inserted_after_ns=None, inserted_before_ns=None,
         )  # fmt: skip
-        messages = await conversation.find_messages(opts)
+        found: list[Any] = await conversation.find_messages(opts)
+        return found
+
+    async def received(self, conversation_id: bytes) -> list[Any]:
+        """The application messages others sent into a conversation, after fetching
+        welcomes (so a conversation created by someone else is known) and syncing it."""
+        await self.client.conversations().sync()
+        return [
+            m
+            for m in await self.messages(conversation_id)
+            if m.kind == _APPLICATION and m.sender_inbox_id != self.inbox_id
+        ]
+
+    async def texts(self, conversation_id: bytes, *, sync: bool = True) -> list[str]:
+        """Every text in the conversation, oldest first (see `messages`)."""
+        messages = await self.messages(conversation_id, sync=sync)
         return [t for t in (text_of(m) for m in messages) if t is not None]
 
     async def stream_all(self) -> MessageStream:
