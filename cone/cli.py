@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+import cone
+
 # command name -> module whose `run(args) -> int` carries it out
 _COMMANDS = {
     "devnet": "cone.devnet.command",
@@ -178,7 +180,7 @@ def _add_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The `cone` argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(prog="cone", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="cone", description=cone.__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_devnet(sub)
     _add_devnet_ctl(sub)
