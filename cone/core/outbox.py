@@ -30,7 +30,14 @@ from cone.core import content
 from cone.core.ingest import OVERLAP_NS
 from cone.core.ratelimit import WriteBudget
 from cone.engine.engine import Engine
-from cone.errors import Conflict, InvalidArgument, NotFound, RateLimited, Unavailable
+from cone.errors import (
+    ConeError,
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    RateLimited,
+    Unavailable,
+)
 from cone.store import Store, outbox
 from cone.store.outbox import OutboxRecord
 
@@ -184,7 +191,15 @@ class Outbox:
             message_id = await self._find_prepared(rec)
         if message_id is None:
             # Not recorded here: a crash before settle finds it again by its key.
-            message_id = self._engine.prepare(rec.conversation_id, rec.payload)
+            try:
+                message_id = self._engine.prepare(rec.conversation_id, rec.payload)
+            except Unavailable as err:
+                # The key's payload is safe in the outbox; the worker tries again.
+                await self._store.write(
+                    outbox.fail, rec.key, None, err.message, _backoff_ns(rec.attempts + 1)
+                )
+                self._wake.set()
+                raise
         wait_s = self._budget.take()
         try:
             if wait_s:
@@ -217,22 +232,31 @@ class Outbox:
 
     async def _retry_forever(self) -> None:
         while True:
-            pending = await self._store.read(outbox.unsettled)
-            now = time.time_ns()
-            due = [r for r in pending if r.next_attempt_ns is None or r.next_attempt_ns <= now]
-            by_conv: dict[str, list[OutboxRecord]] = {}
-            for r in due:
-                by_conv.setdefault(r.conversation_id, []).append(r)
-            await asyncio.gather(*(self._retry_conversation(rs) for rs in by_conv.values()))
-            later = [
-                r.next_attempt_ns for r in pending if r.next_attempt_ns and r.next_attempt_ns > now
-            ]
-            timeout = min(later) / 1e9 - time.time() if later else None
-            self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
-            except TimeoutError:
-                pass
+                await self._retry_round()
+            except Exception:  # the worker's boundary: a failed round must not end retries
+                log.exception("outbox retry round failed; trying again shortly")
+                await asyncio.sleep(RETRY_START_S)
+
+    async def _retry_round(self) -> None:
+        """Retry what is due, then wait until the next key is due or a send fails."""
+        # Cleared first: a send that fails while this round runs wakes the next one.
+        self._wake.clear()
+        pending = await self._store.read(outbox.unsettled)
+        now = time.time_ns()
+        due = [r for r in pending if r.next_attempt_ns is None or r.next_attempt_ns <= now]
+        by_conv: dict[str, list[OutboxRecord]] = {}
+        for r in due:
+            by_conv.setdefault(r.conversation_id, []).append(r)
+        await asyncio.gather(*(self._retry_conversation(rs) for rs in by_conv.values()))
+        later = [
+            r.next_attempt_ns for r in pending if r.next_attempt_ns and r.next_attempt_ns > now
+        ]
+        timeout = min(later) / 1e9 - time.time() if later else None
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout)
+        except TimeoutError:
+            pass
 
     async def _retry_conversation(self, records: list[OutboxRecord]) -> None:
         for rec in records:
@@ -240,7 +264,11 @@ class Outbox:
                 current = await self._store.read(outbox.get, rec.key)
                 if current is None or current.state == "settled":
                     continue
-                result = await self._deliver(current, deduplicated=True)
+                try:
+                    result = await self._deliver(current, deduplicated=True)
+                except ConeError as err:  # recorded on the key; the next round retries
+                    log.warning("retrying send %r failed: %s", rec.key, err.message)
+                    return
                 if not result.published:
                     return  # keep this conversation's order; the next round retries
 

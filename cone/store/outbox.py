@@ -103,11 +103,13 @@ def settle(conn: Connection, key: str, message_id: str, now_ns: int) -> None:
     )
 
 
-def fail(conn: Connection, key: str, message_id: str, error: str, next_attempt_ns: int) -> None:
-    """Record a failed publication of `message_id` and when to retry."""
+def fail(
+    conn: Connection, key: str, message_id: str | None, error: str, next_attempt_ns: int
+) -> None:
+    """Record a failed attempt (of `message_id`, when prepared) and when to retry."""
     conn.execute(
-        "UPDATE outbox SET state = 'failing', message_id = ?, attempts = attempts + 1,"
-        " last_error = ?, next_attempt_ns = ? WHERE key = ?",
+        "UPDATE outbox SET state = 'failing', message_id = coalesce(?, message_id),"
+        " attempts = attempts + 1, last_error = ?, next_attempt_ns = ? WHERE key = ?",
         (message_id, error, next_attempt_ns, key),
     )
 
