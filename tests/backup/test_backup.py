@@ -34,11 +34,11 @@ def _env() -> dict[str, str]:
 
 
 async def _backed_up(
-    homes: tuple[Path, Path], devnet: str, alice: Peer
+    homes: tuple[Path, Path], devnet: str, alice: Peer, where: Path
 ) -> tuple[Path, dict[str, str]]:
     """A daemon with traffic, backed up while traffic continues; returns file and facts."""
     a, _ = homes
-    file = a.parent / (a.name + ".cone")
+    file = where / "backup.cone"
     async with DaemonProcess(a, devnet) as d:
         contact = (await d.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
         sent = await d.client.call(
@@ -70,9 +70,9 @@ async def _backed_up(
 
 
 async def test_restore_continues_the_same_installation_and_conversation(
-    homes: tuple[Path, Path], devnet: str, alice: Peer
+    homes: tuple[Path, Path], devnet: str, alice: Peer, tmp_path: Path
 ) -> None:
-    file, facts = await _backed_up(homes, devnet, alice)
+    file, facts = await _backed_up(homes, devnet, alice, tmp_path)
     assert MARKER.encode() not in file.read_bytes()
     _, b = homes
     code, err = await run_cone(["restore", str(file), "--home", str(b)], _env())
@@ -114,9 +114,9 @@ async def _refused(file: Path, target: Path, env: dict[str, str]) -> bytes:
 
 
 async def test_a_damaged_or_foreign_backup_is_refused_and_writes_nothing(
-    homes: tuple[Path, Path], devnet: str, alice: Peer
+    homes: tuple[Path, Path], devnet: str, alice: Peer, tmp_path: Path
 ) -> None:
-    file, _ = await _backed_up(homes, devnet, alice)
+    file, _ = await _backed_up(homes, devnet, alice, tmp_path)
     _, target = homes
     wrong = {**os.environ, "CONE_BACKUP_PASSPHRASE": "not the passphrase"}
     assert b"wrong passphrase" in await _refused(file, target, wrong)

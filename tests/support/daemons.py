@@ -8,7 +8,9 @@ async with DaemonProcess.start(home, devnet_url) as d:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,8 +35,11 @@ async def run_cone(args: list[str], env: dict[str, str] | None = None) -> tuple[
 
 
 def short_home() -> Path:
-    """A fresh state directory with a short path (Unix socket paths are ≤107 bytes)."""
-    return Path(tempfile.mkdtemp(prefix="cone-t-"))
+    """A fresh state directory with a short path (Unix socket paths are ≤107 bytes),
+    removed when the process exits if its user has not removed it before."""
+    path = Path(tempfile.mkdtemp(prefix="cone-t-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 class DaemonProcess:
