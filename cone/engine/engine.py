@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from xmtp_bindings import xmtpv3 as ffi
 
@@ -22,7 +22,21 @@ from cone.errors import ConeError, FailedPrecondition, RateLimited, Unavailable
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 PAGE = 500
+# Bounds on libxmtp calls: libxmtp retries failed node calls itself for about 6 s, so
+# a call still running after these is stuck; it is reported as a failure and retried
+# by the caller's own schedule instead of holding ingest or catch-up forever.
+LOCAL_CALL_S = 30.0
+NETWORK_CALL_S = 120.0
+
+
+async def _bounded(call: Awaitable[T], seconds: float, doing: str) -> T:
+    try:
+        return await asyncio.wait_for(call, seconds)
+    except TimeoutError:
+        raise Unavailable(f"{doing} did not finish in {seconds:.0f} s") from None
 
 
 class XmtpConsent(Enum):
@@ -166,7 +180,7 @@ class Engine:
                 inserted_after_ns=cursor,
                 inserted_before_ns=None,
             )
-            page = await conv.find_messages(opts)
+            page = await _bounded(conv.find_messages(opts), LOCAL_CALL_S, "reading messages")
             for m in page:
                 out.append(
                     RawMessage(
@@ -190,11 +204,15 @@ class Engine:
         """Welcomes, conversations, messages and consent; Unavailable when it fails."""
         try:
             convs = self._client.conversations()
-            await convs.sync()
-            await convs.sync_all_conversations(None)
-            await self._client.sync_preferences()
+            await _bounded(convs.sync(), NETWORK_CALL_S, "syncing welcomes")
+            await _bounded(
+                convs.sync_all_conversations(None), NETWORK_CALL_S, "syncing conversations"
+            )
+            await _bounded(self._client.sync_preferences(), NETWORK_CALL_S, "syncing consent")
         except ffi.FfiError as exc:
             raise translate(exc, "syncing with the XMTP network", "sync_failed") from exc
+        except Unavailable as exc:
+            raise Unavailable(exc.message, reason="sync_failed") from exc
 
     async def resolve(self, identifier: str) -> str | None:
         """The inbox id for an address or inbox id, or None when it is not on XMTP."""
@@ -286,7 +304,11 @@ class Engine:
         """Publish a prepared message; harmless to repeat after success."""
         try:
             conv = self._client.conversation(bytes.fromhex(conversation_id))
-            await conv.publish_stored_message(bytes.fromhex(message_id))
+            await _bounded(
+                conv.publish_stored_message(bytes.fromhex(message_id)),
+                NETWORK_CALL_S,
+                "publishing a message",
+            )
         except ffi.FfiError as exc:
             raise translate(exc, "publishing a message") from exc
 
