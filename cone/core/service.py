@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cone import PROTOCOL_VERSION
 from cone.core import validate
@@ -35,6 +37,8 @@ from cone.store.outbox import OutboxRecord
 log = logging.getLogger(__name__)
 
 INSTALLATION_LIMIT = 10
+# When a new conversation is synced again after it appears (seconds between).
+FOLLOW_UP_S = (1.0, 2.0, 5.0)
 UPDATE_LIMIT = 256
 
 
@@ -115,6 +119,9 @@ class Core:
         if self._catchup_task is not None:
             self._catchup_task.cancel()
             await asyncio.gather(self._catchup_task, return_exceptions=True)
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         await self.outbox.stop()
         await self.ingestor.stop()
         await self.engine.close()
@@ -136,12 +143,34 @@ class Core:
 
     def _on_conversation(self, info: ConversationInfo) -> None:
         self.ingestor.mark(info.id)
+        self._follow_up(info.id)
 
     def _on_consent(self, updates: list[ConsentUpdate]) -> None:
-        task = asyncio.get_running_loop().create_task(self._apply_consent(updates))
+        self._in_background(self._apply_consent(updates))
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         # The loop keeps only weak references to tasks: hold it until it is done.
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _follow_up(self, conversation_id: str) -> None:
+        """Sync a new conversation a few times soon after it appears.
+
+        libxmtp's message stream resubscribes to include a new conversation, and a
+        message sent in that gap reaches the local database only by a sync; waiting
+        for the periodic catch-up would delay it by up to a whole period.
+        """
+        self._in_background(self._sync_new(conversation_id))
+
+    async def _sync_new(self, conversation_id: str) -> None:
+        for delay in FOLLOW_UP_S:
+            await asyncio.sleep(delay)
+            try:
+                await self.engine.sync_conversation(conversation_id)
+            except Unavailable as exc:
+                log.info("follow-up sync of %s failed: %s", conversation_id, exc)
+            self.ingestor.mark(conversation_id)
 
     async def _apply_consent(self, updates: list[ConsentUpdate]) -> None:
         now = time.time_ns()
@@ -290,6 +319,7 @@ class Core:
         )
         await self.engine.set_consent(conversation_id=dm.id, allowed=True, peer_inbox_id=inbox_id)
         self.ingestor.mark(dm.id)
+        self._follow_up(dm.id)
         return contact
 
     async def _open_dm(self, to: str) -> str:

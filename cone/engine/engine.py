@@ -214,6 +214,14 @@ class Engine:
         except Unavailable as exc:
             raise Unavailable(exc.message, reason="sync_failed") from exc
 
+    async def sync_conversation(self, conversation_id: str) -> None:
+        """Fetch one conversation's new messages into libxmtp's database."""
+        try:
+            conv = self._client.conversation(bytes.fromhex(conversation_id))
+            await _bounded(conv.sync(), NETWORK_CALL_S, "syncing a conversation")
+        except ffi.FfiError as exc:
+            raise translate(exc, "syncing a conversation") from exc
+
     async def resolve(self, identifier: str) -> str | None:
         """The inbox id for an address or inbox id, or None when it is not on XMTP."""
         try:
