@@ -126,14 +126,13 @@ class Outbox:
         data_json: str | None,
         reply_to: str | None,
     ) -> SendResult:
-        """Send one logical message for `key` into `conversation_id`.
+        """Send one logical message for `key` into `conversation_id` (the caller has
+        checked the key and content with `check_key` and `check_content`).
 
         One write claims the key (or finds it) and, for a new key, checks that the
         conversation is accepted when `require_accepted`; `record_unknown` lets cone
         record a conversation libxmtp knows but the store does not yet.
         """
-        check_key(key)
-        check_content(text, data_json)
         kind = content.TEXT if text is not None else content.DATA
         ctype, payload = content.encode(text=text, data_json=data_json, reply_to=reply_to, key=key)
         claim = functools.partial(

@@ -373,6 +373,8 @@ class Core:
     async def reply(self, *, conversation_id: str, text: str, key: str) -> SendResult:
         """Text into an accepted conversation, one message per key."""
         validate.hex_id(conversation_id, "conversationId")
+        check_key(key)
+        check_content(text, None)
         return await self.outbox.send(
             key=key,
             destination=conversation_id,
