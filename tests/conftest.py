@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import shutil
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from cone.devnet import Devnet
+from support.daemons import short_home
 from support.peers import Peer
 
 
@@ -29,3 +31,11 @@ def devnet(devnet_node: Devnet) -> str:
 async def alice(devnet: str, tmp_path: Path) -> Peer:
     """A raw libxmtp peer on the devnet."""
     return await Peer.create(devnet, tmp_path, "alice")
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A fresh state directory with a short path (Unix socket paths are ≤107 bytes)."""
+    path = short_home()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,10 +21,10 @@ MARKER = "BACKUP-PLAINTEXT-MARKER"
 
 
 @pytest.fixture
-def homes() -> AsyncIterator[tuple[Path, Path]]:
+def homes() -> Iterator[tuple[Path, Path]]:
     a, b = short_home(), short_home()
     shutil.rmtree(b)  # restore creates it
-    yield a, b  # type: ignore[misc]
+    yield a, b
     shutil.rmtree(a, ignore_errors=True)
     shutil.rmtree(b, ignore_errors=True)
 

@@ -4,17 +4,16 @@ scripts written to the test's directory, and raw libxmtp peers."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conepb.v1 import cone_pb2 as pb
-from support.daemons import DaemonProcess, short_home
+from support.daemons import DaemonProcess
 from support.peers import Peer
 
 # Every agent script starts with this: it reads the turn and logs start/end lines
@@ -87,13 +86,6 @@ class BridgeProcess(DaemonProcess):
         """Messages the consumer has not acknowledged (from Status)."""
         status = await self.client.call("Status", pb.StatusRequest())
         return sum(c.pending for c in status.consumers if c.consumer == consumer)
-
-
-@pytest.fixture
-def home() -> AsyncIterator[Path]:
-    path = short_home()
-    yield path  # type: ignore[misc]
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

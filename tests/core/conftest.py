@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from support.daemons import DaemonProcess, short_home
-
-
-@pytest.fixture
-def home() -> AsyncIterator[Path]:
-    path = short_home()
-    yield path  # type: ignore[misc]
-    shutil.rmtree(path, ignore_errors=True)
+from support.daemons import DaemonProcess
 
 
 @pytest.fixture
