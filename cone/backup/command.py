@@ -13,8 +13,9 @@ import secrets
 import sys
 from pathlib import Path
 
+from cone._command import exit_code
 from cone.config import Settings
-from cone.errors import ConeError, InvalidArgument, StateError
+from cone.errors import InvalidArgument, StateError
 from cone.progress import Progress
 
 PASSPHRASE_ENV = "CONE_BACKUP_PASSPHRASE"
@@ -32,12 +33,6 @@ def passphrase_from(args: argparse.Namespace) -> str:
             field="passphrase",
         )
     return text
-
-
-def _settings(args: argparse.Namespace) -> Settings:
-    return Settings.resolve(
-        home=args.home, network=args.network, api_url=args.api_url, key_file=args.key_file
-    )
 
 
 async def _backup(settings: Settings, target: Path, passphrase: str) -> str:
@@ -106,15 +101,16 @@ def _restore(settings: Settings, source: Path, passphrase: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run `cone backup` or `cone restore`."""
-    try:
-        settings = _settings(args)
+    from cone.daemon.command import settings_from
+
+    def body() -> None:
+        settings = settings_from(args)
         passphrase = passphrase_from(args)
+        target = Path(args.file).absolute()
         if args.command == "backup":
-            message = asyncio.run(_backup(settings, Path(args.file).absolute(), passphrase))
+            message = asyncio.run(_backup(settings, target, passphrase))
         else:
-            message = _restore(settings, Path(args.file).absolute(), passphrase)
-    except ConeError as err:
-        print(f"cone {args.command}: {err.message}", file=sys.stderr)
-        return err.exit_code
-    print(message, file=sys.stderr)
-    return 0
+            message = _restore(settings, target, passphrase)
+        print(message, file=sys.stderr)
+
+    return exit_code(args.command, body)

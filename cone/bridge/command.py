@@ -19,8 +19,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from cone import limits
+from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
-from cone.errors import ConeError, InvalidArgument
+from cone.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from cone.bridge import BridgeConfig
@@ -126,29 +127,19 @@ def _show_parked(settings: Settings, consumer: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the bridge until stopped; the exit code follows the error table in cone.errors."""
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(args.verbose)
     from cone.daemon.command import settings_from
     from cone.facades._host import held_by_other
 
-    try:
+    def body() -> int | None:
         _check(args)
         settings = settings_from(args)
         if args.parked:
             return _show_parked(settings, args.consumer)
-        if held_by_other(settings):
-            asyncio.run(_main(args, settings))
-        else:
-            import uvloop  # the core runs on uvloop, as in `cone daemon`
+        run_loop(_main(args, settings), hosting=not held_by_other(settings))
+        return None
 
-            uvloop.run(_main(args, settings))
-    except ConeError as err:
-        print(f"cone bridge: {err.message}", file=sys.stderr)
-        return err.exit_code
-    return 0
+    return exit_code("bridge", body)
 
 
 __all__ = ["run"]

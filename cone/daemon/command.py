@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 import sys
 
+from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
-from cone.errors import ConeError
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -24,8 +23,6 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 async def _main(settings: Settings) -> None:
-    import uvloop  # noqa: F401  # imported here so facades in relay mode stay light
-
     from cone.daemon.runtime import running_core
     from cone.facades.jsonrpc import json_handler_for
 
@@ -49,17 +46,5 @@ async def _main(settings: Settings) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the daemon; the exit code follows the error table in cone.errors."""
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    import uvloop
-
-    try:
-        settings = settings_from(args)
-        uvloop.run(_main(settings))
-    except ConeError as err:
-        print(f"cone daemon: {err.message}", file=sys.stderr)
-        return err.exit_code
-    return 0
+    configure_logging(args.verbose)
+    return exit_code("daemon", lambda: run_loop(_main(settings_from(args)), hosting=True))

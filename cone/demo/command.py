@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import os
 import shutil
 import signal
@@ -25,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import IO, Final, TypeVar
 
+from cone._command import configure_logging
 from cone.client import ConeClient
 from cone.config import Paths, Settings
 from cone.errors import ConeError, Unavailable
@@ -164,11 +164,7 @@ async def _demo(out: IO[str], log: IO[bytes]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when every message got its reply."""
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(args.verbose)
     for name in ("CONE_WALLET_KEY", "CONE_DB_KEY"):  # the demo makes its own identities
         os.environ.pop(name, None)
     import uvloop

@@ -15,10 +15,9 @@ import argparse
 import asyncio
 import logging
 import signal
-import sys
 
+from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
-from cone.errors import ConeError
 
 log = logging.getLogger("cone.serve")
 
@@ -42,23 +41,12 @@ def run(args: argparse.Namespace) -> int:
     from cone.facades._stdio import guard_stdout
 
     out_fd = guard_stdout()
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(args.verbose)
     from cone.daemon.command import settings_from
     from cone.facades._host import held_by_other
 
-    try:
+    def body() -> None:
         settings = settings_from(args)
-        if held_by_other(settings):
-            asyncio.run(_main(settings, out_fd))
-        else:
-            import uvloop  # the core runs on uvloop, as in `cone daemon`
+        run_loop(_main(settings, out_fd), hosting=not held_by_other(settings))
 
-            uvloop.run(_main(settings, out_fd))
-    except ConeError as err:
-        print(f"cone serve: {err.message}", file=sys.stderr)
-        return err.exit_code
-    return 0
+    return exit_code("serve", body)

@@ -10,13 +10,11 @@ core and releasing the identity if it hosted them.
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from cone._command import configure_logging, exit_code
 from cone.config import Settings
-from cone.errors import ConeError
 
 
 async def _main(settings: Settings, out_fd: int) -> None:
@@ -49,24 +47,18 @@ def run(args: argparse.Namespace) -> int:
     from cone.facades._stdio import guard_stdout
 
     out_fd = guard_stdout()
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(args.verbose)
     import anyio
 
     from cone.daemon.command import settings_from
     from cone.facades._host import held_by_other
 
-    try:
+    def body() -> None:
         settings = settings_from(args)
         # The core runs on uvloop, as in `cone daemon`; a relay needs no more than asyncio.
         anyio.run(
             _main, settings, out_fd, backend="asyncio",
             backend_options={"use_uvloop": not held_by_other(settings)},
         )  # fmt: skip
-    except ConeError as err:
-        print(f"cone mcp: {err.message}", file=sys.stderr)
-        return err.exit_code
-    return 0
+
+    return exit_code("mcp", body)

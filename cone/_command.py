@@ -1,0 +1,41 @@
+"""What every `cone` command does around its work: logging on stderr, the event
+loop it runs on, and ConeErrors turned into a message and an exit code once."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from cone.errors import ConeError
+
+
+def configure_logging(verbose: bool) -> None:
+    """Log to stderr: progress with `-v`, warnings otherwise."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def run_loop(main: Coroutine[Any, Any, None], *, hosting: bool) -> None:
+    """Run `main`: on uvloop when this process hosts the core (as `cone daemon`
+    does), on plain asyncio when it only relays (no uvloop import, a faster start)."""
+    if hosting:
+        import uvloop
+
+        uvloop.run(main)
+    else:
+        asyncio.run(main)
+
+
+def exit_code(command: str, body: Callable[[], int | None]) -> int:
+    """Run `body`; a ConeError becomes `cone COMMAND: message` and its exit code."""
+    try:
+        return body() or 0
+    except ConeError as err:
+        print(f"cone {command}: {err.message}", file=sys.stderr)
+        return err.exit_code
