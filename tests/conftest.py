@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -12,11 +13,27 @@ from cone.devnet import Devnet
 from support.daemons import short_home
 from support.peers import Peer
 
+# Ports of the devnets this test session has started. libxmtp clients of finished
+# tests live on in this process and keep reconnecting to their devnet's port; a later
+# devnet on the same port would take their traffic, so no port is used twice.
+_USED_PORTS: set[int] = set()
+
+
+def _fresh_port() -> int:
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port not in _USED_PORTS:
+            _USED_PORTS.add(port)
+            return port
+
 
 @pytest.fixture
 async def devnet_node() -> AsyncIterator[Devnet]:
-    """An in-process devnet in memory on a free port, started; `.faults` injects faults."""
-    node = Devnet(port=0)
+    """An in-process devnet in memory on a port no earlier test used, started;
+    `.faults` injects faults."""
+    node = Devnet(port=_fresh_port())
     async with node:
         yield node
 
