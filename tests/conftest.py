@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cone.devnet import Devnet
+from support import peers
 from support.daemons import short_home
 from support.peers import Peer
 
@@ -27,6 +28,14 @@ def _fresh_port() -> int:
         if port not in _USED_PORTS:
             _USED_PORTS.add(port)
             return port
+
+
+@pytest.fixture(autouse=True)
+def _close_peers() -> Iterator[None]:
+    """Close every raw libxmtp peer a test made, once the test is over."""
+    yield
+    while peers.OPEN:
+        peers.OPEN.pop().close()
 
 
 @pytest.fixture

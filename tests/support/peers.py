@@ -19,6 +19,9 @@ from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine import _client
 
+#: Peers created and not yet closed; tests/conftest.py closes them after each test.
+OPEN: list[Peer] = []
+
 #: Seconds a test waits for anything libxmtp does before failing.
 WAIT_S = 30.0
 
@@ -104,7 +107,14 @@ class Peer:
             db_key=os.urandom(32),
             wallet_key=key,
         )
-        return cls(name, client, key, _client.wallet_address(key), client.inbox_id())
+        peer = cls(name, client, key, _client.wallet_address(key), client.inbox_id())
+        OPEN.append(peer)
+        return peer
+
+    def close(self) -> None:
+        """Release the client's database, so its background workers stop working
+        once its test is over (they would otherwise retry against a stopped node)."""
+        self.client.release_db_connection()
 
     def identifier(self) -> Any:
         """This peer's libxmtp identifier (its address)."""
