@@ -12,14 +12,20 @@ cone speaks XMTP's content envelope (`EncodedContent`, XIP-5):
 The send key travels as the envelope parameter `cone.key`, so that a receiving cone
 drops a repeat of one (sender, key) and a restarted sender can find a prepared
 message by its key. Other clients ignore unknown parameters.
+
+Reading is defensive: the bytes come from anyone on the network. `decode` never
+raises, never inflates more than `MAX_CONTENT_BYTES`, and hands back only content
+every interface can carry (finite JSON numbers, bounded nesting, valid Unicode).
+What it cannot read it marks `unreadable` with the reason, keeping the rest.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import zlib
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 from conepb.xmtpcontent import content_pb2
 
@@ -37,6 +43,14 @@ PROTOCOL_ONLY: Final = frozenset(
     }
 )
 _FALLBACK_DATA_CHARS: Final = 200
+# The most content one stored message keeps (text or JSON, after decompression):
+# above XMTP's own message limit for plain content, far below what a transport carries.
+MAX_CONTENT_BYTES: Final = 1 << 20
+# The deepest JSON nesting kept: deeper data is unreadable (every JSON library
+# downstream recurses, and no agent needs more).
+MAX_JSON_DEPTH: Final = 64
+# The most of a sender's fallback text kept.
+MAX_FALLBACK_CHARS: Final = 4096
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,11 @@ class Decoded:
     fallback: str | None = None
     send_key: str | None = None
     protocol_only: bool = False
+    unreadable: str | None = None
+
+
+class Unreadable(ValueError):
+    """Content cone will not keep; the message is stored with this reason instead."""
 
 
 def _type_id(authority: str, type_id: str, major: int, minor: int) -> content_pb2.ContentTypeId:
@@ -112,55 +131,128 @@ def encode(
 
 def _content_bytes(env: content_pb2.EncodedContent) -> bytes:
     if not env.HasField("compression"):
+        if len(env.content) > MAX_CONTENT_BYTES:
+            raise Unreadable(f"content larger than {MAX_CONTENT_BYTES} bytes")
         return bytes(env.content)
     wbits = -15 if env.compression == content_pb2.COMPRESSION_DEFLATE else 31
-    return zlib.decompress(env.content, wbits)
+    inflater = zlib.decompressobj(wbits)
+    try:
+        # Inflate at most one byte past the cap: a bomb costs the cap, not its size.
+        out = inflater.decompress(env.content, MAX_CONTENT_BYTES + 1)
+    except zlib.error as exc:
+        raise Unreadable(f"compressed content does not inflate: {exc}") from None
+    if len(out) > MAX_CONTENT_BYTES:
+        raise Unreadable(f"content inflates to more than {MAX_CONTENT_BYTES} bytes")
+    return out
+
+
+def _utf8(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def _reject_constant(name: str) -> Any:
+    raise Unreadable(f"JSON holds {name}, which JSON cannot carry")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise Unreadable(f"JSON number {text[:40]} is out of range")
+    return value
+
+
+def _depth_within(raw: str, limit: int) -> bool:
+    """Whether brackets outside strings nest at most `limit` deep (checked before parsing,
+    so no parser recursion is ever at risk)."""
+    if raw.count("[") + raw.count("{") <= limit:
+        return True
+    depth = 0
+    in_string = escaped = False
+    for ch in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return False
+        elif ch in "]}":
+            depth -= 1
+    return True
+
+
+def normalise_json(raw: str) -> str:
+    """The canonical JSON text for a peer's data; Unreadable when JSON cannot carry it."""
+    if not _depth_within(raw, MAX_JSON_DEPTH):
+        raise Unreadable(f"JSON nested deeper than {MAX_JSON_DEPTH}")
+    try:
+        value = json.loads(raw, parse_float=_finite, parse_constant=_reject_constant)
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        # A lone surrogate (from a \ud800 escape) is not Unicode: no transport carries it.
+        text.encode("utf-8")
+    except Unreadable:
+        raise
+    except UnicodeEncodeError:
+        raise Unreadable("JSON holds a lone surrogate, which is not Unicode") from None
+    except (ValueError, RecursionError) as exc:
+        raise Unreadable(f"not JSON: {str(exc)[:200]}") from None
+    return text
 
 
 def _fill(env: content_pb2.EncodedContent) -> tuple[str | None, str | None]:
     """(text, data_json) for the types cone reads; (None, None) otherwise."""
     kind = (env.type.authority_id, env.type.type_id)
     if kind == ("xmtp.org", "text") or kind == ("xmtp.org", "markdown"):
-        return _content_bytes(env).decode("utf-8", errors="replace"), None
+        return _utf8(_content_bytes(env)), None
     if kind == ("cone.chat", "data"):
-        raw = _content_bytes(env).decode("utf-8", errors="replace")
-        try:
-            json.loads(raw)
-        except ValueError:
-            return None, None
-        return None, raw
+        return None, normalise_json(_utf8(_content_bytes(env)))
     return None, None
 
 
+def _fallback(env: content_pb2.EncodedContent) -> str | None:
+    if not env.HasField("fallback"):
+        return None
+    return str(env.fallback)[:MAX_FALLBACK_CHARS]
+
+
 def decode(raw: bytes) -> Decoded:
-    """Read an incoming envelope; never raises (unreadable content keeps its fallback)."""
+    """Read an incoming envelope; never raises (what it cannot read is `unreadable`)."""
+    try:
+        return _decode(raw)
+    except Exception as exc:  # a peer's bytes must never stop ingest; keep the reason
+        return Decoded(content_type="unknown", unreadable=f"{type(exc).__name__}: {exc}"[:300])
+
+
+def _decode(raw: bytes) -> Decoded:
     try:
         env = content_pb2.EncodedContent.FromString(raw)
     except Exception:  # a peer's malformed bytes must not stop ingest
-        return Decoded(content_type="unknown", fallback="unreadable content")
+        return Decoded(content_type="unknown", unreadable="not an XMTP content envelope")
     ctype = type_string(env.type)
     key = env.parameters.get(KEY_PARAMETER) or None
     base = f"{env.type.authority_id}/{env.type.type_id}"
     if base in PROTOCOL_ONLY:
         return Decoded(content_type=ctype, protocol_only=True, send_key=key)
-    fallback = env.fallback if env.HasField("fallback") else None
-    reply_to = None
+    head = Decoded(content_type=ctype, fallback=_fallback(env), send_key=key)
     body = env
     if base == "xmtp.org/reply":
-        reply_to = env.parameters.get("reference") or None
+        head = replace(head, reply_to=env.parameters.get("reference") or None)
         try:
             body = content_pb2.EncodedContent.FromString(_content_bytes(env))
+        except Unreadable as exc:
+            return replace(head, unreadable=str(exc))
         except Exception:  # same reason as above
-            return Decoded(ctype, reply_to=reply_to, fallback=fallback, send_key=key)
+            return replace(head, unreadable="the reply's inner content is not an envelope")
     try:
         text, data_json = _fill(body)
-    except (zlib.error, ValueError):
-        text, data_json = None, None
-    return Decoded(
-        content_type=ctype,
-        text=text,
-        data_json=data_json,
-        reply_to=reply_to,
-        fallback=None if (text is not None or data_json is not None) else fallback,
-        send_key=key,
-    )
+    except Unreadable as exc:
+        return replace(head, unreadable=str(exc))
+    if text is None and data_json is None:
+        return head
+    return replace(head, text=text, data_json=data_json, fallback=None)

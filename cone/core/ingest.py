@@ -1,15 +1,26 @@
-"""Ingest: from libxmtp's database into cone's inbox, exactly once, gap-aware.
+"""Ingest: from libxmtp's database into cone's inbox, exactly once, by message id.
 
-Stream events only mark a conversation dirty. The ingest worker then reads what
-libxmtp inserted for it since the conversation's ingest point (minus a small
-overlap, since concurrent inserts may commit out of timestamp order) and commits
-new messages to the inbox by their XMTP id before any consumer can see them. After
-every stream restart and every periodic catch-up, every conversation is re-read
-the same way, so a message a stream skipped is still ingested.
+libxmtp's timestamps cannot be trusted as a cursor: 1.10 stamps `inserted_at_ns` up
+to ~59 s ahead of the clock and falls back at every minute boundary (see
+docs/guarantees.md). So nothing here keeps a cursor of libxmtp's; every decision is
+by message id, against the ids cone has already read (delivered, or skipped as own,
+protocol-only or a repeated send key):
 
-What does not enter the inbox: our own messages, membership changes and other
-protocol-only content (group updates, read receipts), and a peer's repeat of a
-send key it already used.
+- **Streamed**: a message the stream hands over is committed by its id at once, with
+  no read of libxmtp's database.
+- **Read**: after a sync, a restart or a new conversation, the conversation's
+  messages are read from the wall-clock time cone last started a complete read (less
+  `READ_MARGIN_NS`). That only needs libxmtp's stamp to be no earlier than the clock
+  at insert, which its bug keeps (it only adds).
+- **Reconciled**: at start every message of every conversation, and at each catch-up
+  a recent window plus a timestamp-free count check, is compared with what cone has
+  read. A message the first two paths should have taken and did not is ingested
+  then, counted as healed, and logged as a warning: a healed gap is a bug, never
+  silent.
+
+A message cone cannot read (hostile or malformed content, over the size cap) still
+enters the inbox as unreadable, with its reason and fallback; a failure in one
+message or one conversation never holds back another.
 """
 
 from __future__ import annotations
@@ -17,8 +28,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from cone.core import content
 from cone.engine.engine import ConversationInfo, Engine, RawMessage, XmtpConsent
@@ -31,15 +43,22 @@ from cone.store import (
     Store,
     conversations,
     inbox,
+    meta,
 )
 
 log = logging.getLogger(__name__)
 
-# How far before the recorded ingest point each read starts; duplicates are dropped
-# by id, so the overlap costs a little reading and no correctness.
-OVERLAP_NS = 2_000_000_000
-# How soon a failed ingest pass is tried again.
+# How long before a read's start the next read begins: covers a libxmtp insert whose
+# stamp was taken before the read started but committed after it.
+READ_MARGIN_NS = 10_000_000_000
+# The least a catch-up reconciliation looks back (libxmtp's stamps run up to 60 s ahead).
+RECONCILE_WINDOW_NS = 10 * 60 * 1_000_000_000
+# Streamed messages held for one conversation before falling back to a read.
+MAX_HELD = 1000
+# How soon a conversation whose ingest failed is tried again, and the most it waits.
 RETRY_S = 0.5
+MAX_RETRY_S = 30.0
+_HEALED_KEY = "ingest_healed"
 
 
 def initial_consent(info: ConversationInfo, inbox_consent: XmtpConsent) -> Consent:
@@ -58,6 +77,46 @@ def initial_consent(info: ConversationInfo, inbox_consent: XmtpConsent) -> Conse
     return Consent.REQUESTED
 
 
+def to_inbox(raw: RawMessage, own_inbox_id: str) -> IncomingMessage | None:
+    """The inbox row for a message from libxmtp, or None when it is not delivered."""
+    if not raw.application or raw.sender_inbox_id == own_inbox_id:
+        return None
+    decoded = content.decode(raw.content)
+    if decoded.protocol_only:
+        return None
+    return IncomingMessage(
+        id=raw.id,
+        conversation_id=raw.conversation_id,
+        sender_inbox_id=raw.sender_inbox_id,
+        sent_at_ns=raw.sent_at_ns,
+        content_type=decoded.content_type,
+        text=decoded.text,
+        data_json=decoded.data_json,
+        reply_to=decoded.reply_to,
+        fallback=decoded.fallback,
+        send_key=decoded.send_key,
+        unreadable=decoded.unreadable,
+    )
+
+
+def _bare(row: IncomingMessage, reason: str) -> IncomingMessage:
+    """The row's metadata only, marked unreadable: what is kept when the row will not store."""
+    return IncomingMessage(
+        id=row.id,
+        conversation_id=row.conversation_id,
+        sender_inbox_id=row.sender_inbox_id,
+        sent_at_ns=row.sent_at_ns,
+        content_type=row.content_type[:200],
+        unreadable=reason[:300],
+    )
+
+
+@dataclass
+class _Retry:
+    delay_s: float = RETRY_S
+    logged: bool = False
+
+
 class Ingestor:
     """Owns the path from libxmtp's database to the inbox."""
 
@@ -65,13 +124,18 @@ class Ingestor:
         self._store = store
         self._engine = engine
         self._on_new = on_new
-        self._dirty: set[str] = set()
+        self._streamed: dict[str, dict[str, RawMessage]] = {}
+        self._to_read: set[str] = set()
+        self._failing: dict[str, _Retry] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self.healed = 0
 
-    def start(self) -> None:
-        """Start the worker that drains dirty conversations."""
+    async def start(self) -> None:
+        """Load the healed count and start the worker."""
+        raw = await self._store.read(meta.get, _HEALED_KEY)
+        self.healed = int.from_bytes(raw, "big") if raw else 0
         self._task = asyncio.create_task(self._run(), name="ingest")
 
     async def stop(self) -> None:
@@ -81,28 +145,60 @@ class Ingestor:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
+    def accept(self, raw: RawMessage) -> None:
+        """Take a message from the stream; it is committed by id shortly."""
+        held = self._streamed.setdefault(raw.conversation_id, {})
+        held[raw.id] = raw
+        if len(held) > MAX_HELD:
+            # Falling far behind the stream: let a read of the database take them.
+            self._streamed.pop(raw.conversation_id)
+            self._to_read.add(raw.conversation_id)
+        self._wake.set()
+
     def mark(self, conversation_id: str) -> None:
-        """Note that a conversation has news; the worker reads it soon."""
-        self._dirty.add(conversation_id)
+        """Note that a conversation may have news in libxmtp's database; it is read soon."""
+        self._to_read.add(conversation_id)
         self._wake.set()
 
     def mark_all(self) -> None:
         """Note that any conversation may have news (after a stream restart)."""
         for info in self._engine.conversations():
-            self._dirty.add(info.id)
+            self._to_read.add(info.id)
         self._wake.set()
 
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            batch, self._dirty = self._dirty, set()
-            try:
-                await self.ingest(batch)
-            except Exception:  # keep ingesting: this batch is retried shortly
-                log.exception("ingest failed; retrying in %.1f s", RETRY_S)
-                self._dirty |= batch
-                asyncio.get_running_loop().call_later(RETRY_S, self._wake.set)
+            streamed, self._streamed = self._streamed, {}
+            to_read, self._to_read = self._to_read, set()
+            new = 0
+            async with self._lock:
+                for cid in sorted(set(streamed) | to_read):
+                    held = list(streamed.get(cid, {}).values())
+                    try:
+                        new += await self._ingest_conversation(cid, held, cid in to_read)
+                    except Exception as exc:  # one conversation's failure holds back no other
+                        self._retry_later(cid, held, exc)
+                    else:
+                        self._failing.pop(cid, None)
+            if new:
+                self._on_new()
+
+    def _retry_later(self, cid: str, held: list[RawMessage], exc: Exception) -> None:
+        retry = self._failing.setdefault(cid, _Retry())
+        level = logging.DEBUG if retry.logged else logging.WARNING
+        log.log(level, "ingest of %s failed (%s); retrying in %.1f s", cid, exc, retry.delay_s)
+        retry.logged = True
+        for raw in held:
+            self._streamed.setdefault(cid, {}).setdefault(raw.id, raw)
+
+        def again() -> None:
+            self._to_read.add(cid)
+            self._wake.set()
+
+        asyncio.get_running_loop().call_later(retry.delay_s, again)
+        retry.delay_s = min(retry.delay_s * 2, MAX_RETRY_S)
 
     @asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
@@ -114,12 +210,12 @@ class Ingestor:
         """Read every conversation libxmtp knows; returns how many messages were new."""
         return await self.ingest([info.id for info in self._engine.conversations()])
 
-    async def ingest(self, conversation_ids: set[str] | list[str]) -> int:
-        """Ingest the given conversations now; returns how many messages were new."""
+    async def ingest(self, conversation_ids: Iterable[str]) -> int:
+        """Read the given conversations now; returns how many messages were new."""
         total = 0
         async with self._lock:
             for cid in sorted(conversation_ids):
-                total += await self._ingest_one(cid)
+                total += await self._ingest_conversation(cid, [], read=True)
         if total:
             self._on_new()
         return total
@@ -141,44 +237,123 @@ class Ingestor:
             self._on_new()
         return rec
 
-    async def _ingest_one(self, conversation_id: str) -> int:
-        info = self._engine.conversation(conversation_id)
+    async def _ingest_conversation(self, cid: str, streamed: list[RawMessage], read: bool) -> int:
+        info = self._engine.conversation(cid)
         if info is None:
             return 0
         conv = await self.record(info)
-        raws = await self._engine.messages_since(
-            conversation_id, max(0, conv.ingested_ns - OVERLAP_NS)
+        new = len(await self._commit(cid, streamed)) if streamed else 0
+        if read:
+            started = time.time_ns()
+            raws = await self._engine.messages_since(cid, max(0, conv.ingested_ns))
+            new += len(await self._commit(cid, raws, floor_ns=started - READ_MARGIN_NS))
+        return new
+
+    # --- reconciliation ----------------------------------------------------------
+
+    async def reconcile(self, *, full: bool) -> int:
+        """Compare libxmtp's messages with what cone has read; ingest and report what
+        is missing. `full` reads every message; otherwise a recent window and a count
+        per conversation. Returns how many messages were healed."""
+        healed = 0
+        async with self._lock:
+            for info in self._engine.conversations():
+                try:
+                    healed += await self._reconcile_one(info, full=full)
+                except Exception as exc:  # the next pass tries again; others go on
+                    log.warning("reconciling %s failed: %s", info.id, exc)
+        if healed:
+            self._on_new()
+        return healed
+
+    async def _reconcile_one(self, info: ConversationInfo, *, full: bool) -> int:
+        conv = await self.record(info)
+        floor = conv.ingested_ns
+        started = time.time_ns()
+        counted = await self._engine.message_count(info.id)
+        after = 0 if full else max(0, started - RECONCILE_WINDOW_NS)
+        raws = await self._engine.messages_since(info.id, after)
+        # What the read path should already hold: stamped at or below the point the
+        # last complete read started from. Anything above it is ordinary news.
+        due = [r for r in raws if r.inserted_at_ns <= floor]
+        news = [r for r in raws if r.inserted_at_ns > floor]
+        healed = await self._commit(info.id, due)
+        await self._commit(info.id, news, floor_ns=started - READ_MARGIN_NS)
+        if not full:
+            # Timestamp-free check: libxmtp held `counted` messages before the read
+            # began; cone having read fewer means a gap the window did not reach.
+            known = await self._store.read(inbox.known_count, info.id)
+            if counted > known:
+                everything = await self._engine.messages_since(info.id, 0)
+                healed += await self._commit(info.id, everything)
+        if healed:
+            await self._report_healed(info.id, healed)
+        return len(healed)
+
+    async def _report_healed(self, cid: str, ids: list[str]) -> None:
+        self.healed += len(ids)
+        await self._store.write(meta.put, _HEALED_KEY, self.healed.to_bytes(8, "big"))
+        log.warning(
+            "reconciliation found %d message(s) in %s that ingest had missed and ingested "
+            "them now (%d healed in all); this is a bug, please report it: %s",
+            len(ids),
+            cid,
+            self.healed,
+            ", ".join(ids[:5]),
         )
-        if not raws:
-            return 0
-        rows = [row for raw in raws if (row := self._to_inbox(raw)) is not None]
-        last = max(raw.inserted_at_ns for raw in raws)
-        new = await self._store.write(_insert_and_advance, conversation_id, rows, last)
-        return len(new)
 
-    def _to_inbox(self, raw: RawMessage) -> IncomingMessage | None:
-        if not raw.application or raw.sender_inbox_id == self._engine.inbox_id:
-            return None
-        decoded = content.decode(raw.content)
-        if decoded.protocol_only:
-            return None
-        return IncomingMessage(
-            id=raw.id,
-            conversation_id=raw.conversation_id,
-            sender_inbox_id=raw.sender_inbox_id,
-            sent_at_ns=raw.sent_at_ns,
-            content_type=decoded.content_type,
-            text=decoded.text,
-            data_json=decoded.data_json,
-            reply_to=decoded.reply_to,
-            fallback=decoded.fallback,
-            send_key=decoded.send_key,
-        )
+    # --- committing --------------------------------------------------------------
+
+    async def _commit(
+        self, cid: str, raws: list[RawMessage], floor_ns: int | None = None
+    ) -> list[str]:
+        """Commit the messages cone has not read yet; returns the ids that entered the inbox."""
+        known = await self._store.read(inbox.known_ids, [r.id for r in raws]) if raws else set()
+        rows: list[IncomingMessage] = []
+        skipped: list[str] = []
+        # The conversation's order, as its members see it.
+        for raw in sorted((r for r in raws if r.id not in known), key=_conversation_order):
+            row = to_inbox(raw, self._engine.inbox_id)
+            if row is None:
+                skipped.append(raw.id)
+            else:
+                rows.append(row)
+        if not rows and not skipped and floor_ns is None:
+            return []
+        try:
+            return await self._store.write(_commit_rows, cid, rows, skipped, floor_ns)
+        except Exception as exc:
+            if not rows:
+                raise
+            log.warning(
+                "committing %d message(s) of %s failed (%s); one by one", len(rows), cid, exc
+            )
+        new: list[str] = []
+        for row in rows:
+            try:
+                new += await self._store.write(_commit_rows, cid, [row], [], None)
+            except Exception as exc:
+                # A row the store refuses still enters, as its metadata; if even that
+                # fails, the store itself is failing: the whole conversation retries.
+                bare = _bare(row, f"could not be stored: {exc}")
+                new += await self._store.write(_commit_rows, cid, [bare], [], None)
+        await self._store.write(_commit_rows, cid, [], skipped, floor_ns)
+        return new
 
 
-def _insert_and_advance(
-    conn: Connection, conversation_id: str, rows: list[IncomingMessage], last_ns: int
+def _conversation_order(raw: RawMessage) -> tuple[int, str]:
+    return raw.sent_at_ns, raw.id
+
+
+def _commit_rows(
+    conn: Connection,
+    conversation_id: str,
+    rows: list[IncomingMessage],
+    skipped: list[str],
+    floor_ns: int | None,
 ) -> list[str]:
     new = inbox.insert_messages(conn, rows)
-    conversations.set_ingested(conn, conversation_id, last_ns)
+    inbox.skip(conn, conversation_id, skipped)
+    if floor_ns is not None:
+        conversations.set_ingested(conn, conversation_id, max(0, floor_ns))
     return new

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from cone import limits
 from cone.core import content
-from cone.core.ingest import OVERLAP_NS
+from cone.core.ingest import READ_MARGIN_NS
 from cone.core.ratelimit import WriteBudget
 from cone.engine.engine import Engine
 from cone.errors import (
@@ -223,7 +223,7 @@ class Outbox:
 
     async def _find_prepared(self, rec: OutboxRecord) -> str | None:
         """After a crash between prepare and its record: find the message by its key."""
-        since = max(0, rec.created_ns - OVERLAP_NS)
+        since = max(0, rec.created_ns - READ_MARGIN_NS)
         for m in await self._engine.own_messages(rec.conversation_id, since):
             if content.decode(m.content).send_key == rec.key:
                 return m.id

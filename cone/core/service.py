@@ -68,6 +68,7 @@ class Status:
     identity_updates: int
     outbox: list[OutboxRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    ingest_healed: int = 0
 
 
 class Core:
@@ -99,10 +100,13 @@ class Core:
     # --- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
-        """Subscribe first, then sync missed mail, then keep catching up periodically."""
-        self.ingestor.start()
+        """Reconcile what libxmtp holds, subscribe, sync missed mail, then keep catching
+        up periodically. Reconciling first keeps what libxmtp stored before a crash
+        ahead of what arrives after it, in inbox order."""
+        await self.ingestor.start()
+        await self.ingestor.reconcile(full=True)
         await self.engine.start_streams(
-            on_message=self.ingestor.mark,
+            on_message=self.ingestor.accept,
             on_conversation=self._on_conversation,
             on_consent=self._on_consent,
             on_restart=self.ingestor.mark_all,
@@ -130,9 +134,11 @@ class Core:
         while True:
             await asyncio.sleep(self._catchup_interval_s)
             try:
-                await self.sync()
-            except Unavailable as exc:
-                log.warning("catch-up failed: %s", exc)
+                try:
+                    await self.sync()
+                except Unavailable as exc:
+                    log.warning("catch-up failed: %s", exc)
+                await self.ingestor.reconcile(full=False)
             except Exception:  # the loop's boundary: a failed pass must not end catch-up
                 log.exception("catch-up failed unexpectedly; trying again next period")
 
@@ -405,6 +411,11 @@ class Core:
             warnings.append(f"the inbox has used {updates} of {UPDATE_LIMIT} identity updates")
         if self.last_sync_error:
             warnings.append(f"the last sync failed: {self.last_sync_error}")
+        if self.ingestor.healed:
+            warnings.append(
+                f"reconciliation has ingested {self.ingestor.healed} message(s) that ingest "
+                "had missed (see the log); please report it"
+            )
         return Status(
             identity=self.identity,
             streams=self.engine.stream_health(),
@@ -417,4 +428,5 @@ class Core:
             identity_updates=updates,
             outbox=await self.outbox.unsettled(),
             warnings=warnings,
+            ingest_healed=self.ingestor.healed,
         )

@@ -93,6 +93,8 @@ def message_to_pb(m: StoredMessage) -> pb.Message:
         out.reply_to = m.reply_to
     if m.fallback is not None:
         out.fallback = m.fallback
+    if m.unreadable is not None:
+        out.unreadable = m.unreadable
     return out
 
 
@@ -273,4 +275,5 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
                 for o in s.outbox
             ],
             warnings=s.warnings,
+            ingest_healed=s.ingest_healed,
         )

@@ -90,6 +90,35 @@ def translate(exc: BaseException, doing: str, reason: str = "network_unavailable
     return Unavailable(f"{doing} failed: {text}", reason=reason)
 
 
+def _list_options(*, limit: int | None, inserted_after_ns: int | None) -> Any:
+    return ffi.FfiListMessagesOptions(
+        sent_before_ns=None,
+        sent_after_ns=None,
+        limit=limit,
+        delivery_status=None,
+        direction=ffi.FfiDirection.ASCENDING,
+        content_types=None,
+        exclude_content_types=None,
+        exclude_sender_inbox_ids=None,
+        sort_by=ffi.FfiSortBy.INSERTED_AT,
+        inserted_after_ns=inserted_after_ns,
+        inserted_before_ns=None,
+    )
+
+
+def _raw(m: Any, conversation_id: str) -> RawMessage:
+    return RawMessage(
+        id=bytes(m.id).hex(),
+        conversation_id=conversation_id,
+        sender_inbox_id=m.sender_inbox_id,
+        sent_at_ns=m.sent_at_ns,
+        inserted_at_ns=m.inserted_at_ns,
+        content=bytes(m.content),
+        application=m.kind == ffi.FfiConversationMessageKind.APPLICATION,
+        published=m.delivery_status == ffi.FfiDeliveryStatus.PUBLISHED,
+    )
+
+
 def _consent(state: Any) -> XmtpConsent:
     return XmtpConsent(state.value) if state is not None else XmtpConsent.UNKNOWN
 
@@ -162,43 +191,39 @@ class Engine:
     async def messages_since(
         self, conversation_id: str, inserted_after_ns: int
     ) -> list[RawMessage]:
-        """Messages libxmtp stored for a conversation after `inserted_after_ns`, oldest first."""
+        """Messages libxmtp stored for a conversation with `inserted_at_ns` above the
+        given value, each once, in libxmtp's insertion-stamp order.
+
+        libxmtp 1.10's stamps are neither unique nor close to the clock (see
+        docs/guarantees.md), so pages overlap by one stamp and are joined by id: a run
+        of equal stamps across a page boundary is never cut.
+        """
         conv = self._client.conversation(bytes.fromhex(conversation_id))
         out: list[RawMessage] = []
-        cursor = inserted_after_ns
+        seen: set[bytes] = set()
+        cursor, limit = inserted_after_ns, PAGE
         while True:
-            opts = ffi.FfiListMessagesOptions(
-                sent_before_ns=None,
-                sent_after_ns=None,
-                limit=PAGE,
-                delivery_status=None,
-                direction=ffi.FfiDirection.ASCENDING,
-                content_types=None,
-                exclude_content_types=None,
-                exclude_sender_inbox_ids=None,
-                sort_by=ffi.FfiSortBy.INSERTED_AT,
-                inserted_after_ns=cursor,
-                inserted_before_ns=None,
-            )
+            opts = _list_options(limit=limit, inserted_after_ns=cursor)
             page = await _bounded(conv.find_messages(opts), LOCAL_CALL_S, "reading messages")
             for m in page:
-                out.append(
-                    RawMessage(
-                        id=bytes(m.id).hex(),
-                        conversation_id=conversation_id,
-                        sender_inbox_id=m.sender_inbox_id,
-                        sent_at_ns=m.sent_at_ns,
-                        inserted_at_ns=m.inserted_at_ns,
-                        content=bytes(m.content),
-                        application=m.kind == ffi.FfiConversationMessageKind.APPLICATION,
-                        published=m.delivery_status == ffi.FfiDeliveryStatus.PUBLISHED,
-                    )
-                )
-            if len(page) < PAGE:
+                mid = bytes(m.id)
+                if mid not in seen:
+                    seen.add(mid)
+                    out.append(_raw(m, conversation_id))
+            if len(page) < limit:
                 return out
-            cursor = out[-1].inserted_at_ns
+            top = page[-1].inserted_at_ns - 1
+            if top <= cursor:
+                limit *= 2  # a whole page of one stamp: widen the page, never skip
+            else:
+                cursor, limit = top, PAGE
 
-    # --- network ----------------------------------------------------------------
+    async def message_count(self, conversation_id: str) -> int:
+        """How many messages libxmtp holds for a conversation (every kind and sender)."""
+        conv = self._client.conversation(bytes.fromhex(conversation_id))
+        opts = _list_options(limit=None, inserted_after_ns=None)
+        count = asyncio.to_thread(conv.count_messages, opts)  # a blocking call in libxmtp
+        return int(await _bounded(count, LOCAL_CALL_S, "counting messages"))
 
     async def sync_all(self) -> None:
         """Welcomes, conversations, messages and consent; Unavailable when it fails."""
@@ -333,7 +358,7 @@ class Engine:
     async def start_streams(
         self,
         *,
-        on_message: Callable[[str], None],
+        on_message: Callable[[RawMessage], None],
         on_conversation: Callable[[ConversationInfo], None],
         on_consent: Callable[[list[ConsentUpdate]], None],
         on_restart: Callable[[], None],
@@ -342,9 +367,7 @@ class Engine:
         convs = self._client.conversations()
 
         def message(m: Any) -> None:
-            # Our own messages never enter the inbox: no need to wake ingest for them.
-            if m.sender_inbox_id != self.inbox_id:
-                on_message(bytes(m.conversation_id).hex())
+            on_message(_raw(m, bytes(m.conversation_id).hex()))
 
         def conversation(c: Any) -> None:
             on_conversation(self._info(c))

@@ -89,6 +89,21 @@ MIGRATIONS: Final[list[str]] = [
     ) WITHOUT ROWID;
     CREATE INDEX outbox_unsettled ON outbox(state, next_attempt_ns) WHERE state != 'settled';
     """,
+    # 1 -> 2: ingest by id. A message cone could not read keeps why; every message id
+    # cone read from libxmtp and chose not to deliver is remembered, so that cone's
+    # count per conversation can be compared with libxmtp's. `ingested_ns` now holds
+    # the wall clock (less a margin) at the start of the last complete read.
+    """
+    ALTER TABLE messages ADD COLUMN unreadable TEXT;
+
+    -- Ids read from libxmtp and not delivered: own messages, protocol-only content,
+    -- a repeated send key.
+    CREATE TABLE ingest_skipped (
+        id              TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX ingest_skipped_by_conversation ON ingest_skipped(conversation_id);
+    """,
 ]
 
 

@@ -78,10 +78,12 @@ def set_consent(
 
 
 def set_ingested(conn: Connection, conversation_id: str, ingested_ns: int) -> None:
-    """Advance the point up to which libxmtp's messages have been ingested."""
+    """Record where the next read of libxmtp's messages for a conversation starts.
+
+    Set, not raised: after the wall clock steps back the point moves back with it.
+    """
     conn.execute(
-        "UPDATE conversations SET ingested_ns = max(ingested_ns, ?) WHERE id = ?",
-        (ingested_ns, conversation_id),
+        "UPDATE conversations SET ingested_ns = ? WHERE id = ?", (ingested_ns, conversation_id)
     )
 
 

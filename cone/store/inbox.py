@@ -27,14 +27,15 @@ _PENDING = f"""
 def insert_messages(conn: Connection, messages: Iterable[IncomingMessage]) -> list[str]:
     """Insert messages not yet in the inbox; returns the ids that were new.
 
-    A repeat of an XMTP id, or of a (sender, send key) pair, is dropped.
+    A repeat of an XMTP id is dropped; so is a repeat of a (sender, send key) pair,
+    whose id is remembered as skipped.
     """
     new: list[str] = []
     for m in messages:
         cur = conn.execute(
             "INSERT OR IGNORE INTO messages (id, conversation_id, sender_inbox_id, sent_at_ns,"
-            " content_type, text, data_json, reply_to, fallback, send_key)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " content_type, text, data_json, reply_to, fallback, send_key, unreadable)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 m.id,
                 m.conversation_id,
@@ -46,11 +47,45 @@ def insert_messages(conn: Connection, messages: Iterable[IncomingMessage]) -> li
                 m.reply_to,
                 m.fallback,
                 m.send_key,
+                m.unreadable,
             ),
         )
         if cur.rowcount:
             new.append(m.id)
+        elif not known_ids(conn, [m.id]):
+            skip(conn, m.conversation_id, [m.id])
     return new
+
+
+def skip(conn: Connection, conversation_id: str, message_ids: Iterable[str]) -> None:
+    """Remember ids read from libxmtp that are not delivered (own, protocol-only, repeats)."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO ingest_skipped (id, conversation_id) VALUES (?, ?)",
+        [(mid, conversation_id) for mid in message_ids],
+    )
+
+
+def known_ids(conn: Connection, message_ids: Sequence[str]) -> set[str]:
+    """Which of these ids cone has already read (delivered or skipped)."""
+    out: set[str] = set()
+    for i in range(0, len(message_ids), 500):
+        chunk = list(message_ids[i : i + 500])
+        marks = ", ".join("?" * len(chunk))
+        for table in ("messages", "ingest_skipped"):
+            rows = conn.execute(f"SELECT id FROM {table} WHERE id IN ({marks})", chunk)
+            out.update(r[0] for r in rows)
+    return out
+
+
+def known_count(conn: Connection, conversation_id: str) -> int:
+    """How many of a conversation's message ids cone has read (delivered or skipped)."""
+    (a,) = conn.execute(
+        "SELECT count(*) FROM messages WHERE conversation_id = ?", (conversation_id,)
+    ).fetchone()
+    (b,) = conn.execute(
+        "SELECT count(*) FROM ingest_skipped WHERE conversation_id = ?", (conversation_id,)
+    ).fetchone()
+    return int(a) + int(b)
 
 
 def touch_consumer(conn: Connection, consumer: str, now_ns: int) -> None:
@@ -74,7 +109,7 @@ def take_pending(
     rows = conn.execute(
         "SELECT m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
         " m.content_type, m.text, m.data_json, m.reply_to, m.fallback,"
-        " coalesce(r.deliveries, 0) + 1"
+        " coalesce(r.deliveries, 0) + 1, m.unreadable"
         f" {_PENDING}{exclusion} ORDER BY m.seq LIMIT :limit",
         params,
     ).fetchall()
@@ -100,6 +135,7 @@ def take_pending(
             reply_to=row[9],
             fallback=row[10],
             deliveries=row[11],
+            unreadable=row[12],
         )
         for row in rows
     ]

@@ -47,6 +47,7 @@ class IncomingMessage:
     reply_to: str | None = None
     fallback: str | None = None
     send_key: str | None = None
+    unreadable: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class StoredMessage:
     reply_to: str | None
     fallback: str | None
     deliveries: int
+    unreadable: str | None = None
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,7 @@ class ReceiveRequest(_message.Message):
     def __init__(self, consumer: _Optional[str] = ..., limit: _Optional[int] = ..., wait_ms: _Optional[int] = ..., exclude_conversation_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries")
+    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries", "unreadable")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -152,6 +152,7 @@ class Message(_message.Message):
     FALLBACK_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    UNREADABLE_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     conversation_id: str
     conversation_type: ConversationType
@@ -164,7 +165,8 @@ class Message(_message.Message):
     fallback: str
     sequence: int
     deliveries: int
-    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ...) -> None: ...
+    unreadable: str
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ..., unreadable: _Optional[str] = ...) -> None: ...
 
 class ReceiveResponse(_message.Message):
     __slots__ = ("messages", "more")
@@ -291,7 +293,7 @@ class OutboxEntry(_message.Message):
     def __init__(self, key: _Optional[str] = ..., conversation_id: _Optional[str] = ..., state: _Optional[str] = ..., attempts: _Optional[int] = ..., last_error: _Optional[str] = ..., next_attempt_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("identity", "streams", "last_sync_at", "last_sync_error", "inbox_messages", "consumers", "requests", "outbox", "installations", "identity_updates", "warnings")
+    __slots__ = ("identity", "streams", "last_sync_at", "last_sync_error", "inbox_messages", "consumers", "requests", "outbox", "installations", "identity_updates", "warnings", "ingest_healed")
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     STREAMS_FIELD_NUMBER: _ClassVar[int]
     LAST_SYNC_AT_FIELD_NUMBER: _ClassVar[int]
@@ -303,6 +305,7 @@ class StatusResponse(_message.Message):
     INSTALLATIONS_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_UPDATES_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    INGEST_HEALED_FIELD_NUMBER: _ClassVar[int]
     identity: IdentityResponse
     streams: _containers.RepeatedCompositeFieldContainer[StreamHealth]
     last_sync_at: _timestamp_pb2.Timestamp
@@ -314,7 +317,8 @@ class StatusResponse(_message.Message):
     installations: int
     identity_updates: int
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, identity: _Optional[_Union[IdentityResponse, _Mapping]] = ..., streams: _Optional[_Iterable[_Union[StreamHealth, _Mapping]]] = ..., last_sync_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_sync_error: _Optional[str] = ..., inbox_messages: _Optional[int] = ..., consumers: _Optional[_Iterable[_Union[ConsumerStatus, _Mapping]]] = ..., requests: _Optional[int] = ..., outbox: _Optional[_Iterable[_Union[OutboxEntry, _Mapping]]] = ..., installations: _Optional[int] = ..., identity_updates: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    ingest_healed: int
+    def __init__(self, identity: _Optional[_Union[IdentityResponse, _Mapping]] = ..., streams: _Optional[_Iterable[_Union[StreamHealth, _Mapping]]] = ..., last_sync_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_sync_error: _Optional[str] = ..., inbox_messages: _Optional[int] = ..., consumers: _Optional[_Iterable[_Union[ConsumerStatus, _Mapping]]] = ..., requests: _Optional[int] = ..., outbox: _Optional[_Iterable[_Union[OutboxEntry, _Mapping]]] = ..., installations: _Optional[int] = ..., identity_updates: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., ingest_healed: _Optional[int] = ...) -> None: ...
 
 class BackupRequest(_message.Message):
     __slots__ = ("passphrase",)
