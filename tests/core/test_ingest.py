@@ -11,7 +11,7 @@ from cone.store import Connection, Store, load_db_key
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
-from support.waiting import receive_n
+from support.waiting import receive_n, until
 
 
 async def _at_second(lo: float, hi: float) -> None:
@@ -127,3 +127,27 @@ async def test_the_first_start_heals_messages_an_earlier_release_skipped(
     assert len({m.message_id for m in got}) == 6
     status = await daemon.client.call("Status", pb.StatusRequest())
     assert status.ingest_healed == 2
+
+
+async def test_a_catch_up_heals_a_gap_while_the_daemon_runs(
+    daemon: DaemonProcess, alice: Peer
+) -> None:
+    dm = await _accepted_dm(daemon, alice)
+    # Stored early in a minute, the stamps run only seconds ahead; by second 20 every
+    # read the daemon makes starts above them, so only reconciliation can find a gap.
+    await _at_second(0, 4)
+    for i in range(3):
+        await alice.send(dm, f"message {i}")
+    await receive_n(daemon.client, 3)
+    await _at_second(20, 30)
+    # Another connection to the live store removes one: a gap only reconciliation sees.
+    assert _forget(daemon.home, {"message 1"}, time.time_ns()) == 1
+
+    async def healed() -> pb.StatusResponse | None:
+        status = await daemon.client.call("Status", pb.StatusRequest())
+        return status if status.ingest_healed else None
+
+    status = await until(healed)
+    assert status.ingest_healed == 1
+    got = await receive_n(daemon.client, 3)
+    assert sorted(m.text for m in got) == [f"message {i}" for i in range(3)]
