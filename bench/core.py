@@ -30,7 +30,7 @@ from cone.store import inbox
 from cone.store._migrations import migrate
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, short_home
-from support.peers import Peer
+from support.peers import MessageStream, Peer
 from support.waiting import until
 
 # The daemon's default catch-up period (tests shorten it to 2 s).
@@ -114,10 +114,53 @@ async def bench_ingest(url: str, m: int, work: Path) -> None:
 
         await until(ingested, timeout=300)
         cone_done = time.perf_counter()
+        raw_lat, cone_lat = await _ingest_latency(d, sender, group, stream, LATENCY_MESSAGES)
         await stream.end()
     print(f"ingest {m} msgs (sending took {sent - start:.2f} s): raw libxmtp stream "
           f"{m / (raw_done - start):,.0f} msg/s; cone durable inbox {m / (cone_done - start):,.0f} "
           f"msg/s; ratio {(raw_done - start) / (cone_done - start):.2f}x")  # fmt: skip
+    print(f"peer-to-inbox latency, {LATENCY_MESSAGES} sequential: cone (receivable by a long "
+          f"poll) p50 {_pct(cone_lat, .5):.1f} ms, p99 {_pct(cone_lat, .99):.1f} ms; raw "
+          f"libxmtp stream callback p50 {_pct(raw_lat, .5):.1f} ms, p99 "
+          f"{_pct(raw_lat, .99):.1f} ms")  # fmt: skip
+
+
+LATENCY_MESSAGES = 100
+
+
+async def _ingest_latency(
+    d: DaemonProcess, sender: Peer, group: object, stream: object, n: int
+) -> tuple[list[float], list[float]]:
+    """Per message: send, then time its arrival at a raw client's stream callback and
+    in cone's inbox (a long poll on its own consumer), measured side by side."""
+    assert isinstance(stream, MessageStream)
+    raw: list[float] = []
+    cone: list[float] = []
+    await d.client.receive(consumer="latency", limit=1)  # exists; sees only what follows
+    await _drain(d, "latency")
+    for i in range(n):
+        start = time.perf_counter()
+        await sender.send(group, f"latency {i}")
+
+        async def at_raw(start: float = start) -> None:
+            await stream.texts(1, timeout=60)
+            raw.append(time.perf_counter() - start)
+
+        async def at_cone(start: float = start) -> None:
+            while True:
+                batch = await d.client.receive(consumer="latency", limit=10, wait_ms=5000)
+                if batch.messages:
+                    cone.append(time.perf_counter() - start)
+                    await d.client.ack([x.message_id for x in batch.messages], consumer="latency")
+                    return
+
+        await asyncio.gather(at_raw(), at_cone())
+    return raw, cone
+
+
+async def _drain(d: DaemonProcess, consumer: str) -> None:
+    while batch := (await d.client.receive(consumer=consumer, limit=1000)).messages:
+        await d.client.ack([x.message_id for x in batch], consumer=consumer)
 
 
 def _pct(xs: list[float], p: float) -> float:

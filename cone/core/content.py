@@ -51,6 +51,8 @@ MAX_CONTENT_BYTES: Final = 1 << 20
 MAX_JSON_DEPTH: Final = 64
 # The most of a sender's fallback text kept.
 MAX_FALLBACK_CHARS: Final = 4096
+# The longest content type, send key or referenced id kept (cone's keys are ≤ 256).
+MAX_LABEL_CHARS: Final = 256
 
 
 @dataclass(frozen=True)
@@ -236,13 +238,22 @@ def _decode(raw: bytes) -> Decoded:
         return Decoded(content_type="unknown", unreadable="not an XMTP content envelope")
     ctype = type_string(env.type)
     key = env.parameters.get(KEY_PARAMETER) or None
+    if len(ctype) > MAX_LABEL_CHARS:
+        return Decoded(
+            content_type=ctype[:MAX_LABEL_CHARS],
+            fallback=_fallback(env),
+            unreadable=f"content type longer than {MAX_LABEL_CHARS} characters",
+        )
+    if key is not None and len(key) > MAX_LABEL_CHARS:
+        key = None  # not a key cone ever sends: no deduplication on it
     base = f"{env.type.authority_id}/{env.type.type_id}"
     if base in PROTOCOL_ONLY:
         return Decoded(content_type=ctype, protocol_only=True, send_key=key)
     head = Decoded(content_type=ctype, fallback=_fallback(env), send_key=key)
     body = env
     if base == "xmtp.org/reply":
-        head = replace(head, reply_to=env.parameters.get("reference") or None)
+        reference = env.parameters.get("reference") or None
+        head = replace(head, reply_to=reference[:MAX_LABEL_CHARS] if reference else None)
         try:
             body = content_pb2.EncodedContent.FromString(_content_bytes(env))
         except Unreadable as exc:

@@ -55,6 +55,7 @@ def _hostile() -> list[tuple[str, bytes, str]]:
         ("surrogate", _envelope("cone.chat", "data", b'["\\ud800"]'), "lone surrogate"),
         ("nan", _envelope("cone.chat", "data", b'{"n":NaN}'), "NaN"),
         ("garbage", b"\xff\x00 not a protobuf \xff" * 10, "not an XMTP content envelope"),
+        ("long-type", _envelope("x" * 100_000, "text", b"hi"), "content type longer than"),
         (
             "broken-deflate",
             _envelope(
