@@ -21,7 +21,7 @@ from cone.core.ingest import Ingestor
 from cone.core.outbox import Outbox, SendResult, check_content, check_key
 from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
 from cone.engine.streams import StreamHealth
-from cone.errors import NotFound, Unavailable
+from cone.errors import FailedPrecondition, NotFound, Unavailable
 from cone.store import (
     Consent,
     ContactRecord,
@@ -381,16 +381,27 @@ class Core:
         validate.hex_id(conversation_id, "conversationId")
         check_key(key)
         check_content(text, None)
-        return await self.outbox.send(
-            key=key,
-            destination=conversation_id,
-            conversation_id=conversation_id,
-            require_accepted=True,
-            record_unknown=self._known,
-            text=text,
-            data_json=None,
-            reply_to=None,
-        )
+        try:
+            return await self.outbox.send(
+                key=key,
+                destination=conversation_id,
+                conversation_id=conversation_id,
+                require_accepted=True,
+                record_unknown=self._known,
+                text=text,
+                data_json=None,
+                reply_to=None,
+            )
+        except NotFound as err:
+            if err.reason != "unknown_conversation":
+                raise
+            # Replying never creates or accepts a conversation: unknown is not accepted.
+            raise FailedPrecondition(
+                f"conversation {conversation_id} is not known to this inbox, so it is not "
+                "accepted: reply only into conversations you have accepted",
+                reason="not_accepted",
+                field="conversationId",
+            ) from None
 
     async def status(self) -> Status:
         """Health and budgets for operators."""

@@ -157,3 +157,13 @@ async def test_connect_rejects_an_address_not_on_xmtp_and_saves_named_contacts(
     )
     again = (await daemon.client.call("Connect", pb.ConnectRequest(to="alice"))).contact
     assert again.conversation_id == contact.conversation_id
+
+
+async def test_a_reply_into_a_conversation_unknown_to_the_inbox_is_not_accepted(
+    daemon: DaemonProcess,
+) -> None:
+    with pytest.raises(FailedPrecondition) as err:
+        await daemon.client.call(
+            "Reply", pb.ReplyRequest(conversation_id="ab" * 16, text="x", key="k")
+        )
+    assert (err.value.reason, err.value.field) == ("not_accepted", "conversationId")
