@@ -30,6 +30,32 @@ def test_other_text_does_not_address_the_agent(text: str | None) -> None:
     assert not addresses(text, "bot")
 
 
+@pytest.mark.parametrize(
+    ("text", "alias", "expected"),
+    [
+        ("@kiss", "kiss", True),
+        ("@KISS!", "kiss", True),
+        ("@\u212aiss", "kiss", False),  # Kelvin sign for K
+        ("@ki\u017f\u017f", "kiss", False),  # long s
+        ("@K\u0131ss", "kiss", False),  # dotless i
+        ("@\uff4biss", "kiss", False),  # fullwidth k
+        ("@kiss\u0301", "kiss", False),  # a combining acute accent on the last letter
+        ("@kisse\u0301 and @kiss", "kiss", True),  # the second one counts
+        ("caf\u00e9@kiss", "kiss", False),  # a letter of any script before the @
+        ("@kiss\u00e9", "kiss", False),  # and after the alias
+        ("\uff20kiss", "kiss", False),  # a fullwidth @ is not @
+        ("try `@kiss` in code", "kiss", False),
+        ("```\n@kiss inside a fence\n```", "kiss", False),
+        ("~~~python\n@kiss\n~~~\nthen @kiss", "kiss", True),
+        ("``a ` @kiss ``", "kiss", False),  # a span of two backticks holding one
+        ("`unclosed @kiss", "kiss", True),  # no closing backtick: not code
+        ("```\nunclosed fence @kiss", "kiss", False),  # a fence runs to the end
+    ],
+)
+def test_the_alias_rule_on_lookalikes_and_code(text: str, alias: str, expected: bool) -> None:
+    assert addresses(text, alias) is expected
+
+
 def test_no_alias_addresses_nothing_and_aliases_are_checked() -> None:
     assert not addresses("@bot", None)
     assert addresses("hi @my.agent!", "my.agent") and not addresses("hi @myxagent", "my.agent")
