@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 _CHUNK = 256 * 1024
+# Once a connection has begun the HTTP/2 preface, the rest must follow within this:
+# a client that stops part-way is closed rather than held forever. (Before its first
+# byte a connection may idle: a JSON-RPC client may open the socket and talk later.)
+PREFACE_TIMEOUT_S = 10.0
 
 JsonHandler = Callable[[bytes, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -85,12 +89,19 @@ class SocketFront:
         if sock is None or peer_uid(sock) != os.getuid():
             log.warning("refused a connection from another user on %s", self.path)
             return
-        head = b""
-        while len(head) < len(H2_PREFACE) and H2_PREFACE.startswith(head):
-            chunk = await reader.read(len(H2_PREFACE) - len(head))
-            if not chunk:
-                return
-            head += chunk
+        head = await reader.read(len(H2_PREFACE))
+        if not head:
+            return
+        try:
+            async with asyncio.timeout(PREFACE_TIMEOUT_S):
+                while len(head) < len(H2_PREFACE) and H2_PREFACE.startswith(head):
+                    chunk = await reader.read(len(H2_PREFACE) - len(head))
+                    if not chunk:
+                        return
+                    head += chunk
+        except TimeoutError:
+            log.info("closed a connection that stopped part-way through the HTTP/2 preface")
+            return
         if head == H2_PREFACE:
             await self._splice_grpc(head, reader, writer)
         elif self.json_handler is not None:

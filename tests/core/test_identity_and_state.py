@@ -12,6 +12,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from cone.daemon.socket_front import PREFACE_TIMEOUT_S
 from cone.engine import _client
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, run_cone
@@ -163,3 +164,18 @@ async def test_the_socket_refuses_another_user_even_when_files_allow_it(
     assert proc.returncode == 0, err.decode()
     assert out.decode().strip() == "b''"  # closed without an answer
     assert (await daemon.client.identity()).protocol == 1
+
+
+async def test_a_connection_that_stops_part_way_through_the_http2_preface_is_closed(
+    daemon: DaemonProcess,
+) -> None:
+    reader, writer = await asyncio.open_unix_connection(str(daemon.socket))
+    try:
+        writer.write(b"PRI *")  # 5 bytes of the preface, then nothing
+        await writer.drain()
+        started = asyncio.get_running_loop().time()
+        assert await asyncio.wait_for(reader.read(100), PREFACE_TIMEOUT_S + 20) == b""
+        assert asyncio.get_running_loop().time() - started >= PREFACE_TIMEOUT_S - 1
+    finally:
+        writer.close()
+    assert (await daemon.client.identity()).protocol == 1  # everyone else is still served
