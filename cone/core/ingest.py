@@ -285,7 +285,16 @@ class Ingestor:
             known = await self._store.read(inbox.known_count, info.id)
             if counted > known:
                 everything = await self._engine.messages_since(info.id, 0)
-                healed += await self._commit(info.id, everything)
+                found = await self._commit(info.id, everything)
+                healed += found
+                if not found:
+                    log.info(
+                        "%s: libxmtp counts %d messages, cone has read %d; a full "
+                        "comparison found none missing",
+                        info.id,
+                        counted,
+                        known,
+                    )
         if healed:
             await self._report_healed(info.id, healed)
         return len(healed)
