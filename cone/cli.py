@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -196,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` and run the chosen command; returns the process exit code."""
     args = build_parser().parse_args(argv)
+    # Before any command creates anything: every file and directory cone makes is
+    # owner-only, also those a start that fails half-way leaves (docs/security.md).
+    os.umask(0o077)
     module = importlib.import_module(_COMMANDS[args.command])
     code: int = module.run(args)
     return code

@@ -9,13 +9,12 @@ their turns stay unacknowledged and run again at the next start.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import re
 import shutil
-import signal
 import sys
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 from cone import limits
@@ -86,17 +85,20 @@ def _check(args: argparse.Namespace) -> None:
 
 
 async def _main(args: argparse.Namespace, settings: Settings) -> None:
+    from cone._shutdown import Shutdown
     from cone.bridge import Bridge, Journal
     from cone.facades._host import reach_core
     from cone.schema import message_to_json
     from conepb.v1 import cone_pb2 as pb
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     config = _config(args, settings)
-    async with reach_core(settings) as reached:
+    # As `cone daemon`: a signal cancels a start still waiting on the network, and
+    # the process exits within the bound (agents get STOP_GRACE_S, less than it).
+    async with Shutdown("bridge") as shutdown, AsyncExitStack() as stack:
+        stop = shutdown.requested
+        reached = await shutdown.unless_requested(stack.enter_async_context(reach_core(settings)))
+        if reached is None:
+            return
         journal = Journal(settings.paths.home, args.consumer)
         journal.acquire()
         try:

@@ -1,11 +1,14 @@
-"""`cone daemon`: host the core on `cone.sock` until SIGTERM or SIGINT."""
+"""`cone daemon`: host the core on `cone.sock` until SIGTERM or SIGINT.
+
+A signal stops it cleanly within `cone._shutdown.STOP_BOUND_S` (10 s), or at once
+on a second signal (see `cone._shutdown`).
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
+from contextlib import AsyncExitStack
 
 from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
@@ -23,17 +26,19 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 async def _main(settings: Settings) -> None:
+    from cone._shutdown import Shutdown
     from cone.daemon.runtime import running_core
     from cone.facades.jsonrpc import json_handler_for
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    async with (
-        json_handler_for(settings.paths.socket) as json_handler,
-        running_core(settings, json_handler=json_handler) as running,
-    ):
+    # Signals are watched from the first moment: starting the core can wait on the
+    # network for minutes, and a SIGTERM then must not wait for it.
+    async with Shutdown("daemon") as shutdown, AsyncExitStack() as stack:
+        json_handler = await stack.enter_async_context(json_handler_for(settings.paths.socket))
+        running = await shutdown.unless_requested(
+            stack.enter_async_context(running_core(settings, json_handler=json_handler))
+        )
+        if running is None:
+            return
         ident = running.core.identity
         print(
             f"cone daemon: inbox {ident.inbox_id} ({ident.address}) on {ident.network}, "
@@ -41,7 +46,7 @@ async def _main(settings: Settings) -> None:
             file=sys.stderr,
             flush=True,
         )
-        await stop.wait()
+        await shutdown.requested.wait()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,10 +16,11 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from cone.config import Settings
 from cone.daemon.lock import StateLock
-from cone.errors import StateError
+from cone.errors import ConeError, StateError, Unavailable
 from cone.facades._pool import ChannelPool
 
 log = logging.getLogger(__name__)
@@ -86,4 +87,96 @@ async def reach_core(settings: Settings) -> AsyncIterator[Reached]:
             yield Reached(pool, embedded=True)
 
 
-__all__ = ["Reached", "held_by_other", "reach_core"]
+class CoreNotStarted(Unavailable):
+    """Every call's answer when the core could not be reached: `daemon_unavailable`,
+    with the start failure's own reason as `cause` in the error data."""
+
+    def __init__(self, failure: ConeError) -> None:
+        super().__init__(
+            f"the core could not start ({failure.reason}): {failure.message}",
+            reason="daemon_unavailable",
+        )
+        self.failure = failure
+
+    def data(self) -> dict[str, object]:
+        return {**super().data(), "cause": self.failure.reason}
+
+
+class LateCore:
+    """A Caller whose calls wait until the core is reached, or fail as reaching it did."""
+
+    def __init__(self) -> None:
+        self._pool: asyncio.Future[ChannelPool] = asyncio.get_running_loop().create_future()
+        self.failure: ConeError | None = None
+
+    async def call(
+        self, rpc: str, request: Any, timeout: float | None = None, *, long_poll: bool = False
+    ) -> Any:
+        """Call `rpc` once the core is there; CoreNotStarted if it never will be."""
+        pool = await asyncio.shield(self._pool)
+        return await pool.call(rpc, request, timeout, long_poll=long_poll)
+
+    def _reached(self, pool: ChannelPool) -> None:
+        self._pool.set_result(pool)
+
+    def _failed(self, failure: ConeError, *, fatal: bool = True) -> None:
+        if not self._pool.done():
+            if fatal:
+                self.failure = failure  # a start failure: the command's exit code
+            self._pool.set_exception(CoreNotStarted(failure))
+            self._pool.exception()  # retrieved: no warning when no call ever waited
+
+
+@asynccontextmanager
+async def core_in_background(
+    settings: Settings, stop: asyncio.Event, *, end_on_failure: bool
+) -> AsyncIterator[LateCore]:
+    """Reach the core (`reach_core`) while the block already serves its stdio.
+
+    Requests read meanwhile wait for the core. If it cannot start, each is answered
+    with CoreNotStarted, and with `end_on_failure` `stop` is set (the input ends as
+    on a signal; otherwise later requests get the same answer until the input ends);
+    the start failure is raised when the block ends (its exit code). `stop` set before the
+    core is reached cancels the start.
+    """
+    late = LateCore()
+    done = asyncio.Event()
+
+    async def hold() -> None:
+        try:
+            async with reach_core(settings) as reached:
+                late._reached(reached.pool)
+                await done.wait()
+        except ConeError as err:
+            late._failed(err)
+            if end_on_failure:
+                stop.set()  # the input ends: what was read is answered, then the exit
+        finally:
+            # Cancelled (a stop, or input ended first), or an unexpected failure.
+            late._failed(
+                Unavailable("the core is stopping", reason="daemon_unavailable"), fatal=False
+            )
+
+    holder = asyncio.create_task(hold(), name="core")
+    stopper = asyncio.create_task(stop.wait())
+    stopper.add_done_callback(lambda _: None if late._pool.done() else holder.cancel())
+    try:
+        yield late
+    finally:
+        stopper.cancel()
+        if not late._pool.done():
+            holder.cancel()  # nobody waits for a start any more
+        done.set()
+        await asyncio.gather(holder, stopper, return_exceptions=True)
+    if late.failure is not None:
+        raise late.failure
+
+
+__all__ = [
+    "CoreNotStarted",
+    "LateCore",
+    "Reached",
+    "core_in_background",
+    "held_by_other",
+    "reach_core",
+]

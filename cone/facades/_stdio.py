@@ -86,6 +86,29 @@ def _settle(future: asyncio.Future[bytes], data: bytes) -> None:
         future.set_result(data)
 
 
+def until_set(read: Read, event: asyncio.Event) -> Read:
+    """`read`, ending the input (b"") once `event` is set, as a closed stdin would."""
+
+    async def reading(n: int) -> bytes:
+        if event.is_set():
+            return b""
+        data = asyncio.ensure_future(read(n))
+        ended = asyncio.ensure_future(event.wait())
+        try:
+            await asyncio.wait({data, ended}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            data.cancel()
+            raise
+        finally:
+            ended.cancel()
+        if data.done():
+            return data.result()
+        data.cancel()  # unread input stays unread
+        return b""
+
+    return reading
+
+
 @asynccontextmanager
 async def open_stdio(out_fd: int, in_fd: int = 0) -> AsyncIterator[tuple[Read, LineWriter]]:
     """A reader on `in_fd` and a line writer on `out_fd`, for the block."""
@@ -131,4 +154,4 @@ async def open_stdio(out_fd: int, in_fd: int = 0) -> AsyncIterator[tuple[Read, L
                 pass
 
 
-__all__ = ["guard_stdout", "open_stdio"]
+__all__ = ["guard_stdout", "open_stdio", "until_set"]

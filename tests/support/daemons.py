@@ -18,10 +18,14 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
+from cone._shutdown import STOP_BOUND_S
 from cone.client import ConeClient
 from cone.errors import Unavailable
 
 START_TIMEOUT_S = 60.0
+#: Seconds a stopping daemon gets before teardown SIGKILLs it: cone's bound
+#: (cone._shutdown.STOP_BOUND_S) and a generous margin for a loaded machine.
+STOP_WAIT_S = STOP_BOUND_S + 20.0
 
 
 async def run_cone(args: list[str], env: dict[str, str] | None = None) -> tuple[int, bytes]:
@@ -52,6 +56,8 @@ class DaemonProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = tempfile.TemporaryFile()  # closed in __aexit__
         self._client: ConeClient | None = None
+        #: Whether a stop had to end the daemon with SIGKILL (tests of shutdown check it).
+        self.needed_kill = False
 
     @property
     def socket(self) -> Path:
@@ -75,6 +81,16 @@ class DaemonProcess:
         # stderr goes to a file: a pipe nobody reads would block a chatty daemon.
         # Popen returns at once; waiting happens below without blocking the loop.
         self.proc = subprocess.Popen(self.command(), env=self.env, stderr=self.log)  # noqa: ASYNC220
+        try:
+            return await self._until_answering()
+        except BaseException:
+            # Never leave a process behind: an unreaped Popen warns in a later test.
+            self.proc.kill()
+            await asyncio.get_running_loop().run_in_executor(None, self.proc.wait)
+            raise
+
+    async def _until_answering(self) -> DaemonProcess:
+        assert self.proc is not None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + START_TIMEOUT_S
         while True:
@@ -110,15 +126,27 @@ class DaemonProcess:
             self._client = None
         return await self.start()
 
-    async def stop(self) -> int:
-        """SIGTERM and wait; returns the exit code."""
+    async def stop(self, sig: signal.Signals = signal.SIGTERM) -> int:
+        """Send `sig` and wait for the exit, SIGKILLing by pid a daemon still there
+        after STOP_WAIT_S (then `needed_kill` is set); returns the exit code."""
         if self._client is not None:
             await self._client.close()
             self._client = None
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(signal.SIGTERM)
-        return await asyncio.get_running_loop().run_in_executor(None, self.proc.wait, 30)
+        self.proc.send_signal(sig)
+        return await self.wait_exit(STOP_WAIT_S)
+
+    async def wait_exit(self, timeout: float) -> int:
+        """Wait up to `timeout` for the exit, then SIGKILL (`needed_kill`) and reap."""
+        assert self.proc is not None
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(None, self.proc.wait, timeout)
+        except subprocess.TimeoutExpired:
+            self.needed_kill = True
+            self.proc.kill()
+            return await loop.run_in_executor(None, self.proc.wait)
 
     async def __aenter__(self) -> DaemonProcess:
         return await self.start()
@@ -127,6 +155,9 @@ class DaemonProcess:
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.stop()
+        if self.needed_kill:
+            # Only tests about shutdown fail on this (they check `needed_kill`).
+            print(f"--- daemon {self.home.name} ignored SIGTERM: killed ---", file=sys.stderr)
         # pytest shows captured output only for a failing test: the daemon's side of it.
         print(f"--- daemon stderr ({self.home.name}) ---\n{self.stderr()}", file=sys.stderr)
         self.log.close()

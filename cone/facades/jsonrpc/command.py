@@ -5,6 +5,10 @@ SIGTERM/SIGINT) ends the session: outstanding receives are cancelled (their
 messages stay pending), every other call is answered, then the process exits and,
 if it hosted the core, releases the identity.
 
+If the core cannot start (no network on a first start, a wrong key, ...), every
+request read is answered with -32001 `daemon_unavailable` (the start failure's
+reason as `data.cause`), then the process exits with the failure's exit code.
+
 Imports stay lazy: in relay mode only the client, the schema and this package load
 (no uvloop, no core), so the first answer comes quickly.
 """
@@ -12,9 +16,7 @@ Imports stay lazy: in relay mode only the client, the schema and this package lo
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
 
 from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
@@ -23,17 +25,22 @@ log = logging.getLogger("cone.serve")
 
 
 async def _main(settings: Settings, out_fd: int) -> None:
-    from cone.facades._host import reach_core
+    from cone._shutdown import Shutdown
+    from cone.facades._host import core_in_background
     from cone.facades._stdio import open_stdio
     from cone.facades.jsonrpc import Relay, run_session
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    async with reach_core(settings) as reached, open_stdio(out_fd) as (read, writer):
-        relay = Relay(reached.pool)
-        await run_session(read, writer, relay, cancel_at_close=relay.cancel_at_close, stop=stop)
+    # stdio first, the core in the background: every request read gets an answer,
+    # an error one when the core cannot start (then the start failure's exit code).
+    async with (
+        Shutdown("serve") as shutdown,
+        open_stdio(out_fd) as (read, writer),
+        core_in_background(settings, shutdown.requested, end_on_failure=True) as core,
+    ):
+        relay = Relay(core)
+        await run_session(
+            read, writer, relay, cancel_at_close=relay.cancel_at_close, stop=shutdown.requested
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,14 +4,14 @@ stdout carries only MCP: as in `cone serve`, fd 1 points at stderr for the whole
 life of the process and MCP goes to a private duplicate of the real stdout. (The SDK
 diverts fd 1 only while serving; libxmtp's native logger writes to fd 1, also while
 the core shuts down after serving.) The server exits when stdin closes, stopping the
-core and releasing the identity if it hosted them.
+core and releasing the identity if it hosted them; so does SIGTERM or SIGINT. If the
+core cannot start, every tool call is an error result naming the reason (an MCP
+server stays for its host) until stdin closes; the exit code is then the failure's.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from cone._command import configure_logging, exit_code
 from cone.config import Settings
@@ -20,24 +20,26 @@ from cone.config import Settings
 async def _main(settings: Settings, out_fd: int) -> None:
     from typing import Any, cast
 
-    from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 
-    from cone.facades._host import reach_core
-    from cone.facades._stdio import open_stdio
-    from cone.facades.jsonrpc import Caller
-    from cone.facades.mcp import build_server
+    from cone._shutdown import Shutdown
+    from cone.facades._host import core_in_background
+    from cone.facades._stdio import open_stdio, until_set
+    from cone.facades.mcp import build_server, fixed_lifespan
     from cone.facades.mcp._stdio import LineSink, LineSource
 
-    @asynccontextmanager
-    async def lifespan(server: Server[Caller]) -> AsyncIterator[Caller]:
-        async with reach_core(settings) as reached:
-            yield reached.pool
-
-    server = build_server(lifespan)
-    async with open_stdio(out_fd) as (read, writer):
+    # The core is reached in the background, outside the SDK's lifespan: the session
+    # answers at once, tool calls wait for the core (or fail with the reason it could
+    # not start), and a signal ends the input as closing stdin does.
+    async with (
+        Shutdown("mcp") as shutdown,
+        open_stdio(out_fd) as (read, writer),
+        core_in_background(settings, shutdown.requested, end_on_failure=False) as core,
+    ):
+        server = build_server(fixed_lifespan(core))
         # Duck-typed for the SDK's AsyncFile[str] (it uses only these calls).
-        stdin, stdout = cast(Any, LineSource(read)), cast(Any, LineSink(writer))
+        source = LineSource(until_set(read, shutdown.requested))
+        stdin, stdout = cast(Any, source), cast(Any, LineSink(writer))
         async with stdio_server(stdin=stdin, stdout=stdout) as (reading, writing):
             await server.run(reading, writing, server.create_initialization_options())
 

@@ -1,0 +1,124 @@
+"""SIGTERM and SIGINT for the long-running commands: a clean stop within a bound.
+
+The first signal sets `requested` (the command stops cleanly: closes its sessions,
+stops the core, closes the store) and cancels work started with `unless_requested`
+(starting the core, which can wait on the network for minutes). If the process is
+still alive `STOP_BOUND_S` later, it exits at once with `os._exit`, whatever is in
+flight; so does a second signal. A hard exit loses nothing committed: every store
+write is one SQLite transaction with synchronous=FULL, so it is the `kill -9` of the
+durability table (docs/guarantees.md).
+
+Signals are watched by a thread, not by the event loop: a loop thread held up (a
+native libxmtp call, a stuck shutdown step) would never run a loop signal handler,
+and a second signal would do nothing. CPython's C-level handler writes each signal's
+number to the wakeup fd from whichever thread takes the signal; the watcher reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import signal
+import socket
+import threading
+import time
+from collections.abc import Awaitable
+from types import FrameType, TracebackType
+from typing import Any, Final, TypeVar
+
+T = TypeVar("T")
+
+#: Seconds from the first SIGTERM or SIGINT to the process's exit, at most.
+STOP_BOUND_S: Final = 10.0
+SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+
+
+def _ignore(signum: int, frame: FrameType | None) -> None:
+    # A Python handler (not SIG_IGN) so that the C handler writes the wakeup fd.
+    return None
+
+
+class Shutdown:
+    """`async with Shutdown("daemon") as shutdown:` around a command's whole run."""
+
+    def __init__(self, command: str, bound_s: float = STOP_BOUND_S) -> None:
+        self.command = command
+        self.bound_s = bound_s
+        self.requested = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._interruptible: set[asyncio.Future[Any]] = set()
+        self._read, self._write = socket.socketpair()
+        self._signum = 0
+
+    async def __aenter__(self) -> Shutdown:
+        self._write.setblocking(False)
+        for sig in SIGNALS:
+            signal.signal(sig, _ignore)
+        # After the loop started: uvloop points the wakeup fd at its own pipe when it runs.
+        signal.set_wakeup_fd(self._write.fileno(), warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, name="cone-signals", daemon=True).start()
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        # The work is done: a signal from here on ends the process at once (the
+        # watcher's deadline, if armed, still holds for what remains of the exit).
+        for sig in SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+
+    async def unless_requested(self, work: Awaitable[T]) -> T | None:
+        """`await work`, or None (work cancelled) once a stop is requested."""
+        if self.requested.is_set():
+            if asyncio.iscoroutine(work):
+                work.close()
+            return None
+        task = asyncio.ensure_future(work)
+        self._interruptible.add(task)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not self.requested.is_set():
+                task.cancel()
+                raise
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return None
+        finally:
+            self._interruptible.discard(task)
+
+    def _stop(self) -> None:
+        if hold := os.environ.get("CONE_TEST_HOLD_LOOP_S"):
+            # Test hook (docs/development.md): hold the loop thread, as a stuck native
+            # call would, to prove the bound and the second signal.
+            time.sleep(float(hold))
+        self.requested.set()
+        for task in list(self._interruptible):
+            task.cancel()
+
+    def _watch(self) -> None:
+        deadline: float | None = None
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([self._read], [], [], wait)
+            if not readable:
+                self._exit(f"did not stop within {self.bound_s:.0f} s; exiting now")
+            for signum in self._read.recv(64):
+                if signum not in SIGNALS:
+                    continue
+                if deadline is not None:
+                    self._exit(f"{signal.Signals(signum).name} again; exiting now")
+                self._signum = signum
+                deadline = time.monotonic() + self.bound_s
+                with contextlib.suppress(RuntimeError):  # the loop has closed already
+                    self._loop.call_soon_threadsafe(self._stop)
+
+    def _exit(self, why: str) -> None:
+        with contextlib.suppress(OSError):
+            os.write(2, f"cone {self.command}: {why}\n".encode())
+        os._exit(128 + self._signum)
+
+
+__all__ = ["SIGNALS", "STOP_BOUND_S", "Shutdown"]
