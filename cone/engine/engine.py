@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine._client import open_client, wallet_address
+from cone.engine._probe import is_v3_cutover, refuses_v3
 from cone.engine.streams import StreamHealth, SupervisedStream
 from cone.errors import V3_CUTOVER, ConeError, FailedPrecondition, RateLimited, Unavailable
 
@@ -30,15 +32,13 @@ PAGE = 500
 # by the caller's own schedule instead of holding ingest or catch-up forever.
 LOCAL_CALL_S = 30.0
 NETWORK_CALL_S = 120.0
+# At most one direct cutover probe this often for failing streams (publishes that
+# fail always probe: they are rare and slow already).
+PROBE_EVERY_S = 60.0
 # Registering a new installation is a handful of node calls; against an unreachable
 # node libxmtp gives up after about 2 s, this bounds a node that never answers.
 REGISTER_S = 60.0
 
-#: What XMTP's V3 node answers to publishes and new subscriptions after its cutover
-#: to the decentralized network (xmtp-node-go `--d14n-cutover-ns`); reads still work.
-V3_CUTOVER_TEXT = (
-    "publishing to XMTP V3 is no longer available. Please upgrade your client to XMTP D14N."
-)
 V3_CUTOVER_ADVICE = (
     "the XMTP node has cut over to XMTP's decentralized network (D14N) and refuses "
     "publishes and new subscriptions from V3 clients such as this cone (libxmtp 1.10); "
@@ -95,12 +95,6 @@ class ConsentUpdate:
     consent: XmtpConsent
 
 
-def is_v3_cutover(text: str) -> bool:
-    """Whether an error text is the V3 node's answer after its cutover."""
-    lowered = text.lower()
-    return "xmtp v3 is no longer available" in lowered or "client to xmtp d14n" in lowered
-
-
 def summary(text: str) -> str:
     """libxmtp's error text on one line, without the call counts ("Api Stats") that
     libxmtp 1.10 appends to every API error."""
@@ -134,6 +128,8 @@ class Engine:
         self.api_url = api_url
         self._streams: list[SupervisedStream] = []
         self._cutover = False
+        self._probed_at = -PROBE_EVERY_S
+        self._probes: set[asyncio.Task[bool]] = set()
 
     @classmethod
     async def open(
@@ -174,26 +170,46 @@ class Engine:
             self._saw_cutover()
         return err
 
+    async def _publish_error(self, exc: BaseException, doing: str) -> ConeError:
+        """The error for a failed publication: the V3 cutover when the node refuses
+        this client. libxmtp 1.10 reports that refusal only as "Sync failed to wait
+        for intent", so the node is asked directly (`_probe`)."""
+        err = self._error(exc, doing)
+        if isinstance(err, Unavailable) and (self._cutover or await self._probe()):
+            return FailedPrecondition(f"{doing} failed: {V3_CUTOVER_ADVICE}", reason=V3_CUTOVER)
+        return err
+
+    async def _probe(self) -> bool:
+        self._probed_at = time.monotonic()
+        if await refuses_v3(self.api_url):
+            self._saw_cutover()
+        return self._cutover
+
     def _saw_cutover(self) -> None:
         if not self._cutover:
             self._cutover = True
             log.error(
-                "%s at %s: it refuses publishes and new subscriptions from this cone "
-                "(libxmtp 1.10, XMTP V3). Sends wait in the outbox and fail with reason "
-                "v3_cutover; reading what the node holds still works. To send again, run "
-                "this identity on a cone built on a libxmtp with D14N support, or point "
-                "--api-url at a node that still serves V3. See docs/networks.md.",
-                V3_CUTOVER_TEXT.split(".")[0],
-                self.api_url or "the node",
+                "the XMTP node at %s has cut over to XMTP's decentralized network (D14N) "
+                "and refuses publishes and new subscriptions from this cone (libxmtp 1.10, "
+                "an XMTP V3 client). Sends wait in the outbox and fail with reason "
+                "v3_cutover; what the node holds can still be read. To send again, run this "
+                "identity on a cone built on a libxmtp with D14N support, or point "
+                "--network/--api-url at a node that still serves V3 (docs/networks.md).",
+                self.api_url or "?",
             )
 
-    def v3_cutover(self) -> bool:
-        """Whether the node has refused this client as a V3 client since its last
-        successful publication (a stream reopened and refused counts too)."""
-        if not self._cutover and any(
-            is_v3_cutover(s.health.last_error or "") for s in self._streams
-        ):
+    def _stream_error(self, error: str) -> None:
+        if is_v3_cutover(error):
             self._saw_cutover()
+        elif not self._cutover and time.monotonic() - self._probed_at >= PROBE_EVERY_S:
+            # A subscription refused after the cutover closes without the text.
+            task = asyncio.get_running_loop().create_task(self._probe())
+            self._probes.add(task)
+            task.add_done_callback(self._probes.discard)
+
+    def v3_cutover(self) -> bool:
+        """Whether the node has refused this client as a V3 client (a publication or
+        a subscription) since the last publication it accepted."""
         return self._cutover
 
     # --- conversations and messages (local database) -------------------------
@@ -355,7 +371,7 @@ class Engine:
                 f"creating the DM with {inbox_id}",
             )
         except ffi.FfiError as exc:
-            raise self._error(exc, f"creating the DM with {inbox_id}") from exc
+            raise await self._publish_error(exc, f"creating the DM with {inbox_id}") from exc
         return self._info(conv)
 
     async def set_consent(
@@ -420,7 +436,7 @@ class Engine:
                 "publishing a message",
             )
         except ffi.FfiError as exc:
-            raise self._error(exc, "publishing a message") from exc
+            raise await self._publish_error(exc, "publishing a message") from exc
         self._cutover = False
 
     async def own_messages(self, conversation_id: str, inserted_after_ns: int) -> list[RawMessage]:
@@ -465,12 +481,13 @@ class Engine:
                 )
             on_consent(updates)
 
+        err = self._stream_error
         self._streams = [
             SupervisedStream(
-                "messages", lambda cb: convs.stream_all_messages(cb, None), message, on_restart
+                "messages", lambda cb: convs.stream_all_messages(cb, None), message, on_restart, err
             ),
-            SupervisedStream("conversations", convs.stream, conversation, on_restart),
-            SupervisedStream("consent", convs.stream_consent, consent, on_restart),
+            SupervisedStream("conversations", convs.stream, conversation, on_restart, err),
+            SupervisedStream("consent", convs.stream_consent, consent, on_restart, err),
         ]
         await asyncio.gather(*(s.start() for s in self._streams))
 
@@ -504,6 +521,9 @@ class Engine:
 
     async def close(self) -> None:
         """Stop the streams and release libxmtp's database."""
+        for task in list(self._probes):
+            task.cancel()
+        await asyncio.gather(*self._probes, return_exceptions=True)
         for s in self._streams:
             await s.stop()
         self._streams = []

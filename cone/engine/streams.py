@@ -81,6 +81,8 @@ class SupervisedStream:
     opener: Opener
     on_item: Callable[[Any], None]
     on_restart: Callable[[], None]
+    # Told each error that ended or refused the stream.
+    on_error: Callable[[str], None] = lambda error: None
     health: StreamHealth = field(init=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False)
     # Set once the first subscription has succeeded or failed.
@@ -119,7 +121,9 @@ class SupervisedStream:
                 closer = await self.opener(callback)
                 await closer.wait_for_ready()
                 if closer.is_closed():
-                    # libxmtp reports "ready" also for a subscription that failed.
+                    # libxmtp reports "ready" also for a subscription that failed; its
+                    # error is on its way to the loop (call_soon_threadsafe).
+                    await asyncio.sleep(0)
                     raise ConnectionError(callback.error or "the subscription failed")
                 self.health.connected = True
                 self._settled.set()
@@ -142,6 +146,7 @@ class SupervisedStream:
                 self._settled.set()
             first = False
             self.health.restarts += 1
+            self.on_error(self.health.last_error)
             log.info(
                 "stream %s ended (%s); reopening in %.1f s",
                 self.name,

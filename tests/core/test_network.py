@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from xmtp_bindings import xmtpv3 as ffi
 
-from cone.errors import Unavailable
+from cone.devnet import Devnet
+from cone.errors import FailedPrecondition, Unavailable
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, run_cone
 from support.devnet_process import DevnetProcess
@@ -124,3 +125,47 @@ async def test_a_first_start_without_the_node_fails_with_one_clear_line(home: Pa
     ]
     assert "Api Stats" not in err.decode()
     assert "GetInboxIds" not in err.decode()
+
+
+async def test_after_the_v3_cutover_sends_fail_with_their_own_reason_and_status_says_why(
+    daemon: DaemonProcess, alice: Peer, devnet_node: Devnet
+) -> None:
+    await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address, name="alice"))
+    devnet_node.faults.set_v3_cutover(True)
+    for _ in range(2):  # a retry with the same key meets the same refusal
+        with pytest.raises(FailedPrecondition) as err:
+            await daemon.client.call(
+                "Send", pb.SendRequest(to="alice", text="after the cutover", key="cut-1")
+            )
+        assert err.value.reason == "v3_cutover"
+        assert "D14N" in err.value.message
+    status = await _status(daemon)
+    assert status.network_state == pb.NETWORK_STATE_V3_CUTOVER
+    assert any("D14N" in w for w in status.warnings)
+    (waiting,) = status.outbox  # the payload is kept, retried rarely
+    assert waiting.key == "cut-1" and waiting.state == "failing"
+    await daemon.client.call("Sync", pb.SyncRequest())  # reads keep working
+
+    async def streams_refused_again() -> bool:
+        s = await _status(daemon)
+        network = [st for st in s.streams if st.name != "consent"]  # consent is local
+        return all(not st.connected and st.restarts >= 3 for st in network)
+
+    await until(streams_refused_again)  # each reopening meets the refusal
+    assert daemon.stderr().count("has cut over to XMTP's decentralized network") == 1
+
+    # A daemon started after the cutover knows it before anything is sent.
+    assert await daemon.stop() == 0
+    await daemon.start()
+
+    async def cut_over() -> bool:
+        return (await _status(daemon)).network_state == pb.NETWORK_STATE_V3_CUTOVER
+
+    await until(cut_over, timeout=30)
+
+    devnet_node.faults.set_v3_cutover(False)  # e.g. the operator pointed cone elsewhere
+    sent = await daemon.client.call(
+        "Send", pb.SendRequest(to="alice", text="after the cutover", key="cut-1")
+    )
+    assert sent.published and sent.deduplicated
+    assert (await _status(daemon)).network_state == pb.NETWORK_STATE_REACHABLE
