@@ -75,7 +75,7 @@ def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 def _add_devnet_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "devnet-ctl",
-        help="inject faults into a running devnet (drop streams, fail calls, add latency)",
+        help="inject faults into a running devnet (drop streams, fail calls, latency, cutover)",
         description="Call a running devnet's control socket; prints one JSON object.",
     )
     p.add_argument("--control", required=True, help="the socket given to `cone devnet --control`")
@@ -93,7 +93,12 @@ def _add_devnet_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     latency.add_argument(
         "ms", type=int, help="milliseconds before each call is handled (0 removes)"
     )
-    actions.add_parser("clear", help="remove every pending failure and latency")
+    cutover = actions.add_parser(
+        "v3-cutover",
+        help="answer as XMTP's V3 node after its D14N cutover: publishes and subscriptions fail",
+    )
+    cutover.add_argument("--off", action="store_true", help="serve publishes again")
+    actions.add_parser("clear", help="remove every pending failure and latency, and the cutover")
     actions.add_parser("stats", help="calls and mean server time per method and per delivery")
 
 

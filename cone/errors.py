@@ -143,6 +143,10 @@ _BY_GRPC: Final[dict[grpc.StatusCode, type[ConeError]]] = {
     grpc.StatusCode.UNKNOWN: Internal,
 }
 
+#: The reason for XMTP's V3 node refusing cone after its cutover to the decentralized
+#: network (D14N): final, not an outage (FailedPrecondition; docs/networks.md).
+V3_CUTOVER: Final = "v3_cutover"
+
 # Reasons that belong to StateError although they travel as FAILED_PRECONDITION.
 STATE_REASONS: Final = frozenset(
     {"state_error", "locked", "wrong_key", "installation_mismatch", "bad_permissions"}
@@ -159,6 +163,7 @@ def error_class_for(code: grpc.StatusCode, reason: str | None) -> type[ConeError
 __all__ = [
     "DOMAIN",
     "STATE_REASONS",
+    "V3_CUTOVER",
     "ConeError",
     "Conflict",
     "FailedPrecondition",

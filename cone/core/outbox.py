@@ -31,8 +31,10 @@ from cone.core.ingest import READ_MARGIN_NS
 from cone.core.ratelimit import WriteBudget
 from cone.engine.engine import Engine
 from cone.errors import (
+    V3_CUTOVER,
     ConeError,
     Conflict,
+    FailedPrecondition,
     InvalidArgument,
     NotFound,
     RateLimited,
@@ -99,6 +101,7 @@ class Outbox:
         self._locks: dict[str, asyncio.Lock] = {}
         self._retry_task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._all_due = False
         self._budget = WriteBudget()
 
     def _lock(self, conversation_id: str) -> asyncio.Lock:
@@ -107,6 +110,11 @@ class Outbox:
     def start(self) -> None:
         """Resume unsettled keys now and keep retrying failed ones."""
         self._retry_task = asyncio.create_task(self._retry_forever(), name="outbox")
+
+    def retry_now(self) -> None:
+        """Retry every unsettled key now, whatever its backoff (the network is back)."""
+        self._all_due = True
+        self._wake.set()
 
     async def stop(self) -> None:
         """Stop retrying (unsettled keys resume at the next start)."""
@@ -216,6 +224,14 @@ class Outbox:
             log.warning("send %r waits in the outbox: %s", rec.key, err.message)
             retry_ms = max(0, (next_ns - time.time_ns()) // 1_000_000)
             return SendResult(message_id, rec.conversation_id, deduplicated, False, retry_ms)
+        except FailedPrecondition as err:
+            if err.reason != V3_CUTOVER:
+                raise
+            # Final until cone moves to D14N: the key keeps its payload, is retried
+            # rarely (in case the node was misconfigured), and the caller is told.
+            next_ns = time.time_ns() + int(RETRY_MAX_S * 1e9)
+            await self._store.write(outbox.fail, rec.key, message_id, err.message, next_ns)
+            raise
         # Not awaited: if a crash loses this record, the key is found pending, its
         # prepared message is found by key, and publishing it again is harmless.
         self._store.write_soon(outbox.settle, rec.key, message_id, time.time_ns())
@@ -241,9 +257,12 @@ class Outbox:
         """Retry what is due, then wait until the next key is due or a send fails."""
         # Cleared first: a send that fails while this round runs wakes the next one.
         self._wake.clear()
+        all_due, self._all_due = self._all_due, False
         pending = await self._store.read(outbox.unsettled)
         now = time.time_ns()
-        due = [r for r in pending if r.next_attempt_ns is None or r.next_attempt_ns <= now]
+        due = [
+            r for r in pending if all_due or r.next_attempt_ns is None or r.next_attempt_ns <= now
+        ]
         by_conv: dict[str, list[OutboxRecord]] = {}
         for r in due:
             by_conv.setdefault(r.conversation_id, []).append(r)

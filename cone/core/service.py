@@ -69,6 +69,7 @@ class Status:
     outbox: list[OutboxRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     ingest_healed: int = 0
+    network: str = "reachable"
 
 
 class Core:
@@ -93,6 +94,7 @@ class Core:
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
+        self._catch_up_now = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
         self.last_sync_ns: int | None = None
         self.last_sync_error: str | None = None
@@ -109,7 +111,7 @@ class Core:
             on_message=self.ingestor.accept,
             on_conversation=self._on_conversation,
             on_consent=self._on_consent,
-            on_restart=self.ingestor.mark_all,
+            on_restart=self._on_stream_restart,
         )
         try:
             await self.sync()
@@ -132,7 +134,11 @@ class Core:
 
     async def _catch_up_forever(self) -> None:
         while True:
-            await asyncio.sleep(self._catchup_interval_s)
+            try:
+                await asyncio.wait_for(self._catch_up_now.wait(), self._catchup_interval_s)
+            except TimeoutError:
+                pass
+            self._catch_up_now.clear()
             try:
                 try:
                     await self.sync()
@@ -141,6 +147,13 @@ class Core:
                 await self.ingestor.reconcile(full=False)
             except Exception:  # the loop's boundary: a failed pass must not end catch-up
                 log.exception("catch-up failed unexpectedly; trying again next period")
+
+    def _on_stream_restart(self) -> None:
+        # Whatever the gap skipped is read back from libxmtp's database; a stream that
+        # reopens while the network was down means it is back: catch up now.
+        self.ingestor.mark_all()
+        if not self.network_ok():
+            self._catch_up_now.set()
 
     def _notify(self) -> None:
         # Wake every waiting Receive; each re-reads the store.
@@ -202,7 +215,13 @@ class Core:
             raise
         await self.ingestor.ingest_all()
         self.last_sync_ns = time.time_ns()
-        self.last_sync_error = None
+        if self.last_sync_error is not None:
+            # The network is back: reopen streams and publish what waits now, rather
+            # than when their backoffs (up to 30 s and 5 min) run out.
+            log.warning("the XMTP network answers again; reconnecting and sending what waits")
+            self.last_sync_error = None
+            self.engine.reconnect_streams()
+            self.outbox.retry_now()
 
     def network_ok(self) -> bool:
         """Whether the network is known reachable: the last sync did not fail."""
@@ -420,6 +439,19 @@ class Core:
             )
         if updates >= UPDATE_LIMIT - 26:
             warnings.append(f"the inbox has used {updates} of {UPDATE_LIMIT} identity updates")
+        network = "reachable"
+        if self.engine.v3_cutover():
+            network = "v3_cutover"
+            warnings.append(
+                "the XMTP node refuses this cone as a V3 client after its cutover to the "
+                "decentralized network (D14N): nothing can be sent; see docs/networks.md"
+            )
+        elif self.last_sync_error:
+            network = "unreachable"
+            warnings.append(
+                f"the XMTP network at {self.engine.api_url} cannot be reached: sends wait in "
+                "the outbox and cone reconnects by itself"
+            )
         if self.last_sync_error:
             warnings.append(f"the last sync failed: {self.last_sync_error}")
         if self.ingestor.healed:
@@ -440,4 +472,5 @@ class Core:
             outbox=await self.outbox.unsettled(),
             warnings=warnings,
             ingest_healed=self.ingestor.healed,
+            network=network,
         )

@@ -29,7 +29,7 @@ from cone.daemon.servicer import ConeServicer
 from cone.daemon.socket_front import JsonHandler, SocketFront
 from cone.engine import _client
 from cone.engine.engine import Engine
-from cone.errors import StateError
+from cone.errors import StateError, Unavailable
 from cone.store import Connection, Store, load_db_key, meta
 from cone.store.keys import parse_hex_key
 from conepb.v1 import cone_pb2, cone_pb2_grpc
@@ -109,13 +109,26 @@ async def _open_identity(settings: Settings, store: Store) -> Engine:
             )
         new = registered is None
     assert xmtp_key is not None
-    engine = await Engine.open(
-        api_url=settings.api_url,
-        db_path=str(paths.xmtp_db),
-        db_key=xmtp_key,
-        wallet_key=wallet,
-        new=new,
-    )
+    try:
+        engine = await Engine.open(
+            api_url=settings.api_url,
+            db_path=str(paths.xmtp_db),
+            db_key=xmtp_key,
+            wallet_key=wallet,
+            new=new,
+        )
+    except Unavailable as exc:
+        # Only a new identity needs the node to start (a registered one opens offline).
+        log.info("registering a new identity: %s", exc.message)
+        hint = (
+            "is `cone devnet` running there?"
+            if settings.network == "local"
+            else "check the URL and this machine's connection."
+        )
+        raise Unavailable(
+            f"cannot reach the XMTP node at {settings.api_url} to register this new "
+            f"identity: {hint} (--network and --api-url choose the node)"
+        ) from exc
     recorded = await store.read(meta.get, "installation_id")
     if recorded is None:
         await store.write(meta.put, "installation_id", engine.installation_id.encode())

@@ -30,6 +30,11 @@ Handler = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
 
 BACKUP_CHUNK_BYTES = 1024 * 1024
 _KIND = {Kind.DM: pb.CONVERSATION_TYPE_DM, Kind.GROUP: pb.CONVERSATION_TYPE_GROUP}
+_NETWORK_STATES = {
+    "reachable": pb.NETWORK_STATE_REACHABLE,
+    "unreachable": pb.NETWORK_STATE_UNREACHABLE,
+    "v3_cutover": pb.NETWORK_STATE_V3_CUTOVER,
+}
 
 
 def _ts(ns: int | None) -> Timestamp | None:
@@ -276,4 +281,5 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             ],
             warnings=s.warnings,
             ingest_healed=s.ingest_healed,
+            network_state=_NETWORK_STATES[s.network],
         )

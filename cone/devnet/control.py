@@ -53,6 +53,12 @@ class ControlService(pb_grpc.DevnetControlServicer):
         self._devnet.faults.clear()
         return pb.ClearFaultsResponse()
 
+    async def SetV3Cutover(
+        self, request: pb.SetV3CutoverRequest, context: Any
+    ) -> pb.SetV3CutoverResponse:
+        ended = self._devnet.faults.set_v3_cutover(request.on)
+        return pb.SetV3CutoverResponse(ended_streams=ended)
+
     async def GetStats(self, request: pb.GetStatsRequest, context: Any) -> pb.GetStatsResponse:
         stats = self._devnet.stats
         return pb.GetStatsResponse(
@@ -163,8 +169,13 @@ class ControlClient:
         return str(response.method)
 
     def clear(self) -> None:
-        """Remove every pending failure and latency."""
+        """Remove every pending failure and latency, and the V3 cutover."""
         self._stub.ClearFaults(pb.ClearFaultsRequest())
+
+    def set_v3_cutover(self, on: bool = True) -> int:
+        """Answer as a V3 node after its D14N cutover (or stop); returns the streams ended."""
+        response = self._stub.SetV3Cutover(pb.SetV3CutoverRequest(on=on))
+        return int(response.ended_streams)
 
     def stats(self) -> pb.GetStatsResponse:
         """Calls and server time per method and per streamed delivery."""

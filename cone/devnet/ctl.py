@@ -43,6 +43,9 @@ def _act(client: ControlClient, args: argparse.Namespace) -> dict[str, Any]:
         return {"method": method, "count": args.count, "code": args.code}
     if args.action == "latency":
         return {"method": client.set_latency(args.method, args.ms / 1000), "latencyMs": args.ms}
+    if args.action == "v3-cutover":
+        on = not args.off
+        return {"v3Cutover": on, "endedStreams": client.set_v3_cutover(on)}
     if args.action == "clear":
         client.clear()
         return {"cleared": True}

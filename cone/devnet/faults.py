@@ -1,4 +1,5 @@
-"""Fault injection: fail the next calls of a method, delay a method, drop every stream.
+"""Fault injection: fail the next calls of a method, delay a method, drop every stream,
+answer as XMTP's V3 node does after its cutover to the decentralized network.
 
 The state lives here; `interceptor.py` applies it to incoming calls, and
 `control.py` exposes it on a Unix socket to other processes.
@@ -11,7 +12,31 @@ from dataclasses import dataclass
 
 import grpc
 
+from cone.devnet.hub import EndReason
 from cone.errors import InvalidArgument
+
+#: What xmtp-node-go answers once its D14N cutover has passed (`--api.d14n-cutover-ns`).
+V3_PUBLISH_REFUSED = (
+    "publishing to XMTP V3 is no longer available. Please upgrade your client to XMTP D14N."
+)
+#: The node-go methods that publish, refused after the cutover (RegisterInstallation
+#: too, which the devnet does not serve).
+V3_PUBLISH_METHODS = frozenset(
+    {
+        "/xmtp.mls.api.v1.MlsApi/UploadKeyPackage",
+        "/xmtp.mls.api.v1.MlsApi/SendGroupMessages",
+        "/xmtp.mls.api.v1.MlsApi/SendWelcomeMessages",
+        "/xmtp.mls.api.v1.MlsApi/BatchPublishCommitLog",
+        "/xmtp.identity.api.v1.IdentityApi/PublishIdentityUpdate",
+    }
+)
+#: The subscriptions refused after the cutover (open ones end within node-go's 5 s check).
+V3_SUBSCRIBE_METHODS = frozenset(
+    {
+        "/xmtp.mls.api.v1.MlsApi/SubscribeGroupMessages",
+        "/xmtp.mls.api.v1.MlsApi/SubscribeWelcomeMessages",
+    }
+)
 
 
 @dataclass(slots=True)
@@ -24,14 +49,16 @@ class _Failure:
 class Faults:
     """The faults injected into one devnet, by method path."""
 
-    def __init__(self, methods: Iterable[str], drop_streams: Callable[[], int]) -> None:
-        """`methods` are the full paths served; `drop_streams` ends every open stream."""
+    def __init__(self, methods: Iterable[str], drop_streams: Callable[[EndReason], int]) -> None:
+        """`methods` are the full paths served; `drop_streams` ends every open stream
+        for the reason given."""
         self._methods = frozenset(methods)
         self._by_name = {path.rsplit("/", 1)[-1]: path for path in self._methods}
         self._drop_streams = drop_streams
         self._failures: dict[str, _Failure] = {}
         self._group_failures: dict[bytes, _Failure] = {}
         self._latency_s: dict[str, float] = {}
+        self.v3_cutover = False
 
     @property
     def methods(self) -> frozenset[str]:
@@ -78,7 +105,25 @@ class Faults:
 
     def drop_streams(self) -> int:
         """End every open stream now with UNAVAILABLE; returns how many were open."""
-        return self._drop_streams()
+        return self._drop_streams(EndReason.DROPPED)
+
+    def set_v3_cutover(self, on: bool) -> int:
+        """Answer as XMTP's V3 node after its D14N cutover (or stop): publishes and new
+        subscriptions fail with UNAVAILABLE and node-go's text, reads keep working,
+        and open streams end as node-go's periodic check ends them. Returns how many
+        streams were ended."""
+        self.v3_cutover = on
+        return self._drop_streams(EndReason.V3_CUTOVER) if on else 0
+
+    def cutover_refusal(self, method: str) -> str | None:
+        """The refusal text for a call of `method` while the cutover is on, or None."""
+        if not self.v3_cutover:
+            return None
+        if method in V3_PUBLISH_METHODS:
+            return V3_PUBLISH_REFUSED
+        if method in V3_SUBSCRIBE_METHODS:
+            return EndReason.V3_CUTOVER.value
+        return None
 
     def fail_group(
         self, group_id: bytes, count: int, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE
@@ -105,10 +150,11 @@ class Faults:
         return None
 
     def clear(self) -> None:
-        """Remove every pending failure and latency."""
+        """Remove every pending failure and latency, and the cutover."""
         self._failures.clear()
         self._group_failures.clear()
         self._latency_s.clear()
+        self.v3_cutover = False
 
     def latency(self, method: str) -> float:
         """The delay to apply to a call of the method, in seconds."""

@@ -37,6 +37,9 @@ class EndReason(enum.Enum):
     DROPPED = "dropped by fault injection"
     SHUTDOWN = "the devnet is shutting down"
     TOO_SLOW = "caller did not read all messages fast enough"
+    V3_CUTOVER = (
+        "XMTP V3 streaming is no longer available. Please upgrade your client to XMTP D14N."
+    )
 
 
 class StreamEnded(Exception):

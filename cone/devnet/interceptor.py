@@ -93,6 +93,9 @@ class DevnetInterceptor(grpc.aio.ServerInterceptor):
                     failure = injected.take_group_failure(_group_ids(request))
                 if failure is not None:
                     await context.abort(*failure)
+                refusal = injected.cutover_refusal(method)
+                if refusal is not None:
+                    await context.abort(grpc.StatusCode.UNAVAILABLE, refusal)
             start = time.perf_counter_ns()
             try:
                 return await inner(request, context)

@@ -139,8 +139,8 @@ class Devnet:
         if self._server is not None:
             await self._server.wait_for_termination()
 
-    def _drop_streams(self) -> int:
-        return self._groups.end_all(EndReason.DROPPED) + self._welcomes.end_all(EndReason.DROPPED)
+    def _drop_streams(self, reason: EndReason = EndReason.DROPPED) -> int:
+        return self._groups.end_all(reason) + self._welcomes.end_all(reason)
 
     async def __aenter__(self) -> str:
         return await self.start()

@@ -33,6 +33,7 @@ _END_CODES: Final = {
     EndReason.DROPPED: grpc.StatusCode.UNAVAILABLE,
     EndReason.SHUTDOWN: grpc.StatusCode.UNAVAILABLE,
     EndReason.TOO_SLOW: grpc.StatusCode.ABORTED,
+    EndReason.V3_CUTOVER: grpc.StatusCode.UNAVAILABLE,
 }
 
 #: Sent with the headers, as the reference node does.

@@ -93,10 +93,13 @@ async def open_client(
     wallet_key: bytes,
     register: bool = True,
     device_sync: bool = False,
+    allow_offline: bool = False,
 ) -> ffi.FfiXmtpClient:
     """Open (or create) the libxmtp client of a wallet, with its database at `db_path`.
 
-    With `register`, a client whose installation is not yet on the network signs
+    `allow_offline` makes no network call while opening: for an installation already
+    registered in `db_path` (libxmtp 1.10 then skips refreshing the inbox's identity
+    updates, which its next sync does). With `register`, a client whose installation is not yet on the network signs
     libxmtp's registration text with the wallet and registers it (a new inbox, or a
     new installation of an existing one). Without it, the caller can inspect
     `client.signature_request()`: None means the installation is registered.
@@ -117,7 +120,7 @@ async def open_client(
         INBOX_NONCE,
         None,
         ffi.FfiDeviceSyncMode.ENABLED if device_sync else ffi.FfiDeviceSyncMode.DISABLED,
-        None,
+        allow_offline,
         None,
     )
     if register:

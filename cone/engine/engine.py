@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -17,8 +18,9 @@ from typing import Any, TypeVar
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine._client import open_client, wallet_address
+from cone.engine._probe import is_v3_cutover, refuses_v3
 from cone.engine.streams import StreamHealth, SupervisedStream
-from cone.errors import ConeError, FailedPrecondition, RateLimited, Unavailable
+from cone.errors import V3_CUTOVER, ConeError, FailedPrecondition, RateLimited, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,18 @@ PAGE = 500
 # by the caller's own schedule instead of holding ingest or catch-up forever.
 LOCAL_CALL_S = 30.0
 NETWORK_CALL_S = 120.0
+# At most one direct cutover probe this often for failing streams (publishes that
+# fail always probe: they are rare and slow already).
+PROBE_EVERY_S = 60.0
+# Registering a new installation is a handful of node calls; against an unreachable
+# node libxmtp gives up after about 2 s, this bounds a node that never answers.
+REGISTER_S = 60.0
+
+V3_CUTOVER_ADVICE = (
+    "the XMTP node has cut over to XMTP's decentralized network (D14N) and refuses "
+    "publishes and new subscriptions from V3 clients such as this cone (libxmtp 1.10); "
+    "see docs/networks.md"
+)
 
 
 async def _bounded(call: Awaitable[T], seconds: float, doing: str) -> T:
@@ -81,10 +95,19 @@ class ConsentUpdate:
     consent: XmtpConsent
 
 
+def summary(text: str) -> str:
+    """libxmtp's error text on one line, without the call counts ("Api Stats") that
+    libxmtp 1.10 appends to every API error."""
+    return " ".join(text.split("============ Api Stats", 1)[0].split())
+
+
 def translate(exc: BaseException, doing: str, reason: str = "network_unavailable") -> ConeError:
     """One place where libxmtp's errors become ConeErrors."""
-    text = str(exc)
+    text = summary(str(exc))
     lowered = text.lower()
+    if is_v3_cutover(text):
+        # Final, not an outage: retrying cannot succeed until cone moves to D14N.
+        return FailedPrecondition(f"{doing} failed: {V3_CUTOVER_ADVICE}", reason=V3_CUTOVER)
     if "rate limit" in lowered or "resource_exhausted" in lowered or "429" in lowered:
         return RateLimited(f"XMTP rate limit while {doing}: {text}")
     return Unavailable(f"{doing} failed: {text}", reason=reason)
@@ -126,21 +149,35 @@ def _consent(state: Any) -> XmtpConsent:
 class Engine:
     """An open libxmtp client for one identity."""
 
-    def __init__(self, client: Any, wallet_key: bytes) -> None:
+    def __init__(self, client: Any, wallet_key: bytes, api_url: str = "") -> None:
         self._client = client
         self.inbox_id: str = client.inbox_id()
         self.installation_id: str = bytes(client.installation_id()).hex()
         self.address: str = wallet_address(wallet_key)
+        self.api_url = api_url
         self._streams: list[SupervisedStream] = []
+        self._cutover = False
+        self._probed_at = -PROBE_EVERY_S
+        self._probes: set[asyncio.Task[bool]] = set()
 
     @classmethod
     async def open(
         cls, *, api_url: str, db_path: str, db_key: bytes, wallet_key: bytes, new: bool
     ) -> Engine:
-        """Open the client. With `new=False` a new installation is refused, not made."""
+        """Open the client. With `new=False` a new installation is refused, not made,
+        and nothing goes to the network: a registered identity opens offline."""
         try:
-            client = await open_client(
-                api_url=api_url, db_path=db_path, db_key=db_key, wallet_key=wallet_key, register=new
+            client = await _bounded(
+                open_client(
+                    api_url=api_url,
+                    db_path=db_path,
+                    db_key=db_key,
+                    wallet_key=wallet_key,
+                    register=new,
+                    allow_offline=not new,
+                ),
+                REGISTER_S,
+                "opening the XMTP client",
             )
         except ffi.FfiError as exc:
             raise translate(exc, "opening the XMTP client") from exc
@@ -151,7 +188,58 @@ class Engine:
                 "or start with a new state directory.",
                 reason="installation_mismatch",
             )
-        return cls(client, wallet_key)
+        return cls(client, wallet_key, api_url)
+
+    def _error(
+        self, exc: BaseException, doing: str, reason: str = "network_unavailable"
+    ) -> ConeError:
+        """`translate`, noting the V3 cutover (logged once) for status."""
+        err = translate(exc, doing, reason)
+        if err.reason == V3_CUTOVER:
+            self._saw_cutover()
+        return err
+
+    async def _publish_error(self, exc: BaseException, doing: str) -> ConeError:
+        """The error for a failed publication: the V3 cutover when the node refuses
+        this client. libxmtp 1.10 reports that refusal only as "Sync failed to wait
+        for intent", so the node is asked directly (`_probe`)."""
+        err = self._error(exc, doing)
+        if isinstance(err, Unavailable) and (self._cutover or await self._probe()):
+            return FailedPrecondition(f"{doing} failed: {V3_CUTOVER_ADVICE}", reason=V3_CUTOVER)
+        return err
+
+    async def _probe(self) -> bool:
+        self._probed_at = time.monotonic()
+        if await refuses_v3(self.api_url):
+            self._saw_cutover()
+        return self._cutover
+
+    def _saw_cutover(self) -> None:
+        if not self._cutover:
+            self._cutover = True
+            log.error(
+                "the XMTP node at %s has cut over to XMTP's decentralized network (D14N) "
+                "and refuses publishes and new subscriptions from this cone (libxmtp 1.10, "
+                "an XMTP V3 client). Sends wait in the outbox and fail with reason "
+                "v3_cutover; what the node holds can still be read. To send again, run this "
+                "identity on a cone built on a libxmtp with D14N support, or point "
+                "--network/--api-url at a node that still serves V3 (docs/networks.md).",
+                self.api_url or "?",
+            )
+
+    def _stream_error(self, error: str) -> None:
+        if is_v3_cutover(error):
+            self._saw_cutover()
+        elif not self._cutover and time.monotonic() - self._probed_at >= PROBE_EVERY_S:
+            # A subscription refused after the cutover closes without the text.
+            task = asyncio.get_running_loop().create_task(self._probe())
+            self._probes.add(task)
+            task.add_done_callback(self._probes.discard)
+
+    def v3_cutover(self) -> bool:
+        """Whether the node has refused this client as a V3 client (a publication or
+        a subscription) since the last publication it accepted."""
+        return self._cutover
 
     # --- conversations and messages (local database) -------------------------
 
@@ -235,7 +323,9 @@ class Engine:
             )
             await _bounded(self._client.sync_preferences(), NETWORK_CALL_S, "syncing consent")
         except ffi.FfiError as exc:
-            raise translate(exc, "syncing with the XMTP network", "sync_failed") from exc
+            err = self._error(exc, "syncing with the XMTP network", "sync_failed")
+            # A sync is a sync failure whatever refused it (the cutover is in status).
+            raise Unavailable(err.message, reason="sync_failed") from exc
         except Unavailable as exc:
             raise Unavailable(exc.message, reason="sync_failed") from exc
 
@@ -245,23 +335,47 @@ class Engine:
             conv = self._client.conversation(bytes.fromhex(conversation_id))
             await _bounded(conv.sync(), NETWORK_CALL_S, "syncing a conversation")
         except ffi.FfiError as exc:
-            raise translate(exc, "syncing a conversation") from exc
+            raise self._error(exc, "syncing a conversation") from exc
 
     async def resolve(self, identifier: str) -> str | None:
-        """The inbox id for an address or inbox id, or None when it is not on XMTP."""
+        """The inbox id for an address or inbox id, or None when it is not on XMTP.
+
+        With the network down, an inbox id libxmtp already holds still resolves."""
+        doing = f"resolving {identifier}"
         try:
             if identifier.startswith("0x"):
                 ident = ffi.FfiIdentifier(
                     identifier=identifier.lower(), identifier_kind=ffi.FfiIdentifierKind.ETHEREUM
                 )
-                inbox: str | None = await self._client.find_inbox_id(ident)
+                inbox: str | None = await _bounded(
+                    self._client.find_inbox_id(ident), NETWORK_CALL_S, doing
+                )
                 return inbox
-            states = await self._client.addresses_from_inbox_id(True, [identifier])
+            states = await _bounded(
+                self._client.addresses_from_inbox_id(True, [identifier]), NETWORK_CALL_S, doing
+            )
         except ffi.FfiError as exc:
             if "not found" in str(exc).lower() or "missing" in str(exc).lower():
                 return None
-            raise translate(exc, f"resolving {identifier}") from exc
+            err = self._error(exc, doing)
+            if isinstance(err, Unavailable) and await self._held_locally(identifier):
+                return identifier
+            raise err from exc
         return identifier if states and states[0].installations else None
+
+    async def _held_locally(self, inbox_id: str) -> bool:
+        """Whether libxmtp's database holds an inbox with installations (no network)."""
+        if inbox_id.startswith("0x"):
+            return False
+        try:
+            states = await _bounded(
+                self._client.addresses_from_inbox_id(False, [inbox_id]),
+                LOCAL_CALL_S,
+                "reading an inbox",
+            )
+        except (ffi.FfiError, Unavailable):
+            return False
+        return bool(states and states[0].installations)
 
     async def addresses_of(self, inbox_id: str) -> list[str]:
         """The Ethereum addresses associated with an inbox."""
@@ -274,11 +388,15 @@ class Engine:
     async def find_or_create_dm(self, inbox_id: str) -> ConversationInfo:
         """The DM with `inbox_id`, created (and published) if there is none."""
         try:
-            conv = await self._client.conversations().find_or_create_dm(
-                inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
+            conv = await _bounded(
+                self._client.conversations().find_or_create_dm(
+                    inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
+                ),
+                NETWORK_CALL_S,
+                f"creating the DM with {inbox_id}",
             )
         except ffi.FfiError as exc:
-            raise translate(exc, f"creating the DM with {inbox_id}") from exc
+            raise await self._publish_error(exc, f"creating the DM with {inbox_id}") from exc
         return self._info(conv)
 
     async def set_consent(
@@ -302,7 +420,7 @@ class Engine:
         try:
             await self._client.set_consent_states(records)
         except ffi.FfiError as exc:
-            raise translate(exc, "recording consent in XMTP") from exc
+            raise self._error(exc, "recording consent in XMTP") from exc
 
     async def inbox_consent(self, inbox_id: str) -> XmtpConsent:
         """XMTP's consent record for an inbox."""
@@ -320,7 +438,7 @@ class Engine:
             state = await self._client.inbox_state(False)
             updates = await self._client.fetch_own_inbox_updates_count(False)
         except ffi.FfiError as exc:
-            raise translate(exc, "reading the inbox state") from exc
+            raise self._error(exc, "reading the inbox state") from exc
         return len(state.installations), int(updates)
 
     # --- sending (two-phase: prepare locally, then publish) ----------------------
@@ -331,7 +449,7 @@ class Engine:
             conv = self._client.conversation(bytes.fromhex(conversation_id))
             return bytes(conv.prepare_message(payload, True)).hex()
         except ffi.FfiError as exc:
-            raise translate(exc, "preparing a message") from exc
+            raise self._error(exc, "preparing a message") from exc
 
     async def publish(self, conversation_id: str, message_id: str) -> None:
         """Publish a prepared message; harmless to repeat after success."""
@@ -343,7 +461,8 @@ class Engine:
                 "publishing a message",
             )
         except ffi.FfiError as exc:
-            raise translate(exc, "publishing a message") from exc
+            raise await self._publish_error(exc, "publishing a message") from exc
+        self._cutover = False
 
     async def own_messages(self, conversation_id: str, inserted_after_ns: int) -> list[RawMessage]:
         """This identity's messages in a conversation (to find a prepared one by key)."""
@@ -385,18 +504,25 @@ class Engine:
                 )
             on_consent(updates)
 
+        err = self._stream_error
         self._streams = [
             SupervisedStream(
-                "messages", lambda cb: convs.stream_all_messages(cb, None), message, on_restart
+                "messages", lambda cb: convs.stream_all_messages(cb, None), message, on_restart, err
             ),
-            SupervisedStream("conversations", convs.stream, conversation, on_restart),
-            SupervisedStream("consent", convs.stream_consent, consent, on_restart),
+            SupervisedStream("conversations", convs.stream, conversation, on_restart, err),
+            SupervisedStream("consent", convs.stream_consent, consent, on_restart, err),
         ]
         await asyncio.gather(*(s.start() for s in self._streams))
 
     def stream_health(self) -> list[StreamHealth]:
         """Health of each stream, for status."""
         return [s.health for s in self._streams]
+
+    def reconnect_streams(self) -> None:
+        """Reopen now every stream that is waiting out its backoff."""
+        for s in self._streams:
+            if not s.health.connected:
+                s.retry_now()
 
     def streams_connected(self) -> bool:
         """True while every stream is open."""
@@ -407,17 +533,20 @@ class Engine:
         try:
             self._client.release_db_connection()
         except ffi.FfiError as exc:
-            raise translate(exc, "releasing libxmtp's database") from exc
+            raise self._error(exc, "releasing libxmtp's database") from exc
 
     async def reconnect_db(self) -> None:
         """Reopen libxmtp's database after `release_db`."""
         try:
             await self._client.db_reconnect()
         except ffi.FfiError as exc:
-            raise translate(exc, "reopening libxmtp's database") from exc
+            raise self._error(exc, "reopening libxmtp's database") from exc
 
     async def close(self) -> None:
         """Stop the streams and release libxmtp's database."""
+        for task in list(self._probes):
+            task.cancel()
+        await asyncio.gather(*self._probes, return_exceptions=True)
         for s in self._streams:
             await s.stop()
         self._streams = []

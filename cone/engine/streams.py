@@ -81,9 +81,14 @@ class SupervisedStream:
     opener: Opener
     on_item: Callable[[Any], None]
     on_restart: Callable[[], None]
+    # Told each error that ended or refused the stream.
+    on_error: Callable[[str], None] = lambda error: None
     health: StreamHealth = field(init=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False)
-    _ready: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    # Set once the first subscription has succeeded or failed.
+    _settled: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    # Cuts a backoff wait short (the network is known to be back).
+    _retry_now: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 
     def __post_init__(self) -> None:
         self.health = StreamHealth(self.name)
@@ -93,12 +98,17 @@ class SupervisedStream:
         self.on_item(item)
 
     async def start(self, timeout: float = 10.0) -> None:
-        """Start the supervisor and wait until the first subscription is ready."""
+        """Start the supervisor and wait until the first subscription is ready or has
+        failed (a failed one keeps retrying: the network may be down at start)."""
         self._task = asyncio.create_task(self._run(), name=f"stream-{self.name}")
         try:
-            await asyncio.wait_for(self._ready.wait(), timeout)
+            await asyncio.wait_for(self._settled.wait(), timeout)
         except TimeoutError:
             log.warning("stream %s not ready after %.0f s; it keeps retrying", self.name, timeout)
+
+    def retry_now(self) -> None:
+        """Reopen now if the stream is waiting out a backoff."""
+        self._retry_now.set()
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -110,8 +120,13 @@ class SupervisedStream:
             try:
                 closer = await self.opener(callback)
                 await closer.wait_for_ready()
+                if closer.is_closed():
+                    # libxmtp reports "ready" also for a subscription that failed; its
+                    # error is on its way to the loop (call_soon_threadsafe).
+                    await asyncio.sleep(0)
+                    raise ConnectionError(callback.error or "the subscription failed")
                 self.health.connected = True
-                self._ready.set()
+                self._settled.set()
                 if not first:
                     # Whatever the gap skipped is read back from libxmtp's database.
                     self.on_restart()
@@ -128,16 +143,22 @@ class SupervisedStream:
                 self.health.last_error = str(exc)
             finally:
                 self.health.connected = False
+                self._settled.set()
             first = False
             self.health.restarts += 1
+            self.on_error(self.health.last_error)
             log.info(
                 "stream %s ended (%s); reopening in %.1f s",
                 self.name,
                 self.health.last_error,
                 delay,
             )
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, BACKOFF_MAX_S)
+            self._retry_now.clear()
+            try:
+                await asyncio.wait_for(self._retry_now.wait(), delay * (0.5 + random.random()))
+                delay = BACKOFF_START_S
+            except TimeoutError:
+                delay = min(delay * 2, BACKOFF_MAX_S)
 
     async def stop(self) -> None:
         """Stop the supervisor and close the stream."""

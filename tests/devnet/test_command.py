@@ -97,3 +97,52 @@ async def test_faults_injected_from_another_process_reach_the_node(tmp_path: Pat
     assert await node.stop() == 0
     code, _, err = await _ctl(control, "stats")
     assert code == 5 and "UNAVAILABLE" in err
+
+
+async def test_the_v3_cutover_refuses_publishes_and_subscriptions_and_serves_reads(
+    tmp_path: Path,
+) -> None:
+    control = tmp_path / "ctl.sock"
+    node = await DevnetProcess.start(tmp_path, "--control", str(control))
+    group = b"group"
+    async with wire.node(node.url) as n:
+        await wire.send(n, group)
+        stream = n.mls.SubscribeGroupMessages(
+            mls.SubscribeGroupMessagesRequest(
+                filters=[mls.SubscribeGroupMessagesRequest.Filter(group_id=group)]
+            )
+        )
+        await stream.read()  # the stored message: the stream is open
+        assert (await _ctl(control, "v3-cutover"))[1] == {"v3Cutover": True, "endedStreams": 1}
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await stream.read()
+        assert (ended.value.code(), ended.value.details()) == (
+            grpc.StatusCode.UNAVAILABLE,
+            "XMTP V3 streaming is no longer available. Please upgrade your client to XMTP D14N.",
+        )
+        for publish in (wire.send(n, group), wire.new_inbox(n)):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await publish
+            assert (refused.value.code(), refused.value.details()) == (
+                grpc.StatusCode.UNAVAILABLE,
+                "publishing to XMTP V3 is no longer available. "
+                "Please upgrade your client to XMTP D14N.",
+            )
+        assert len((await wire.query(n, group)).messages) == 1  # reads keep working
+        again = n.mls.SubscribeGroupMessages(
+            mls.SubscribeGroupMessagesRequest(
+                filters=[mls.SubscribeGroupMessagesRequest.Filter(group_id=group)]
+            )
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await again.read()
+        assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert "streaming is no longer available" in (refused.value.details() or "")
+
+        assert (await _ctl(control, "v3-cutover", "--off"))[1] == {
+            "v3Cutover": False,
+            "endedStreams": 0,
+        }
+        await wire.send(n, group)
+        assert len((await wire.query(n, group)).messages) == 2
+    assert await node.stop() == 0

@@ -22,6 +22,13 @@ class ConsentState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONSENT_STATE_REQUESTED: _ClassVar[ConsentState]
     CONSENT_STATE_ACCEPTED: _ClassVar[ConsentState]
     CONSENT_STATE_BLOCKED: _ClassVar[ConsentState]
+
+class NetworkState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    NETWORK_STATE_UNSPECIFIED: _ClassVar[NetworkState]
+    NETWORK_STATE_REACHABLE: _ClassVar[NetworkState]
+    NETWORK_STATE_UNREACHABLE: _ClassVar[NetworkState]
+    NETWORK_STATE_V3_CUTOVER: _ClassVar[NetworkState]
 CONVERSATION_TYPE_UNSPECIFIED: ConversationType
 CONVERSATION_TYPE_DM: ConversationType
 CONVERSATION_TYPE_GROUP: ConversationType
@@ -29,6 +36,10 @@ CONSENT_STATE_UNSPECIFIED: ConsentState
 CONSENT_STATE_REQUESTED: ConsentState
 CONSENT_STATE_ACCEPTED: ConsentState
 CONSENT_STATE_BLOCKED: ConsentState
+NETWORK_STATE_UNSPECIFIED: NetworkState
+NETWORK_STATE_REACHABLE: NetworkState
+NETWORK_STATE_UNREACHABLE: NetworkState
+NETWORK_STATE_V3_CUTOVER: NetworkState
 
 class IdentityRequest(_message.Message):
     __slots__ = ()
@@ -293,7 +304,7 @@ class OutboxEntry(_message.Message):
     def __init__(self, key: _Optional[str] = ..., conversation_id: _Optional[str] = ..., state: _Optional[str] = ..., attempts: _Optional[int] = ..., last_error: _Optional[str] = ..., next_attempt_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("identity", "streams", "last_sync_at", "last_sync_error", "inbox_messages", "consumers", "requests", "outbox", "installations", "identity_updates", "warnings", "ingest_healed")
+    __slots__ = ("identity", "streams", "last_sync_at", "last_sync_error", "inbox_messages", "consumers", "requests", "outbox", "installations", "identity_updates", "warnings", "ingest_healed", "network_state")
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     STREAMS_FIELD_NUMBER: _ClassVar[int]
     LAST_SYNC_AT_FIELD_NUMBER: _ClassVar[int]
@@ -306,6 +317,7 @@ class StatusResponse(_message.Message):
     IDENTITY_UPDATES_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     INGEST_HEALED_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_STATE_FIELD_NUMBER: _ClassVar[int]
     identity: IdentityResponse
     streams: _containers.RepeatedCompositeFieldContainer[StreamHealth]
     last_sync_at: _timestamp_pb2.Timestamp
@@ -318,7 +330,8 @@ class StatusResponse(_message.Message):
     identity_updates: int
     warnings: _containers.RepeatedScalarFieldContainer[str]
     ingest_healed: int
-    def __init__(self, identity: _Optional[_Union[IdentityResponse, _Mapping]] = ..., streams: _Optional[_Iterable[_Union[StreamHealth, _Mapping]]] = ..., last_sync_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_sync_error: _Optional[str] = ..., inbox_messages: _Optional[int] = ..., consumers: _Optional[_Iterable[_Union[ConsumerStatus, _Mapping]]] = ..., requests: _Optional[int] = ..., outbox: _Optional[_Iterable[_Union[OutboxEntry, _Mapping]]] = ..., installations: _Optional[int] = ..., identity_updates: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., ingest_healed: _Optional[int] = ...) -> None: ...
+    network_state: NetworkState
+    def __init__(self, identity: _Optional[_Union[IdentityResponse, _Mapping]] = ..., streams: _Optional[_Iterable[_Union[StreamHealth, _Mapping]]] = ..., last_sync_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_sync_error: _Optional[str] = ..., inbox_messages: _Optional[int] = ..., consumers: _Optional[_Iterable[_Union[ConsumerStatus, _Mapping]]] = ..., requests: _Optional[int] = ..., outbox: _Optional[_Iterable[_Union[OutboxEntry, _Mapping]]] = ..., installations: _Optional[int] = ..., identity_updates: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., ingest_healed: _Optional[int] = ..., network_state: _Optional[_Union[NetworkState, str]] = ...) -> None: ...
 
 class BackupRequest(_message.Message):
     __slots__ = ("passphrase",)

@@ -130,7 +130,9 @@ class ConeServiceServicer:
         ALREADY_EXISTS (reason `key_conflict`) when the key was used for another
         destination or content type; NOT_FOUND when the destination does not resolve;
         FAILED_PRECONDITION (reason `not_accepted`) when sending to a conversation id
-        that is not accepted; INVALID_ARGUMENT for bad fields.
+        that is not accepted; INVALID_ARGUMENT for bad fields; FAILED_PRECONDITION
+        (reason `v3_cutover`) when the node refuses V3 clients after its cutover to
+        D14N (the key keeps its payload in the outbox).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -139,7 +141,7 @@ class ConeServiceServicer:
     def Reply(self, request, context):
         """Reply sends text into an accepted conversation, with the same key protocol
         as Send. FAILED_PRECONDITION (reason `not_accepted`) when the conversation is
-        unknown to the inbox, a request, or blocked.
+        unknown to the inbox, a request, or blocked; (reason `v3_cutover`) as for Send.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -198,8 +200,8 @@ class ConeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Status(self, request, context):
-        """Status reports the health of the daemon for operators: streams, inbox,
-        outbox and the identity's installation and update budgets.
+        """Status reports the health of the daemon for operators: the network's state,
+        streams, inbox, outbox and the identity's installation and update budgets.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

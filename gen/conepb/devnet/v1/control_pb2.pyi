@@ -56,6 +56,18 @@ class ClearFaultsResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class SetV3CutoverRequest(_message.Message):
+    __slots__ = ("on",)
+    ON_FIELD_NUMBER: _ClassVar[int]
+    on: bool
+    def __init__(self, on: _Optional[bool] = ...) -> None: ...
+
+class SetV3CutoverResponse(_message.Message):
+    __slots__ = ("ended_streams",)
+    ENDED_STREAMS_FIELD_NUMBER: _ClassVar[int]
+    ended_streams: int
+    def __init__(self, ended_streams: _Optional[int] = ...) -> None: ...
+
 class GetStatsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

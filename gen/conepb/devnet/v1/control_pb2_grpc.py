@@ -55,6 +55,11 @@ class DevnetControlStub:
                 request_serializer=conepb_dot_devnet_dot_v1_dot_control__pb2.ClearFaultsRequest.SerializeToString,
                 response_deserializer=conepb_dot_devnet_dot_v1_dot_control__pb2.ClearFaultsResponse.FromString,
                 _registered_method=True)
+        self.SetV3Cutover = channel.unary_unary(
+                '/cone.devnet.v1.DevnetControl/SetV3Cutover',
+                request_serializer=conepb_dot_devnet_dot_v1_dot_control__pb2.SetV3CutoverRequest.SerializeToString,
+                response_deserializer=conepb_dot_devnet_dot_v1_dot_control__pb2.SetV3CutoverResponse.FromString,
+                _registered_method=True)
         self.GetStats = channel.unary_unary(
                 '/cone.devnet.v1.DevnetControl/GetStats',
                 request_serializer=conepb_dot_devnet_dot_v1_dot_control__pb2.GetStatsRequest.SerializeToString,
@@ -92,7 +97,19 @@ class DevnetControlServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ClearFaults(self, request, context):
-        """ClearFaults removes every pending failure and latency.
+        """ClearFaults removes every pending failure and latency, and the V3 cutover.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetV3Cutover(self, request, context):
+        """SetV3Cutover makes the devnet answer as XMTP's V3 node does once its cutover
+        to the decentralized network (D14N) has passed, or stops it: publishes
+        (UploadKeyPackage, SendGroupMessages, SendWelcomeMessages,
+        BatchPublishCommitLog, PublishIdentityUpdate) and new subscriptions fail with
+        UNAVAILABLE and xmtp-node-go's exact message, reads keep working, and open
+        streams end as the reference node's periodic check ends them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -128,6 +145,11 @@ def add_DevnetControlServicer_to_server(servicer, server):
                     servicer.ClearFaults,
                     request_deserializer=conepb_dot_devnet_dot_v1_dot_control__pb2.ClearFaultsRequest.FromString,
                     response_serializer=conepb_dot_devnet_dot_v1_dot_control__pb2.ClearFaultsResponse.SerializeToString,
+            ),
+            'SetV3Cutover': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetV3Cutover,
+                    request_deserializer=conepb_dot_devnet_dot_v1_dot_control__pb2.SetV3CutoverRequest.FromString,
+                    response_serializer=conepb_dot_devnet_dot_v1_dot_control__pb2.SetV3CutoverResponse.SerializeToString,
             ),
             'GetStats': grpc.unary_unary_rpc_method_handler(
                     servicer.GetStats,
@@ -244,6 +266,33 @@ class DevnetControl:
             '/cone.devnet.v1.DevnetControl/ClearFaults',
             conepb_dot_devnet_dot_v1_dot_control__pb2.ClearFaultsRequest.SerializeToString,
             conepb_dot_devnet_dot_v1_dot_control__pb2.ClearFaultsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetV3Cutover(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.devnet.v1.DevnetControl/SetV3Cutover',
+            conepb_dot_devnet_dot_v1_dot_control__pb2.SetV3CutoverRequest.SerializeToString,
+            conepb_dot_devnet_dot_v1_dot_control__pb2.SetV3CutoverResponse.FromString,
             options,
             channel_credentials,
             insecure,

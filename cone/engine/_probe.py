@@ -1,0 +1,49 @@
+"""Ask an XMTP node directly whether it has cut over from V3 to D14N.
+
+libxmtp 1.10 does not surface the node's refusal for publishes and new subscriptions
+(a publish fails with "Sync failed to wait for intent", a refused subscription just
+closes): only a stream that was open at the cutover reports the text. So when a
+publish or a subscription fails, cone asks the node itself with a publish that
+carries nothing: xmtp-node-go checks the cutover before anything else and answers
+UNAVAILABLE with its text; a node that still serves V3 refuses the empty request
+(or accepts it) without storing anything.
+"""
+
+from __future__ import annotations
+
+import grpc
+import grpc.aio
+
+from conepb.xmtp import mls_api_pb2 as mls
+from conepb.xmtp import mls_api_pb2_grpc as mls_grpc
+
+PROBE_S = 10.0
+
+
+def is_v3_cutover(text: str) -> bool:
+    """Whether an error text is a V3 node's refusal after its cutover (node-go says
+    "publishing to XMTP V3 is no longer available. Please upgrade your client to XMTP
+    D14N." or "XMTP V3 streaming is no longer available. …")."""
+    lowered = text.lower()
+    return "xmtp v3 is no longer available" in lowered or "client to xmtp d14n" in lowered
+
+
+async def refuses_v3(api_url: str) -> bool:
+    """Whether the node at `api_url` answers an empty SendGroupMessages with the V3
+    cutover refusal. False when it answers otherwise or cannot be asked."""
+    secure = api_url.startswith("https://")
+    target = api_url.split("://", 1)[-1].rstrip("/")
+    channel = (
+        grpc.aio.secure_channel(target, grpc.ssl_channel_credentials())
+        if secure
+        else grpc.aio.insecure_channel(target)
+    )
+    try:
+        await mls_grpc.MlsApiStub(channel).SendGroupMessages(
+            mls.SendGroupMessagesRequest(messages=[]), timeout=PROBE_S
+        )
+    except grpc.aio.AioRpcError as exc:
+        return exc.code() is grpc.StatusCode.UNAVAILABLE and is_v3_cutover(exc.details() or "")
+    finally:
+        await channel.close()
+    return False
