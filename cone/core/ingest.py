@@ -66,6 +66,7 @@ class Ingestor:
         self._engine = engine
         self._on_new = on_new
         self._dirty: set[str] = set()
+        self._all = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -88,8 +89,7 @@ class Ingestor:
 
     def mark_all(self) -> None:
         """Note that any conversation may have news (after a stream restart)."""
-        for info in self._engine.conversations():
-            self._dirty.add(info.id)
+        self._all = True
         self._wake.set()
 
     async def _run(self) -> None:
@@ -98,6 +98,10 @@ class Ingestor:
             self._wake.clear()
             batch, self._dirty = self._dirty, set()
             try:
+                if self._all:
+                    # Cleared only once libxmtp listed them (a failure retries it).
+                    batch |= {info.id for info in await self._engine.conversations()}
+                    self._all = False
                 await self.ingest(batch)
             except Exception:  # keep ingesting: this batch is retried shortly
                 log.exception("ingest failed; retrying in %.1f s", RETRY_S)
@@ -112,7 +116,7 @@ class Ingestor:
 
     async def ingest_all(self) -> int:
         """Read every conversation libxmtp knows; returns how many messages were new."""
-        return await self.ingest([info.id for info in self._engine.conversations()])
+        return await self.ingest([info.id for info in await self._engine.conversations()])
 
     async def ingest(self, conversation_ids: set[str] | list[str]) -> int:
         """Ingest the given conversations now; returns how many messages were new."""
@@ -142,7 +146,7 @@ class Ingestor:
         return rec
 
     async def _ingest_one(self, conversation_id: str) -> int:
-        info = self._engine.conversation(conversation_id)
+        info = await self._engine.conversation(conversation_id)
         if info is None:
             return 0
         conv = await self.record(info)
