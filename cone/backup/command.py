@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from cone._command import exit_code
+from cone._fs import temporary_beside
 from cone.config import Settings
 from cone.errors import InvalidArgument, StateError
 from cone.progress import Progress
@@ -39,11 +40,12 @@ async def _backup(settings: Settings, target: Path, passphrase: str) -> str:
     from cone.client import ConeClient
     from cone.facades._host import reach_core
 
-    partial = target.with_name(target.name + ".partial")
     progress = Progress(f"backup {target.name}")
     async with reach_core(settings), ConeClient(settings.paths.socket) as client:
         size = written = 0
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # A unique new file beside the target (O_EXCL, never a planted link), renamed
+        # onto it when complete: the rename replaces a link at FILE, never its target.
+        fd, partial = temporary_beside(target, ".partial")
         try:
             with os.fdopen(fd, "wb") as out:
                 async for chunk in client.backup(passphrase):

@@ -22,6 +22,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from cone._fs import make_private, private_dir, refuse_link
 from cone.config import Settings
 from cone.core.service import Core
 from cone.daemon.lock import StateLock
@@ -40,6 +41,17 @@ GRPC_SOCKET_NAME = "cone.grpc.sock"
 SERVICE_NAME = cone_pb2.DESCRIPTOR.services_by_name["ConeService"].full_name
 # Large enough for any receive batch of 1000 messages of maximum size.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# The files cone opens in the state directory: none of them may be a symbolic link.
+STATE_FILES = (
+    "db.key",
+    "cone.db",
+    "cone.db-wal",
+    "cone.db-shm",
+    "xmtp.db3",
+    "xmtp.db3-wal",
+    "xmtp.db3-shm",
+    "xmtp.db3.sqlcipher_salt",
+)
 
 
 @dataclass
@@ -51,7 +63,7 @@ class Running:
 
 
 def _private_dir(home: Path) -> None:
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(home)
     st = home.stat()
     if st.st_uid != os.getuid():
         raise StateError(f"{home} belongs to another user", reason="bad_permissions")
@@ -126,8 +138,7 @@ async def _open_identity(settings: Settings, store: Store) -> Engine:
             reason="installation_mismatch",
         )
     for side in paths.home.iterdir():
-        if side.is_file() and side.stat().st_mode & 0o077:
-            side.chmod(0o600)
+        make_private(side)  # never through a link: its target may be anywhere
     return engine
 
 
@@ -160,6 +171,8 @@ async def running_core(
     lock = StateLock(paths.lock)
     lock.acquire()
     try:
+        for name in STATE_FILES:
+            refuse_link(paths.home / name)
         key = load_db_key(
             key_file=settings.key_file,
             default_key_file=paths.default_key_file,

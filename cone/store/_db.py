@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sqlcipher3 import dbapi2 as sqlcipher
 
+from cone._fs import make_private, open_nofollow, refuse_link
 from cone.errors import StateError
 
 Connection = sqlcipher.Connection
@@ -19,10 +20,11 @@ def open_database(path: Path, key: bytes) -> sqlcipher.Connection:
     Raises StateError(reason="wrong_key") without writing anything when the key does
     not open an existing file.
     """
-    existed = path.exists()
-    if not existed:
-        # Create the file with 0600 before SQLite does, so it is never world-readable.
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    refuse_link(path)
+    if not path.exists():
+        # Create the file with 0600 before SQLite does, so it is never world-readable
+        # (O_EXCL: a link planted meanwhile is refused, not followed).
+        os.close(open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
     # isolation_level=None: we issue BEGIN IMMEDIATE ourselves (see Store.write).
     conn = sqlcipher.connect(str(path), isolation_level=None, check_same_thread=False)
     try:
@@ -54,7 +56,5 @@ def open_database(path: Path, key: bytes) -> sqlcipher.Connection:
         conn.close()
         raise
     for suffix in ("-wal", "-shm"):
-        side = Path(str(path) + suffix)
-        if side.exists():
-            side.chmod(0o600)
+        make_private(Path(str(path) + suffix))
     return conn

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from sqlcipher3 import dbapi2 as sqlcipher
 
+from cone._fs import private_dir
 from cone.errors import InvalidArgument, StateError
 from cone.store._db import Connection, open_database
 from cone.store._migrations import MIGRATIONS
@@ -205,7 +206,7 @@ def restore_backup(
             "knows: upgrade cone",
             reason="bad_backup",
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)
     staging = Path(tempfile.mkdtemp(prefix=".cone-restore-", dir=target.parent))
     try:
         try:

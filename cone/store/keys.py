@@ -12,6 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
+from cone._fs import private_dir
 from cone.errors import StateError
 
 KEY_ENV = "CONE_DB_KEY"
@@ -43,7 +44,7 @@ def load_db_key(*, key_file: Path | None, default_key_file: Path, store_exists: 
             "--key-file to the key the store was created with",
             reason="wrong_key",
         )
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(path.parent)
     key = secrets.token_bytes(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
