@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -38,6 +39,9 @@ from conepb.v1 import cone_pb2, cone_pb2_grpc
 log = logging.getLogger(__name__)
 
 GRPC_SOCKET_NAME = "cone.grpc.sock"
+# The gRPC server's own socket has no peer-credential check (cone.sock has, and relays
+# to it): it lives in a directory only the owner can enter, made 0700 at every start.
+INTERNAL_DIR_NAME = ".internal"
 SERVICE_NAME = cone_pb2.DESCRIPTOR.services_by_name["ConeService"].full_name
 # Large enough for any receive batch of 1000 messages of maximum size.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -69,6 +73,21 @@ def _private_dir(home: Path) -> None:
         raise StateError(f"{home} belongs to another user", reason="bad_permissions")
     if st.st_mode & 0o077:
         os.chmod(home, 0o700)
+
+
+def _internal_dir(home: Path) -> Path:
+    internal = home / INTERNAL_DIR_NAME
+    refuse_link(internal)
+    old = os.umask(0o077)
+    try:
+        internal.mkdir(mode=0o700, exist_ok=True)
+    finally:
+        os.umask(old)
+    st = internal.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise StateError(f"{internal} is not a directory of this user", reason="bad_permissions")
+    os.chmod(internal, 0o700)
+    return internal
 
 
 def _wallet_key_from(settings: Settings) -> bytes | None:
@@ -183,7 +202,7 @@ async def running_core(
             engine = await _open_identity(settings, store)
             core = Core(store, engine, settings.network, paths.xmtp_db, settings.catchup_interval_s)
             await core.start()
-            grpc_socket = paths.home / GRPC_SOCKET_NAME
+            grpc_socket = _internal_dir(paths.home) / GRPC_SOCKET_NAME
             grpc_socket.unlink(missing_ok=True)
             old = os.umask(0o177)
             try:
