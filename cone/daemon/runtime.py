@@ -90,6 +90,16 @@ def _internal_dir(home: Path) -> Path:
     return internal
 
 
+def _check_salt(xmtp_db: Path) -> None:
+    salt = Path(f"{xmtp_db}.sqlcipher_salt")
+    if xmtp_db.exists() and not salt.exists():
+        raise StateError(
+            f"{salt} is missing: libxmtp's database cannot be decrypted without it. Restore "
+            "the identity from a backup (cone restore FILE --home NEW_HOME) and start there",
+            reason="corrupt_database",
+        )
+
+
 def _wallet_key_from(settings: Settings) -> bytes | None:
     raw: str | None = None
     if settings.wallet_key_file is not None:
@@ -140,6 +150,7 @@ async def _open_identity(settings: Settings, store: Store) -> Engine:
             )
         new = registered is None
     assert xmtp_key is not None
+    _check_salt(paths.xmtp_db)
     engine = await Engine.open(
         api_url=settings.api_url,
         db_path=str(paths.xmtp_db),

@@ -138,6 +138,13 @@ class Engine:
                 opened, NETWORK_CALL_S, "opening the XMTP client"
             )
         except ffi.FfiError as exc:
+            if "storage error" in str(exc).lower() and not storage_full(str(exc)):
+                raise StateError(
+                    f"libxmtp's database {db_path} cannot be opened ({exc}): it or its salt "
+                    "file is damaged. Restore the identity from a backup (cone restore FILE "
+                    "--home NEW_HOME) and start there",
+                    reason="corrupt_database",
+                ) from exc
             raise translate(exc, "opening the XMTP client") from exc
         if not new and not registered:
             raise FailedPrecondition(
