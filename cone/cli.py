@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 import cone
+from cone.config import take_secrets
 
 # command name -> module whose `run(args) -> int` carries it out
 _COMMANDS = {
@@ -149,6 +150,12 @@ def _add_bridge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument(
         "--context", type=int, default=50, help="unaddressed group messages kept per group (50)"
     )
+    p.add_argument(
+        "--pass-env",
+        action="append",
+        metavar="NAME",
+        help="pass this variable to the command too (repeatable; cone's secrets never are)",
+    )
     p.add_argument("--parked", action="store_true", help="print the parked turns (JSON lines)")
     p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent's command, after --")
 
@@ -195,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` and run the chosen command; returns the process exit code."""
+    take_secrets()
     args = build_parser().parse_args(argv)
     module = importlib.import_module(_COMMANDS[args.command])
     code: int = module.run(args)

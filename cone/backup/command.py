@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cone._command import exit_code
 from cone._fs import temporary_beside
-from cone.config import Settings
+from cone.config import Settings, secret
 from cone.errors import InvalidArgument, StateError
 from cone.progress import Progress
 
@@ -27,7 +27,7 @@ def passphrase_from(args: argparse.Namespace) -> str:
     if args.passphrase_file:
         text = Path(args.passphrase_file).read_text().rstrip("\n")
     else:
-        text = os.environ.get(PASSPHRASE_ENV, "")
+        text = secret(PASSPHRASE_ENV) or ""
     if not text:
         raise InvalidArgument(
             f"no backup passphrase: use --passphrase-file or set {PASSPHRASE_ENV}",
@@ -73,8 +73,9 @@ def _restore(settings: Settings, source: Path, passphrase: str) -> str:
     from cone.store.keys import KEY_ENV, parse_hex_key
 
     extra: dict[str, bytes] = {}
-    if os.environ.get(KEY_ENV):
-        key = parse_hex_key(os.environ[KEY_ENV], f"the database key from {KEY_ENV}")
+    env_key = secret(KEY_ENV)
+    if env_key:
+        key = parse_hex_key(env_key, f"the database key from {KEY_ENV}")
     elif settings.key_file is not None and settings.key_file.exists():
         key = parse_hex_key(settings.key_file.read_text(), f"the key in {settings.key_file}")
     else:

@@ -24,7 +24,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from cone._fs import make_private, private_dir, refuse_link
-from cone.config import Settings
+from cone.config import Settings, secret
 from cone.core.service import Core
 from cone.daemon.lock import StateLock
 from cone.daemon.servicer import ConeServicer
@@ -104,8 +104,8 @@ def _wallet_key_from(settings: Settings) -> bytes | None:
     raw: str | None = None
     if settings.wallet_key_file is not None:
         raw = settings.wallet_key_file.read_text()
-    elif os.environ.get("CONE_WALLET_KEY"):
-        raw = os.environ["CONE_WALLET_KEY"]
+    else:
+        raw = secret("CONE_WALLET_KEY") or None
     if raw is None:
         return None
     return parse_hex_key(raw, "the wallet key", reason="state_error")

@@ -13,6 +13,7 @@ import secrets
 from pathlib import Path
 
 from cone._fs import private_dir
+from cone.config import secret
 from cone.errors import StateError
 
 KEY_ENV = "CONE_DB_KEY"
@@ -32,7 +33,7 @@ def parse_hex_key(text: str, what: str, reason: str = "wrong_key") -> bytes:
 
 def load_db_key(*, key_file: Path | None, default_key_file: Path, store_exists: bool) -> bytes:
     """The 32-byte key for cone's store (and, through it, libxmtp's database)."""
-    env = os.environ.get(KEY_ENV)
+    env = secret(KEY_ENV)
     if env:
         return parse_hex_key(env, f"the database key from {KEY_ENV}")
     path = key_file or default_key_file
