@@ -30,7 +30,8 @@ async def test_missing_parents_of_the_state_directory_are_made_private_under_uma
 def _connect_as_nobody(path: Path) -> subprocess.CompletedProcess[bytes]:
     script = "import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])"
     return subprocess.run(
-        [SYSTEM_PYTHON, "-c", script, str(path)],
+        [SYSTEM_PYTHON, "-I", "-c", script, str(path)],
+        env={"PATH": "/usr/bin:/bin"}, cwd="/",
         user=NOBODY, group=NOBODY, extra_groups=[], capture_output=True, timeout=30,
     )  # fmt: skip
 

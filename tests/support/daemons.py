@@ -82,9 +82,9 @@ class DaemonProcess:
         """Start the process and wait until Identity answers."""
         # stderr goes to a file: a pipe nobody reads would block a chatty daemon.
         # Popen returns at once; waiting happens below without blocking the loop.
-        self.proc = subprocess.Popen(
+        self.proc = subprocess.Popen(  # noqa: ASYNC220
             self.command(), env=self.env, stderr=self.log, umask=self.umask
-        )  # noqa: ASYNC220
+        )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + START_TIMEOUT_S
         while True:
