@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 import cone
+from cone.config import take_secrets
 
 # command name -> module whose `run(args) -> int` carries it out
 _COMMANDS = {
@@ -155,6 +156,12 @@ def _add_bridge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument(
         "--context", type=int, default=50, help="unaddressed group messages kept per group (50)"
     )
+    p.add_argument(
+        "--pass-env",
+        action="append",
+        metavar="NAME",
+        help="pass this variable to the command too (repeatable; cone's secrets never are)",
+    )
     p.add_argument("--parked", action="store_true", help="print the parked turns (JSON lines)")
     p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent's command, after --")
 
@@ -201,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` and run the chosen command; returns the process exit code."""
+    take_secrets()
     args = build_parser().parse_args(argv)
     # Before any command creates anything: every file and directory cone makes is
     # owner-only, also those a start that fails half-way leaves (docs/security.md).

@@ -14,6 +14,10 @@ environment variable, then the default.
 
 `CONE_DB_KEY` (64 hex characters) wins over any key file, so that a key can be
 injected by a secret manager without touching the disk.
+
+The secrets among these (`SECRET_ENV`) are taken out of the process environment as
+soon as a command starts (`take_secrets`), so that no process cone starts (the
+bridge's agent command above all) inherits them; cone reads them with `secret`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,30 @@ LOCK_NAME: Final = "cone.lock"
 STORE_NAME: Final = "cone.db"
 XMTP_DB_NAME: Final = "xmtp.db3"
 KEY_FILE_NAME: Final = "db.key"
+
+#: Environment variables that carry secrets: never passed on to a child process.
+SECRET_ENV: Final = ("CONE_DB_KEY", "CONE_WALLET_KEY", "CONE_BACKUP_PASSPHRASE")
+_taken: dict[str, str] = {}
+
+
+def take_secrets() -> None:
+    """Move cone's secrets from the environment into this process's memory only."""
+    for name in SECRET_ENV:
+        value = os.environ.pop(name, None)
+        if value is not None:
+            _taken[name] = value
+
+
+def secret(name: str) -> str | None:
+    """A secret from the environment, or as `take_secrets` kept it."""
+    return os.environ.get(name) or _taken.get(name)
+
+
+def drop_secrets(*names: str) -> None:
+    """Forget secrets (from the environment and from what `take_secrets` kept)."""
+    for name in names:
+        os.environ.pop(name, None)
+        _taken.pop(name, None)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ ConeError                      reason (default)        gRPC                 JSON
 ├── Unavailable                network_unavailable     UNAVAILABLE          -32001    5
 ├── RateLimited                rate_limited            RESOURCE_EXHAUSTED   -32005    5
 ├── StateError                 state_error             FAILED_PRECONDITION  -32006    6
-│   (lock held, wrong database key, installation mismatch, bad permissions)
+│   (lock held, wrong database key, installation mismatch, bad permissions,
+│    storage full, corrupt database)
 └── Internal                   internal                INTERNAL             -32603    1
 ```
 
@@ -149,8 +150,25 @@ V3_CUTOVER: Final = "v3_cutover"
 
 # Reasons that belong to StateError although they travel as FAILED_PRECONDITION.
 STATE_REASONS: Final = frozenset(
-    {"state_error", "locked", "wrong_key", "installation_mismatch", "bad_permissions"}
+    {
+        "state_error",
+        "locked",
+        "wrong_key",
+        "installation_mismatch",
+        "bad_permissions",
+        "storage_full",
+        "corrupt_database",
+    }
 )
+
+# How SQLite (cone's store and libxmtp's) and the OS say that the disk is full.
+_FULL_MARKERS: Final = ("database or disk is full", "no space left on device")
+
+
+def storage_full(text: str) -> bool:
+    """Whether an error message says the state directory's disk is full."""
+    lowered = text.lower()
+    return any(marker in lowered for marker in _FULL_MARKERS)
 
 
 def error_class_for(code: grpc.StatusCode, reason: str | None) -> type[ConeError]:
@@ -174,4 +192,5 @@ __all__ = [
     "StateError",
     "Unavailable",
     "error_class_for",
+    "storage_full",
 ]

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from cone._command import exit_code
-from cone.config import Settings
+from cone._fs import temporary_beside
+from cone.config import Settings, secret
 from cone.errors import InvalidArgument, StateError
 from cone.progress import Progress
 
@@ -26,7 +27,7 @@ def passphrase_from(args: argparse.Namespace) -> str:
     if args.passphrase_file:
         text = Path(args.passphrase_file).read_text().rstrip("\n")
     else:
-        text = os.environ.get(PASSPHRASE_ENV, "")
+        text = secret(PASSPHRASE_ENV) or ""
     if not text:
         raise InvalidArgument(
             f"no backup passphrase: use --passphrase-file or set {PASSPHRASE_ENV}",
@@ -39,11 +40,12 @@ async def _backup(settings: Settings, target: Path, passphrase: str) -> str:
     from cone.client import ConeClient
     from cone.facades._host import reach_core
 
-    partial = target.with_name(target.name + ".partial")
     progress = Progress(f"backup {target.name}")
     async with reach_core(settings), ConeClient(settings.paths.socket) as client:
         size = written = 0
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # A unique new file beside the target (O_EXCL, never a planted link), renamed
+        # onto it when complete: the rename replaces a link at FILE, never its target.
+        fd, partial = temporary_beside(target, ".partial")
         try:
             with os.fdopen(fd, "wb") as out:
                 async for chunk in client.backup(passphrase):
@@ -71,8 +73,9 @@ def _restore(settings: Settings, source: Path, passphrase: str) -> str:
     from cone.store.keys import KEY_ENV, parse_hex_key
 
     extra: dict[str, bytes] = {}
-    if os.environ.get(KEY_ENV):
-        key = parse_hex_key(os.environ[KEY_ENV], f"the database key from {KEY_ENV}")
+    env_key = secret(KEY_ENV)
+    if env_key:
+        key = parse_hex_key(env_key, f"the database key from {KEY_ENV}")
     elif settings.key_file is not None and settings.key_file.exists():
         key = parse_hex_key(settings.key_file.read_text(), f"the key in {settings.key_file}")
     else:

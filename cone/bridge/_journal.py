@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cone._fs import open_nofollow
 from cone.errors import StateError
 
 
@@ -76,8 +77,15 @@ def bridge_dir(home: Path, consumer: str) -> Path:
     return home / "bridge" / consumer
 
 
+def _new_file(path: Path) -> int:
+    """A fresh file at `path`: whatever was there (a planted link included) is removed,
+    not followed."""
+    path.unlink(missing_ok=True)
+    return open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+
+
 def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_nofollow(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -115,7 +123,7 @@ class Journal:
         """Create the directory, take the consumer's lock, load the open turns."""
         self.dir.parent.mkdir(mode=0o700, exist_ok=True)
         self.dir.mkdir(mode=0o700, exist_ok=True)
-        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = open_nofollow(self.dir / "lock", os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -159,7 +167,7 @@ class Journal:
         else:
             self.pids[turn_id] = pid
         tmp = self.dir / "pids.json.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = _new_file(tmp)
         try:
             os.write(fd, json.dumps(self.pids).encode())
         finally:
@@ -169,7 +177,7 @@ class Journal:
     def _save(self) -> None:
         tmp = self.dir / "turns.json.tmp"
         body = json.dumps({"turns": {c: asdict(t) for c, t in self.open_turns.items()}})
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = _new_file(tmp)
         try:
             os.write(fd, body.encode())
             os.fsync(fd)
@@ -211,7 +219,7 @@ class Journal:
         """Append `record` to the parked list (fsynced). The caller acks, then `finish`es:
         a crash in between parks the turn again at the next start (listed twice)."""
         line = json.dumps(record.to_json()) + "\n"
-        fd = os.open(self.dir / "parked.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = open_nofollow(self.dir / "parked.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             os.write(fd, line.encode())
             os.fsync(fd)

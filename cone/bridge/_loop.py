@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from cone.bridge._agent import Outcome, kill_leftover, run_agent
 from cone.bridge._context import Caller, Context, ack
+from cone.bridge._env import agent_environment
 from cone.bridge._journal import Journal, Parked
 from cone.bridge._turns import Turn, plan
 from cone.errors import ConeError, RateLimited, Unavailable
@@ -57,6 +58,8 @@ class BridgeConfig:
     context_cap: int = 50
     batch: int = 100
     home: Path | None = None
+    #: Variables of the bridge's environment passed on to the agent beyond the allow-list.
+    pass_env: tuple[str, ...] = ()
 
     @property
     def context_consumer(self) -> str:
@@ -196,9 +199,7 @@ class Bridge:
         return json.dumps(body, ensure_ascii=False).encode()
 
     def _env(self, turn: Turn, attempt: int) -> dict[str, str]:
-        env = dict(os.environ)
-        env.pop(CRASH_HOOK_ENV, None)
-        env.update(
+        env = dict(
             CONE_TURN_ID=turn.turn_id,
             CONE_ATTEMPT=str(attempt),
             CONE_CONVERSATION_ID=turn.conversation_id,
@@ -209,7 +210,7 @@ class Bridge:
         )
         if self.config.home is not None:
             env["CONE_HOME"] = str(self.config.home)
-        return env
+        return agent_environment(os.environ, self.config.pass_env, env)
 
     async def _turn(self, turn: Turn) -> None:
         cid = turn.conversation_id

@@ -32,6 +32,7 @@ _CONSUMER_MAX = 56
 
 def _config(args: argparse.Namespace, settings: Settings) -> BridgeConfig:
     from cone.bridge import BridgeConfig
+    from cone.bridge._env import check_pass_env
 
     return BridgeConfig(
         argv=list(args.agent),
@@ -43,6 +44,7 @@ def _config(args: argparse.Namespace, settings: Settings) -> BridgeConfig:
         backoff_s=args.backoff,
         context_cap=args.context,
         home=settings.paths.home,
+        pass_env=tuple(check_pass_env(args.pass_env or [])),
     )
 
 

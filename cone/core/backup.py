@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cone.core.ingest import Ingestor
 from cone.engine.engine import Engine
-from cone.errors import InvalidArgument, Unavailable
+from cone.errors import ConeError, InvalidArgument, StateError, Unavailable
 from cone.store import Store
 from cone.store.backup import Manifest, write_backup
 
@@ -58,11 +58,31 @@ class BackupMaker:
                 )
             await asyncio.sleep(0.02)
 
+    def _check_room(self) -> None:
+        """Refuse at once, before libxmtp lets go of its database, when the state
+        directory's disk cannot hold the backup's temporary file (about the size of
+        both databases): on a full disk libxmtp could not reopen it."""
+        home = self._xmtp_db.parent
+        needed = sum(
+            p.stat().st_size
+            for p in home.iterdir()
+            if p.name.startswith(("cone.db", self._xmtp_db.name)) and p.is_file()
+        )
+        st = os.statvfs(home)
+        free = st.f_bavail * st.f_frsize
+        if free < needed:
+            raise StateError(
+                f"the disk holding {home} has {free} bytes free; the backup is written there "
+                f"first and needs about {needed}: free space and try again",
+                reason="storage_full",
+            )
+
     @asynccontextmanager
     async def backup(self, passphrase: str) -> AsyncIterator[tuple[Path, Manifest]]:
         """A finished backup file in the state directory, removed when the block ends."""
         if not passphrase:
             raise InvalidArgument("the backup passphrase is empty", field="passphrase")
+        self._check_room()
         fd, name = tempfile.mkstemp(prefix=".backup-", suffix=".cone", dir=self._xmtp_db.parent)
         os.close(fd)
         path = Path(name)
@@ -80,7 +100,11 @@ class BackupMaker:
                         created_ns=time.time_ns(),
                     )
                 finally:
-                    await self._engine.reconnect_db()
+                    try:
+                        await self._engine.reconnect_db()
+                    except ConeError as exc:
+                        # The engine keeps reopening it; the backup's own outcome stands.
+                        log.warning("libxmtp's database not reopened yet: %s", exc.message)
             self._ingestor.mark_all()
             yield path, manifest
         finally:

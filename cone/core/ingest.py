@@ -127,6 +127,7 @@ class Ingestor:
         self._streamed: dict[str, dict[str, RawMessage]] = {}
         self._to_read: set[str] = set()
         self._failing: dict[str, _Retry] = {}
+        self._all = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -162,14 +163,20 @@ class Ingestor:
 
     def mark_all(self) -> None:
         """Note that any conversation may have news (after a stream restart)."""
-        for info in self._engine.conversations():
-            self._to_read.add(info.id)
+        self._all = True
         self._wake.set()
 
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            if self._all:
+                try:
+                    self._to_read |= {info.id for info in await self._engine.conversations()}
+                    self._all = False  # cleared only once libxmtp listed them
+                except Exception as exc:  # listing failed: try again shortly
+                    log.warning("listing conversations for ingest failed: %s", exc)
+                    asyncio.get_running_loop().call_later(RETRY_S, self._wake.set)
             streamed, self._streamed = self._streamed, {}
             to_read, self._to_read = self._to_read, set()
             new = 0
@@ -208,7 +215,7 @@ class Ingestor:
 
     async def ingest_all(self) -> int:
         """Read every conversation libxmtp knows; returns how many messages were new."""
-        return await self.ingest([info.id for info in self._engine.conversations()])
+        return await self.ingest([info.id for info in await self._engine.conversations()])
 
     async def ingest(self, conversation_ids: Iterable[str]) -> int:
         """Read the given conversations now; returns how many messages were new."""
@@ -238,7 +245,7 @@ class Ingestor:
         return rec
 
     async def _ingest_conversation(self, cid: str, streamed: list[RawMessage], read: bool) -> int:
-        info = self._engine.conversation(cid)
+        info = await self._engine.conversation(cid)
         if info is None:
             return 0
         conv = await self.record(info)
@@ -257,7 +264,7 @@ class Ingestor:
         per conversation. Returns how many messages were healed."""
         healed = 0
         async with self._lock:
-            for info in self._engine.conversations():
+            for info in await self._engine.conversations():
                 try:
                     healed += await self._reconcile_one(info, full=full)
                 except Exception as exc:  # the next pass tries again; others go on

@@ -199,7 +199,7 @@ class Outbox:
         if message_id is None:
             # Not recorded here: a crash before settle finds it again by its key.
             try:
-                message_id = self._engine.prepare(rec.conversation_id, rec.payload)
+                message_id = await self._engine.prepare(rec.conversation_id, rec.payload)
             except Unavailable as err:
                 # The key's payload is safe in the outbox; the worker tries again.
                 await self._store.write(

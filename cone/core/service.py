@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from cone.core.ingest import Ingestor
 from cone.core.outbox import Outbox, SendResult, check_content, check_key
 from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
 from cone.engine.streams import StreamHealth
-from cone.errors import FailedPrecondition, NotFound, Unavailable
+from cone.errors import ConeError, FailedPrecondition, NotFound, StateError, Unavailable
 from cone.store import (
     Consent,
     ContactRecord,
@@ -40,6 +41,8 @@ INSTALLATION_LIMIT = 10
 # When a new conversation is synced again after it appears (seconds between).
 FOLLOW_UP_S = (1.0, 2.0, 5.0)
 UPDATE_LIMIT = 256
+# Below this much free space on the state directory's disk, sends are refused at once.
+MIN_FREE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class Core:
         self._background: set[asyncio.Task[None]] = set()
         self.last_sync_ns: int | None = None
         self.last_sync_error: str | None = None
+        self._budgets = (0, 0)
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -160,9 +164,9 @@ class Core:
         self._arrival.set()
         self._arrival = asyncio.Event()
 
-    def _on_conversation(self, info: ConversationInfo) -> None:
-        self.ingestor.mark(info.id)
-        self._follow_up(info.id)
+    def _on_conversation(self, conversation_id: str) -> None:
+        self.ingestor.mark(conversation_id)
+        self._follow_up(conversation_id)
 
     def _on_consent(self, updates: list[ConsentUpdate]) -> None:
         self._in_background(self._apply_consent(updates))
@@ -238,9 +242,7 @@ class Core:
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
-            messages, more = await self.store.write(
-                inbox.take_pending, consumer, limit, exclude, time.time_ns()
-            )
+            messages, more = await self._take_pending(consumer, limit, exclude)
             if messages:
                 return messages, more
             remaining = deadline - time.monotonic()
@@ -256,6 +258,23 @@ class Core:
                 reason="sync_failed",
             )
         return [], False
+
+    async def _take_pending(
+        self, consumer: str, limit: int, exclude: list[str]
+    ) -> tuple[list[StoredMessage], bool]:
+        try:
+            return await self.store.write(
+                inbox.take_pending, consumer, limit, exclude, time.time_ns()
+            )
+        except StateError as exc:
+            if exc.reason != "storage_full":
+                raise
+            # A full disk: answer from the store anyway, without recording this
+            # delivery (the messages stay pending, as always until acked).
+            log.warning("receive answered without recording deliveries: %s", exc.message)
+            return await self.store.rolled_back(
+                inbox.take_pending, consumer, limit, exclude, time.time_ns()
+            )
 
     async def ack(self, consumer: str, message_ids: list[str]) -> int:
         """Acknowledge ids for a consumer (idempotent, all or nothing)."""
@@ -274,7 +293,7 @@ class Core:
 
     async def _known(self, conversation_id: str) -> ConversationInfo:
         validate.hex_id(conversation_id, "conversationId")
-        info = self.engine.conversation(conversation_id)
+        info = await self.engine.conversation(conversation_id)
         if info is None:
             raise NotFound(
                 f"conversation {conversation_id} is not known to this inbox: run sync first",
@@ -363,6 +382,18 @@ class Core:
             )
         return dm.id
 
+    def _check_room(self) -> None:
+        """A send writes to both databases: on a full disk, say so at once instead of
+        letting libxmtp wait for a database connection it cannot open."""
+        st = os.statvfs(self.store.path.parent)
+        if st.f_bavail * st.f_frsize < MIN_FREE_BYTES:
+            raise StateError(
+                f"the disk holding {self.store.path.parent} is full: nothing can be sent "
+                "until space is freed there (receive, ack of what fits, status and identity "
+                "keep working)",
+                reason="storage_full",
+            )
+
     async def send(
         self,
         *,
@@ -382,6 +413,7 @@ class Core:
         check_content(text, data_json)
         if reply_to is not None:
             validate.hex_id(reply_to, "replyTo")
+        self._check_room()
         lowered = to.lower()
         by_id = len(lowered) != 64 and all(c in "0123456789abcdef" for c in lowered)
         return await self.outbox.send(
@@ -400,6 +432,7 @@ class Core:
         validate.hex_id(conversation_id, "conversationId")
         check_key(key)
         check_content(text, None)
+        self._check_room()
         try:
             return await self.outbox.send(
                 key=key,
@@ -428,9 +461,11 @@ class Core:
         consumers = await self.store.read(inbox.pending_counts)
         held = await self.store.read(conversations.requests)
         try:
-            installations, updates = await self.engine.budgets()
-        except Unavailable:
-            installations, updates = 0, 0
+            self._budgets = await self.engine.budgets()
+        except ConeError as exc:
+            # Status is answered anyway, with the last figures libxmtp gave.
+            log.info("status: libxmtp's inbox state not read (%s)", exc.message)
+        installations, updates = self._budgets
         warnings = []
         if installations >= INSTALLATION_LIMIT - 2:
             warnings.append(

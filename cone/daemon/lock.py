@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from pathlib import Path
 
+from cone._fs import open_nofollow
 from cone.errors import StateError
 
 
@@ -22,7 +24,11 @@ class StateLock:
 
     def acquire(self) -> None:
         """Take the lock or raise StateError(reason="locked") naming the holder."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        # Never through a link: the pid below would overwrite the link's target.
+        fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StateError(f"{self.path} is not a regular file", reason="bad_permissions")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -40,7 +46,7 @@ class StateLock:
     def held_by_other(self) -> bool:
         """Whether another process holds the lock now (without taking it)."""
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = open_nofollow(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return False
         try:

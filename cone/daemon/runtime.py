@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,7 +23,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from cone.config import Settings
+from cone._fs import make_private, private_dir, refuse_link
+from cone.config import Settings, secret
 from cone.core.service import Core
 from cone.daemon.lock import StateLock
 from cone.daemon.servicer import ConeServicer
@@ -37,9 +39,23 @@ from conepb.v1 import cone_pb2, cone_pb2_grpc
 log = logging.getLogger(__name__)
 
 GRPC_SOCKET_NAME = "cone.grpc.sock"
+# The gRPC server's own socket has no peer-credential check (cone.sock has, and relays
+# to it): it lives in a directory only the owner can enter, made 0700 at every start.
+INTERNAL_DIR_NAME = ".internal"
 SERVICE_NAME = cone_pb2.DESCRIPTOR.services_by_name["ConeService"].full_name
 # Large enough for any receive batch of 1000 messages of maximum size.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# The files cone opens in the state directory: none of them may be a symbolic link.
+STATE_FILES = (
+    "db.key",
+    "cone.db",
+    "cone.db-wal",
+    "cone.db-shm",
+    "xmtp.db3",
+    "xmtp.db3-wal",
+    "xmtp.db3-shm",
+    "xmtp.db3.sqlcipher_salt",
+)
 
 
 @dataclass
@@ -51,7 +67,7 @@ class Running:
 
 
 def _private_dir(home: Path) -> None:
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(home)
     st = home.stat()
     if st.st_uid != os.getuid():
         raise StateError(f"{home} belongs to another user", reason="bad_permissions")
@@ -59,12 +75,37 @@ def _private_dir(home: Path) -> None:
         os.chmod(home, 0o700)
 
 
+def _internal_dir(home: Path) -> Path:
+    internal = home / INTERNAL_DIR_NAME
+    refuse_link(internal)
+    old = os.umask(0o077)
+    try:
+        internal.mkdir(mode=0o700, exist_ok=True)
+    finally:
+        os.umask(old)
+    st = internal.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise StateError(f"{internal} is not a directory of this user", reason="bad_permissions")
+    os.chmod(internal, 0o700)
+    return internal
+
+
+def _check_salt(xmtp_db: Path) -> None:
+    salt = Path(f"{xmtp_db}.sqlcipher_salt")
+    if xmtp_db.exists() and not salt.exists():
+        raise StateError(
+            f"{salt} is missing: libxmtp's database cannot be decrypted without it. Restore "
+            "the identity from a backup (cone restore FILE --home NEW_HOME) and start there",
+            reason="corrupt_database",
+        )
+
+
 def _wallet_key_from(settings: Settings) -> bytes | None:
     raw: str | None = None
     if settings.wallet_key_file is not None:
         raw = settings.wallet_key_file.read_text()
-    elif os.environ.get("CONE_WALLET_KEY"):
-        raw = os.environ["CONE_WALLET_KEY"]
+    else:
+        raw = secret("CONE_WALLET_KEY") or None
     if raw is None:
         return None
     return parse_hex_key(raw, "the wallet key", reason="state_error")
@@ -109,6 +150,7 @@ async def _open_identity(settings: Settings, store: Store) -> Engine:
             )
         new = registered is None
     assert xmtp_key is not None
+    _check_salt(paths.xmtp_db)
     try:
         engine = await Engine.open(
             api_url=settings.api_url,
@@ -139,8 +181,7 @@ async def _open_identity(settings: Settings, store: Store) -> Engine:
             reason="installation_mismatch",
         )
     for side in paths.home.iterdir():
-        if side.is_file() and side.stat().st_mode & 0o077:
-            side.chmod(0o600)
+        make_private(side)  # never through a link: its target may be anywhere
     return engine
 
 
@@ -173,6 +214,8 @@ async def running_core(
     lock = StateLock(paths.lock)
     lock.acquire()
     try:
+        for name in STATE_FILES:
+            refuse_link(paths.home / name)
         key = load_db_key(
             key_file=settings.key_file,
             default_key_file=paths.default_key_file,
@@ -183,7 +226,7 @@ async def running_core(
             engine = await _open_identity(settings, store)
             core = Core(store, engine, settings.network, paths.xmtp_db, settings.catchup_interval_s)
             await core.start()
-            grpc_socket = paths.home / GRPC_SOCKET_NAME
+            grpc_socket = _internal_dir(paths.home) / GRPC_SOCKET_NAME
             grpc_socket.unlink(missing_ok=True)
             old = os.umask(0o177)
             try:

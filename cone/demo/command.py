@@ -26,7 +26,7 @@ from typing import IO, Final, TypeVar
 
 from cone._command import configure_logging
 from cone.client import ConeClient
-from cone.config import Paths, Settings
+from cone.config import Paths, Settings, drop_secrets
 from cone.errors import ConeError, Unavailable
 from conepb.v1 import cone_pb2 as pb
 
@@ -165,8 +165,7 @@ async def _demo(out: IO[str], log: IO[bytes]) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when every message got its reply."""
     configure_logging(args.verbose)
-    for name in ("CONE_WALLET_KEY", "CONE_DB_KEY"):  # the demo makes its own identities
-        os.environ.pop(name, None)
+    drop_secrets("CONE_WALLET_KEY", "CONE_DB_KEY")  # the demo makes its own identities
     import uvloop
 
     from cone.facades._stdio import guard_stdout

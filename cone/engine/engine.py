@@ -8,6 +8,7 @@ libxmtp errors are translated here, once, into ConeErrors.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -18,9 +19,18 @@ from typing import Any, TypeVar
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine._client import open_client, wallet_address
+from cone.engine._offload import Offload
 from cone.engine._probe import is_v3_cutover, refuses_v3
-from cone.engine.streams import StreamHealth, SupervisedStream
-from cone.errors import V3_CUTOVER, ConeError, FailedPrecondition, RateLimited, Unavailable
+from cone.engine.streams import Opener, StreamHandle, StreamHealth, SupervisedStream
+from cone.errors import (
+    V3_CUTOVER,
+    ConeError,
+    FailedPrecondition,
+    RateLimited,
+    StateError,
+    Unavailable,
+    storage_full,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +39,12 @@ T = TypeVar("T")
 PAGE = 500
 # Bounds on libxmtp calls: libxmtp retries failed node calls itself for about 6 s, so
 # a call still running after these is stuck; it is reported as a failure and retried
-# by the caller's own schedule instead of holding ingest or catch-up forever.
+# by the caller's own schedule instead of holding ingest or catch-up forever. Every
+# libxmtp call goes through `Offload.run` (see _offload.py): none runs on the loop.
 LOCAL_CALL_S = 30.0
 NETWORK_CALL_S = 120.0
+# What status waits for libxmtp's view of the inbox before reporting it unknown.
+STATUS_CALL_S = 5.0
 # At most one direct cutover probe this often for failing streams (publishes that
 # fail always probe: they are rare and slow already).
 PROBE_EVERY_S = 60.0
@@ -44,13 +57,6 @@ V3_CUTOVER_ADVICE = (
     "publishes and new subscriptions from V3 clients such as this cone (libxmtp 1.10); "
     "see docs/networks.md"
 )
-
-
-async def _bounded(call: Awaitable[T], seconds: float, doing: str) -> T:
-    try:
-        return await asyncio.wait_for(call, seconds)
-    except TimeoutError:
-        raise Unavailable(f"{doing} did not finish in {seconds:.0f} s") from None
 
 
 class XmtpConsent(Enum):
@@ -108,6 +114,12 @@ def translate(exc: BaseException, doing: str, reason: str = "network_unavailable
     if is_v3_cutover(text):
         # Final, not an outage: retrying cannot succeed until cone moves to D14N.
         return FailedPrecondition(f"{doing} failed: {V3_CUTOVER_ADVICE}", reason=V3_CUTOVER)
+    if storage_full(text):
+        return StateError(
+            f"{doing} failed: the disk holding the state directory is full ({text}); "
+            "free space there: reads keep working meanwhile",
+            reason="storage_full",
+        )
     if "rate limit" in lowered or "resource_exhausted" in lowered or "429" in lowered:
         return RateLimited(f"XMTP rate limit while {doing}: {text}")
     return Unavailable(f"{doing} failed: {text}", reason=reason)
@@ -149,13 +161,23 @@ def _consent(state: Any) -> XmtpConsent:
 class Engine:
     """An open libxmtp client for one identity."""
 
-    def __init__(self, client: Any, wallet_key: bytes, api_url: str = "") -> None:
+    def __init__(
+        self,
+        client: Any,
+        wallet_key: bytes,
+        offload: Offload,
+        inbox_id: str,
+        installation_id: str,
+        api_url: str = "",
+    ) -> None:
         self._client = client
-        self.inbox_id: str = client.inbox_id()
-        self.installation_id: str = bytes(client.installation_id()).hex()
+        self._x = offload
+        self.inbox_id = inbox_id
+        self.installation_id = installation_id
         self.address: str = wallet_address(wallet_key)
         self.api_url = api_url
         self._streams: list[SupervisedStream] = []
+        self._reconnecting: asyncio.Task[None] | None = None
         self._cutover = False
         self._probed_at = -PROBE_EVERY_S
         self._probes: set[asyncio.Task[bool]] = set()
@@ -166,29 +188,41 @@ class Engine:
     ) -> Engine:
         """Open the client. With `new=False` a new installation is refused, not made,
         and nothing goes to the network: a registered identity opens offline."""
+        offload = Offload()
+
+        async def opened() -> tuple[Any, bool, str, str]:
+            client = await open_client(
+                api_url=api_url,
+                db_path=db_path,
+                db_key=db_key,
+                wallet_key=wallet_key,
+                register=new,
+                allow_offline=not new,
+            )
+            registered = client.signature_request() is None
+            return client, registered, client.inbox_id(), bytes(client.installation_id()).hex()
+
         try:
-            client = await _bounded(
-                open_client(
-                    api_url=api_url,
-                    db_path=db_path,
-                    db_key=db_key,
-                    wallet_key=wallet_key,
-                    register=new,
-                    allow_offline=not new,
-                ),
-                REGISTER_S,
-                "opening the XMTP client",
+            client, registered, inbox_id, installation_id = await offload.run(
+                opened, REGISTER_S, "opening the XMTP client"
             )
         except ffi.FfiError as exc:
+            if "storage error" in str(exc).lower() and not storage_full(str(exc)):
+                raise StateError(
+                    f"libxmtp's database {db_path} cannot be opened ({exc}): it or its salt "
+                    "file is damaged. Restore the identity from a backup (cone restore FILE "
+                    "--home NEW_HOME) and start there",
+                    reason="corrupt_database",
+                ) from exc
             raise translate(exc, "opening the XMTP client") from exc
-        if not new and client.signature_request() is not None:
+        if not new and not registered:
             raise FailedPrecondition(
                 "libxmtp's database does not hold this identity's installation; refusing to "
                 "register a new installation (XMTP allows 10 per inbox). Restore the database "
                 "or start with a new state directory.",
                 reason="installation_mismatch",
             )
-        return cls(client, wallet_key, api_url)
+        return cls(client, wallet_key, offload, inbox_id, installation_id, api_url)
 
     def _error(
         self, exc: BaseException, doing: str, reason: str = "network_unavailable"
@@ -244,6 +278,7 @@ class Engine:
     # --- conversations and messages (local database) -------------------------
 
     def _info(self, conv: Any) -> ConversationInfo:
+        # Runs on an offload worker: every accessor here may read libxmtp's database.
         is_group = conv.conversation_type() == ffi.FfiConversationType.GROUP
         peer = conv.dm_peer_inbox_id() if not is_group else conv.added_by_inbox_id()
         return ConversationInfo(
@@ -254,7 +289,7 @@ class Engine:
             active=conv.is_active(),
         )
 
-    def conversations(self) -> list[ConversationInfo]:
+    async def conversations(self) -> list[ConversationInfo]:
         """Every DM and group in libxmtp's database (the device-sync group excluded)."""
         opts = ffi.FfiListConversationsOptions(
             created_after_ns=None,
@@ -266,15 +301,38 @@ class Engine:
             consent_states=None,
             include_duplicate_dms=False,
         )
-        return [self._info(item.conversation()) for item in self._client.conversations().list(opts)]
 
-    def conversation(self, conversation_id: str) -> ConversationInfo | None:
+        def listed() -> list[ConversationInfo]:
+            items = self._client.conversations().list(opts)
+            return [self._info(item.conversation()) for item in items]
+
+        try:
+            return await self._x.run_sync(listed, LOCAL_CALL_S, "listing conversations")
+        except ffi.FfiError as exc:
+            raise translate(exc, "listing conversations") from exc
+
+    async def conversation(self, conversation_id: str) -> ConversationInfo | None:
         """One conversation, or None when libxmtp does not know it."""
         try:
-            conv = self._client.conversation(bytes.fromhex(conversation_id))
-        except (ffi.FfiError, ValueError):
+            key = bytes.fromhex(conversation_id)
+        except ValueError:
             return None
-        return self._info(conv)
+
+        def found() -> ConversationInfo | None:
+            try:
+                conv = self._client.conversation(key)
+            except ffi.FfiError:
+                return None
+            return self._info(conv)
+
+        try:
+            return await self._x.run_sync(found, LOCAL_CALL_S, "reading a conversation")
+        except ffi.FfiError as exc:
+            raise translate(exc, "reading a conversation") from exc
+
+    def _find_page(self, key: bytes, opts: Any) -> Awaitable[list[Any]]:
+        page: Awaitable[list[Any]] = self._client.conversation(key).find_messages(opts)
+        return page
 
     async def messages_since(
         self, conversation_id: str, inserted_after_ns: int
@@ -286,13 +344,20 @@ class Engine:
         docs/guarantees.md), so pages overlap by one stamp and are joined by id: a run
         of equal stamps across a page boundary is never cut.
         """
-        conv = self._client.conversation(bytes.fromhex(conversation_id))
+        key = bytes.fromhex(conversation_id)
         out: list[RawMessage] = []
         seen: set[bytes] = set()
         cursor, limit = inserted_after_ns, PAGE
         while True:
             opts = _list_options(limit=limit, inserted_after_ns=cursor)
-            page = await _bounded(conv.find_messages(opts), LOCAL_CALL_S, "reading messages")
+            try:
+                page = await self._x.run(
+                    functools.partial(self._find_page, key, opts),
+                    LOCAL_CALL_S,
+                    "reading messages",
+                )
+            except ffi.FfiError as exc:
+                raise translate(exc, "reading messages") from exc
             for m in page:
                 mid = bytes(m.id)
                 if mid not in seen:
@@ -308,20 +373,31 @@ class Engine:
 
     async def message_count(self, conversation_id: str) -> int:
         """How many messages libxmtp holds for a conversation (every kind and sender)."""
-        conv = self._client.conversation(bytes.fromhex(conversation_id))
+        key = bytes.fromhex(conversation_id)
         opts = _list_options(limit=None, inserted_after_ns=None)
-        count = asyncio.to_thread(conv.count_messages, opts)  # a blocking call in libxmtp
-        return int(await _bounded(count, LOCAL_CALL_S, "counting messages"))
+
+        def counted() -> int:
+            return int(self._client.conversation(key).count_messages(opts))
+
+        try:
+            return await self._x.run_sync(counted, LOCAL_CALL_S, "counting messages")
+        except ffi.FfiError as exc:
+            raise translate(exc, "counting messages") from exc
+
+    # --- network ----------------------------------------------------------------
 
     async def sync_all(self) -> None:
         """Welcomes, conversations, messages and consent; Unavailable when it fails."""
         try:
-            convs = self._client.conversations()
-            await _bounded(convs.sync(), NETWORK_CALL_S, "syncing welcomes")
-            await _bounded(
-                convs.sync_all_conversations(None), NETWORK_CALL_S, "syncing conversations"
+            await self._x.run(
+                lambda: self._client.conversations().sync(), NETWORK_CALL_S, "syncing welcomes"
             )
-            await _bounded(self._client.sync_preferences(), NETWORK_CALL_S, "syncing consent")
+            await self._x.run(
+                lambda: self._client.conversations().sync_all_conversations(None),
+                NETWORK_CALL_S,
+                "syncing conversations",
+            )
+            await self._x.run(self._client.sync_preferences, NETWORK_CALL_S, "syncing consent")
         except ffi.FfiError as exc:
             err = self._error(exc, "syncing with the XMTP network", "sync_failed")
             # A sync is a sync failure whatever refused it (the cutover is in status).
@@ -331,9 +407,13 @@ class Engine:
 
     async def sync_conversation(self, conversation_id: str) -> None:
         """Fetch one conversation's new messages into libxmtp's database."""
+        key = bytes.fromhex(conversation_id)
         try:
-            conv = self._client.conversation(bytes.fromhex(conversation_id))
-            await _bounded(conv.sync(), NETWORK_CALL_S, "syncing a conversation")
+            await self._x.run(
+                lambda: self._client.conversation(key).sync(),
+                NETWORK_CALL_S,
+                "syncing a conversation",
+            )
         except ffi.FfiError as exc:
             raise self._error(exc, "syncing a conversation") from exc
 
@@ -341,26 +421,31 @@ class Engine:
         """The inbox id for an address or inbox id, or None when it is not on XMTP.
 
         With the network down, an inbox id libxmtp already holds still resolves."""
-        doing = f"resolving {identifier}"
         try:
             if identifier.startswith("0x"):
                 ident = ffi.FfiIdentifier(
                     identifier=identifier.lower(), identifier_kind=ffi.FfiIdentifierKind.ETHEREUM
                 )
-                inbox: str | None = await _bounded(
-                    self._client.find_inbox_id(ident), NETWORK_CALL_S, doing
+                inbox: str | None = await self._x.run(
+                    lambda: self._client.find_inbox_id(ident), NETWORK_CALL_S, "resolving"
                 )
                 return inbox
-            states = await _bounded(
-                self._client.addresses_from_inbox_id(True, [identifier]), NETWORK_CALL_S, doing
+            states = await self._x.run(
+                lambda: self._client.addresses_from_inbox_id(True, [identifier]),
+                NETWORK_CALL_S,
+                f"resolving {identifier}",
             )
         except ffi.FfiError as exc:
             if "not found" in str(exc).lower() or "missing" in str(exc).lower():
                 return None
-            err = self._error(exc, doing)
+            err = self._error(exc, f"resolving {identifier}")
             if isinstance(err, Unavailable) and await self._held_locally(identifier):
                 return identifier
             raise err from exc
+        except Unavailable:
+            if await self._held_locally(identifier):
+                return identifier
+            raise
         return identifier if states and states[0].installations else None
 
     async def _held_locally(self, inbox_id: str) -> bool:
@@ -368,8 +453,8 @@ class Engine:
         if inbox_id.startswith("0x"):
             return False
         try:
-            states = await _bounded(
-                self._client.addresses_from_inbox_id(False, [inbox_id]),
+            states = await self._x.run(
+                lambda: self._client.addresses_from_inbox_id(False, [inbox_id]),
                 LOCAL_CALL_S,
                 "reading an inbox",
             )
@@ -378,26 +463,30 @@ class Engine:
         return bool(states and states[0].installations)
 
     async def addresses_of(self, inbox_id: str) -> list[str]:
-        """The Ethereum addresses associated with an inbox."""
+        """The Ethereum addresses associated with an inbox ([] when unknown or unreachable)."""
         try:
-            states = await self._client.addresses_from_inbox_id(False, [inbox_id])
-        except ffi.FfiError:
+            states = await self._x.run(
+                lambda: self._client.addresses_from_inbox_id(False, [inbox_id]),
+                LOCAL_CALL_S,
+                "reading an inbox's addresses",
+            )
+        except (ffi.FfiError, Unavailable):
             return []
         return [i.identifier for s in states for i in s.account_identities]
 
     async def find_or_create_dm(self, inbox_id: str) -> ConversationInfo:
         """The DM with `inbox_id`, created (and published) if there is none."""
-        try:
-            conv = await _bounded(
-                self._client.conversations().find_or_create_dm(
-                    inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
-                ),
-                NETWORK_CALL_S,
-                f"creating the DM with {inbox_id}",
+
+        async def dm() -> ConversationInfo:
+            conv = await self._client.conversations().find_or_create_dm(
+                inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
             )
+            return self._info(conv)
+
+        try:
+            return await self._x.run(dm, NETWORK_CALL_S, f"creating the DM with {inbox_id}")
         except ffi.FfiError as exc:
             raise await self._publish_error(exc, f"creating the DM with {inbox_id}") from exc
-        return self._info(conv)
 
     async def set_consent(
         self, *, conversation_id: str, allowed: bool, peer_inbox_id: str | None = None
@@ -418,15 +507,21 @@ class Engine:
                 )
             )
         try:
-            await self._client.set_consent_states(records)
+            await self._x.run(
+                lambda: self._client.set_consent_states(records),
+                LOCAL_CALL_S,
+                "recording consent in XMTP",
+            )
         except ffi.FfiError as exc:
             raise self._error(exc, "recording consent in XMTP") from exc
 
     async def inbox_consent(self, inbox_id: str) -> XmtpConsent:
         """XMTP's consent record for an inbox."""
         try:
-            state = await self._client.get_consent_state(
-                ffi.FfiConsentEntityType.INBOX_ID, inbox_id
+            state = await self._x.run(
+                lambda: self._client.get_consent_state(ffi.FfiConsentEntityType.INBOX_ID, inbox_id),
+                LOCAL_CALL_S,
+                "reading consent",
             )
         except ffi.FfiError:
             return XmtpConsent.UNKNOWN
@@ -434,29 +529,37 @@ class Engine:
 
     async def budgets(self) -> tuple[int, int]:
         """(active installations, identity updates) of this inbox, from local state."""
-        try:
+
+        async def read() -> tuple[int, int]:
             state = await self._client.inbox_state(False)
             updates = await self._client.fetch_own_inbox_updates_count(False)
+            return len(state.installations), int(updates)
+
+        try:
+            return await self._x.run(read, STATUS_CALL_S, "reading the inbox state")
         except ffi.FfiError as exc:
             raise self._error(exc, "reading the inbox state") from exc
-        return len(state.installations), int(updates)
 
     # --- sending (two-phase: prepare locally, then publish) ----------------------
 
-    def prepare(self, conversation_id: str, payload: bytes) -> str:
+    async def prepare(self, conversation_id: str, payload: bytes) -> str:
         """Store an outgoing message in libxmtp as unpublished; returns its id."""
+        key = bytes.fromhex(conversation_id)
+
+        def prepared() -> str:
+            return bytes(self._client.conversation(key).prepare_message(payload, True)).hex()
+
         try:
-            conv = self._client.conversation(bytes.fromhex(conversation_id))
-            return bytes(conv.prepare_message(payload, True)).hex()
+            return await self._x.run_sync(prepared, LOCAL_CALL_S, "preparing a message")
         except ffi.FfiError as exc:
             raise self._error(exc, "preparing a message") from exc
 
     async def publish(self, conversation_id: str, message_id: str) -> None:
         """Publish a prepared message; harmless to repeat after success."""
+        key, message = bytes.fromhex(conversation_id), bytes.fromhex(message_id)
         try:
-            conv = self._client.conversation(bytes.fromhex(conversation_id))
-            await _bounded(
-                conv.publish_stored_message(bytes.fromhex(message_id)),
+            await self._x.run(
+                lambda: self._client.conversation(key).publish_stored_message(message),
                 NETWORK_CALL_S,
                 "publishing a message",
             )
@@ -478,20 +581,23 @@ class Engine:
         self,
         *,
         on_message: Callable[[RawMessage], None],
-        on_conversation: Callable[[ConversationInfo], None],
+        on_conversation: Callable[[str], None],
         on_consent: Callable[[list[ConsentUpdate]], None],
         on_restart: Callable[[], None],
     ) -> None:
-        """Open the message, conversation and consent streams under supervision."""
-        convs = self._client.conversations()
+        """Open the message, conversation and consent streams under supervision.
 
-        def message(m: Any) -> None:
-            on_message(_raw(m, bytes(m.conversation_id).hex()))
+        The handlers run on the event loop with plain values (messages, conversation
+        ids, consent updates): what libxmtp hands over is read on libxmtp's own thread.
+        """
 
-        def conversation(c: Any) -> None:
-            on_conversation(self._info(c))
+        def message(m: Any) -> RawMessage:
+            return _raw(m, bytes(m.conversation_id).hex())
 
-        def consent(records: Any) -> None:
+        def conversation(c: Any) -> str:
+            return bytes(c.id()).hex()
+
+        def consent(records: Any) -> list[ConsentUpdate]:
             updates = []
             for r in records:
                 is_conv = r.entity_type == ffi.FfiConsentEntityType.CONVERSATION_ID
@@ -502,27 +608,64 @@ class Engine:
                         consent=_consent(r.state),
                     )
                 )
-            on_consent(updates)
+            return updates
 
-        err = self._stream_error
+        def opener(name: str, open_: Callable[[Any, Any], Awaitable[Any]]) -> Opener:
+            async def ready(cb: Any) -> Any:
+                closer = await open_(self._client.conversations(), cb)
+                await closer.wait_for_ready()
+                if closer.is_closed():
+                    # libxmtp reports "ready" also for a subscription that failed.
+                    raise ConnectionError("the subscription failed")
+                return closer
+
+            async def opened(cb: Any) -> StreamHandle:
+                closer: Any = await self._x.run(
+                    lambda: ready(cb), NETWORK_CALL_S, f"opening {name}"
+                )
+                return StreamHandle(
+                    lambda: self._x.run_sync(closer.end, LOCAL_CALL_S, f"ending {name}")
+                )
+
+            return opened
+
         self._streams = [
             SupervisedStream(
-                "messages", lambda cb: convs.stream_all_messages(cb, None), message, on_restart, err
+                "messages",
+                opener("the message stream", lambda c, cb: c.stream_all_messages(cb, None)),
+                message,
+                on_message,
+                on_restart,
+                self._stream_error,
             ),
-            SupervisedStream("conversations", convs.stream, conversation, on_restart, err),
-            SupervisedStream("consent", convs.stream_consent, consent, on_restart, err),
+            SupervisedStream(
+                "conversations",
+                opener("the conversation stream", lambda c, cb: c.stream(cb)),
+                conversation,
+                on_conversation,
+                on_restart,
+                self._stream_error,
+            ),
+            SupervisedStream(
+                "consent",
+                opener("the consent stream", lambda c, cb: c.stream_consent(cb)),
+                consent,
+                on_consent,
+                on_restart,
+                self._stream_error,
+            ),
         ]
         await asyncio.gather(*(s.start() for s in self._streams))
-
-    def stream_health(self) -> list[StreamHealth]:
-        """Health of each stream, for status."""
-        return [s.health for s in self._streams]
 
     def reconnect_streams(self) -> None:
         """Reopen now every stream that is waiting out its backoff."""
         for s in self._streams:
             if not s.health.connected:
                 s.retry_now()
+
+    def stream_health(self) -> list[StreamHealth]:
+        """Health of each stream, for status."""
+        return [s.health for s in self._streams]
 
     def streams_connected(self) -> bool:
         """True while every stream is open."""
@@ -531,19 +674,48 @@ class Engine:
     async def release_db(self) -> None:
         """Let go of libxmtp's database (checkpointed) so its files can be copied."""
         try:
-            self._client.release_db_connection()
+            await self._x.run_sync(
+                self._client.release_db_connection, LOCAL_CALL_S, "releasing libxmtp's database"
+            )
         except ffi.FfiError as exc:
             raise self._error(exc, "releasing libxmtp's database") from exc
 
     async def reconnect_db(self) -> None:
-        """Reopen libxmtp's database after `release_db`."""
+        """Reopen libxmtp's database after `release_db`; when that fails (a full disk),
+        keep trying in the background, so libxmtp works again once it can."""
         try:
-            await self._client.db_reconnect()
+            await self._reconnect_once()
+        except (ConeError, ffi.FfiError):
+            if self._reconnecting is None or self._reconnecting.done():
+                self._reconnecting = asyncio.create_task(self._reconnect_until_done())
+            raise
+
+    async def _reconnect_until_done(self) -> None:
+        delay = 0.5
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await self._reconnect_once()
+            except (ConeError, ffi.FfiError) as exc:
+                log.warning("reopening libxmtp's database failed again: %s", exc)
+                delay = min(delay * 2, 30.0)
+            else:
+                log.info("libxmtp's database is open again")
+                return
+
+    async def _reconnect_once(self) -> None:
+        try:
+            await self._x.run(
+                self._client.db_reconnect, LOCAL_CALL_S, "reopening libxmtp's database"
+            )
         except ffi.FfiError as exc:
-            raise self._error(exc, "reopening libxmtp's database") from exc
+            raise translate(exc, "reopening libxmtp's database") from exc
 
     async def close(self) -> None:
         """Stop the streams and release libxmtp's database."""
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
+            await asyncio.gather(self._reconnecting, return_exceptions=True)
         for task in list(self._probes):
             task.cancel()
         await asyncio.gather(*self._probes, return_exceptions=True)
@@ -551,8 +723,10 @@ class Engine:
             await s.stop()
         self._streams = []
         try:
-            self._client.release_db_connection()
-        except ffi.FfiError as exc:
+            await self._x.run_sync(
+                self._client.release_db_connection, LOCAL_CALL_S, "releasing libxmtp's database"
+            )
+        except (ffi.FfiError, Unavailable) as exc:
             log.warning("releasing libxmtp's database: %s", exc)
 
 

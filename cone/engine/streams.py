@@ -2,8 +2,10 @@
 
 A libxmtp stream ends for good when the node closes it (libxmtp 1.10 does not
 resubscribe), so each stream here is owned by a supervisor task that reopens it.
-Stream callbacks arrive on libxmtp's threads; they only hand events to the event
-loop. Events are triggers, not data: the core re-reads libxmtp's database after
+Stream callbacks arrive on libxmtp's threads; there each item is converted into
+plain values (a conversation id, consent records) and handed to the event loop, so no
+libxmtp object is touched on the loop. Opening and ending a stream go through the
+engine's offload like every other libxmtp call. Events are triggers, not data: the core re-reads libxmtp's database after
 each one (streams are known to skip messages), so a lost event costs latency, never
 a message.
 """
@@ -40,14 +42,27 @@ class StreamHealth:
 class _Callback(ffi.FfiMessageCallback, ffi.FfiConversationCallback, ffi.FfiConsentCallback):
     """A libxmtp callback object (for any of the three streams) that forwards to the loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, on_item: Callable[[Any], None]) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        convert: Callable[[Any], Any],
+        on_item: Callable[[Any], None],
+    ) -> None:
         self._loop = loop
+        self._convert = convert
         self._on_item = on_item
         self.closed = asyncio.Event()
         self.error: str | None = None
 
     def _item(self, item: Any) -> None:
-        self._loop.call_soon_threadsafe(self._on_item, item)
+        # On libxmtp's thread: read what the loop needs here, not on the loop.
+        try:
+            value = self._convert(item)
+        except Exception as exc:  # a callback must not raise into libxmtp
+            log.warning("a stream item could not be read: %s", exc)
+            return
+        if value is not None:
+            self._loop.call_soon_threadsafe(self._on_item, value)
 
     # libxmtp's callback protocols name the item method differently per stream.
     def on_message(self, message: Any) -> None:
@@ -70,15 +85,25 @@ class _Callback(ffi.FfiMessageCallback, ffi.FfiConversationCallback, ffi.FfiCons
         self._loop.call_soon_threadsafe(self.closed.set)
 
 
-Opener = Callable[[Any], Awaitable[Any]]
+@dataclass(frozen=True)
+class StreamHandle:
+    """An open stream: `end()` closes it (a bounded libxmtp call)."""
+
+    end: Callable[[], Awaitable[None]]
+
+
+#: Opens a stream with a callback, and returns once it is ready.
+Opener = Callable[[Any], Awaitable[StreamHandle]]
 
 
 @dataclass
 class SupervisedStream:
-    """One stream kept open by a supervisor task."""
+    """One stream kept open by a supervisor task; `convert` runs on libxmtp's thread
+    (None drops the item), `on_item` on the loop."""
 
     name: str
     opener: Opener
+    convert: Callable[[Any], Any]
     on_item: Callable[[Any], None]
     on_restart: Callable[[], None]
     # Told each error that ended or refused the stream.
@@ -115,16 +140,10 @@ class SupervisedStream:
         delay = BACKOFF_START_S
         first = True
         while True:
-            callback = _Callback(loop, self._deliver)
+            callback = _Callback(loop, self.convert, self._deliver)
             closer = None
             try:
                 closer = await self.opener(callback)
-                await closer.wait_for_ready()
-                if closer.is_closed():
-                    # libxmtp reports "ready" also for a subscription that failed; its
-                    # error is on its way to the loop (call_soon_threadsafe).
-                    await asyncio.sleep(0)
-                    raise ConnectionError(callback.error or "the subscription failed")
                 self.health.connected = True
                 self._settled.set()
                 if not first:
@@ -137,10 +156,16 @@ class SupervisedStream:
                 self.health.last_error = callback.error or "stream closed by the node"
             except asyncio.CancelledError:
                 if closer is not None:
-                    closer.end()
+                    try:
+                        await closer.end()
+                    except Exception as exc:  # stopping anyway
+                        log.warning("ending stream %s: %s", self.name, exc)
                 raise
             except Exception as exc:  # any failure means: retry later
-                self.health.last_error = str(exc)
+                # A refused subscription's own error may still be on its way to the
+                # loop (call_soon_threadsafe): let it land, and prefer it.
+                await asyncio.sleep(0)
+                self.health.last_error = callback.error or str(exc)
             finally:
                 self.health.connected = False
                 self._settled.set()

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from cone.errors import StateError, storage_full
 from cone.store import conversations, inbox, meta, outbox
-from cone.store._db import Connection, open_database
+from cone.store._db import Connection, DatabaseError, open_database
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
 from cone.store.records import (
@@ -34,6 +35,17 @@ log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+def _translated(exc: Exception) -> Exception:
+    """A full disk becomes StateError(storage_full); other database errors stay as they are."""
+    if storage_full(str(exc)):
+        return StateError(
+            f"cone's store cannot be written: the disk holding the state directory is full "
+            f"({exc}); free space there. Reads keep being answered meanwhile.",
+            reason="storage_full",
+        )
+    return exc
 
 
 def _log_failure(future: concurrent.futures.Future[Any]) -> None:
@@ -65,14 +77,40 @@ class Store:
     def _write_sync(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        self._conn.execute("BEGIN IMMEDIATE")
         try:
-            result = fn(self._conn, *args, **kwargs)
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(self._conn, *args, **kwargs)
+                self._conn.execute("COMMIT")
+            finally:
+                # A failed statement or COMMIT (a full disk) may leave the transaction
+                # open, or SQLite may have rolled it back already.
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+        except DatabaseError as exc:
+            raise _translated(exc) from exc
         return result
+
+    def _rolled_back_sync(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        try:
+            self._conn.execute("BEGIN")
+            try:
+                return fn(self._conn, *args, **kwargs)
+            finally:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+        except DatabaseError as exc:
+            raise _translated(exc) from exc
+
+    def _read_sync(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        try:
+            return fn(self._conn, *args, **kwargs)
+        except DatabaseError as exc:
+            raise _translated(exc) from exc
 
     async def write(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -86,7 +124,17 @@ class Store:
     ) -> T:
         """Run `fn(conn, ...)` for reading."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, lambda: fn(self._conn, *args, **kwargs))
+        return await loop.run_in_executor(self._pool, lambda: self._read_sync(fn, *args, **kwargs))
+
+    async def rolled_back(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run `fn(conn, ...)` in a transaction that is rolled back: its result without
+        its writes (for answering a read when the disk is too full to record it)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._pool, lambda: self._rolled_back_sync(fn, *args, **kwargs)
+        )
 
     def write_soon(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -106,7 +154,7 @@ class Store:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """The synchronous `read`, for start-up code."""
-        return self._pool.submit(lambda: fn(self._conn, *args, **kwargs)).result()
+        return self._pool.submit(lambda: self._read_sync(fn, *args, **kwargs)).result()
 
     def close(self) -> None:
         """Finish pending work and close the connection."""

@@ -7,10 +7,35 @@ from pathlib import Path
 
 from sqlcipher3 import dbapi2 as sqlcipher
 
+from cone._fs import make_private, open_nofollow, refuse_link
 from cone.errors import StateError
 
 Connection = sqlcipher.Connection
+#: SQLCipher 4's page size (cipher_compatibility = 4).
+PAGE_SIZE = 4096
 DatabaseError = sqlcipher.DatabaseError
+
+
+def _corrupt(path: Path, detail: str) -> StateError:
+    return StateError(
+        f"{path} is damaged ({detail}); the key is right but the file is not intact. "
+        "Restore the identity from a backup (cone restore FILE --home NEW_HOME) and start "
+        "there; keep the damaged directory for inspection",
+        reason="corrupt_database",
+    )
+
+
+def _damaged_pages(conn: sqlcipher.Connection, path: Path) -> str | None:
+    """Which pages fail SQLCipher's authentication, when page 1 would not open: a wrong
+    key fails every page, a damaged file only some (None when all fail or none)."""
+    try:
+        failed = [row[0] for row in conn.execute("PRAGMA cipher_integrity_check").fetchall()]
+    except DatabaseError:
+        return None
+    pages = max(1, path.stat().st_size // PAGE_SIZE)
+    if not failed or len(failed) >= pages:
+        return None
+    return f"{len(failed)} of {pages} pages, such as: {failed[0]}"
 
 
 def open_database(path: Path, key: bytes) -> sqlcipher.Connection:
@@ -19,10 +44,11 @@ def open_database(path: Path, key: bytes) -> sqlcipher.Connection:
     Raises StateError(reason="wrong_key") without writing anything when the key does
     not open an existing file.
     """
-    existed = path.exists()
-    if not existed:
-        # Create the file with 0600 before SQLite does, so it is never world-readable.
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    refuse_link(path)
+    if not path.exists():
+        # Create the file with 0600 before SQLite does, so it is never world-readable
+        # (O_EXCL: a link planted meanwhile is refused, not followed).
+        os.close(open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
     # isolation_level=None: we issue BEGIN IMMEDIATE ourselves (see Store.write).
     conn = sqlcipher.connect(str(path), isolation_level=None, check_same_thread=False)
     try:
@@ -36,6 +62,9 @@ def open_database(path: Path, key: bytes) -> sqlcipher.Connection:
             # Verifies the key: reading the schema decrypts page 1.
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except DatabaseError as exc:
+            damaged = _damaged_pages(conn, path)
+            if damaged:
+                raise _corrupt(path, f"{damaged} fails its authentication") from exc
             raise StateError(
                 f"the database key does not open {path}: set CONE_DB_KEY or --key-file "
                 "to the key this state directory was created with",
@@ -50,11 +79,18 @@ def open_database(path: Path, key: bytes) -> sqlcipher.Connection:
         conn.execute("PRAGMA busy_timeout = 5000")
         # Temporary tables and indices stay in memory, never as plaintext on disk.
         conn.execute("PRAGMA temp_store = MEMORY")
+        # Damage further in would otherwise surface only when that page is read, as
+        # odd failures of whichever call reads it: check every page now (a read of the
+        # whole file, about a second per few hundred MB).
+        try:
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
+        except DatabaseError as exc:
+            raise _corrupt(path, str(exc)) from exc
+        if problems != ["ok"]:
+            raise _corrupt(path, "; ".join(problems[:3]))
     except BaseException:
         conn.close()
         raise
     for suffix in ("-wal", "-shm"):
-        side = Path(str(path) + suffix)
-        if side.exists():
-            side.chmod(0o600)
+        make_private(Path(str(path) + suffix))
     return conn

@@ -21,6 +21,7 @@ a failed restore writes nothing to the target.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from sqlcipher3 import dbapi2 as sqlcipher
 
+from cone._fs import private_dir
 from cone.errors import InvalidArgument, StateError
 from cone.store._db import Connection, open_database
 from cone.store._migrations import MIGRATIONS
@@ -39,6 +41,8 @@ from cone.store._migrations import MIGRATIONS
 FORMAT_VERSION = 1
 _CHUNK = 4 * 1024 * 1024
 _BACKUP_TABLES = ("backup_manifest", "backup_files")
+#: The only files a backup may hold: libxmtp's database and its salt, by plain name.
+RESTORABLE_FILES = frozenset({"xmtp.db3", "xmtp.db3.sqlcipher_salt"})
 Progress = Callable[[int, int], None]
 
 
@@ -150,8 +154,72 @@ def write_backup(
     return manifest
 
 
+def _bad(path: Path, what: str) -> StateError:
+    return StateError(f"{path} is not a valid cone backup: {what}", reason="bad_backup")
+
+
+def _check_length(conn: Connection, path: Path) -> None:
+    """Every byte is authenticated only if the file ends where its pages end: bytes
+    appended after the last page would otherwise be ignored, unauthenticated."""
+    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    (page_count,) = conn.execute("PRAGMA page_count").fetchone()
+    size = path.stat().st_size
+    if size != int(page_size) * int(page_count):
+        raise _bad(
+            path,
+            f"{size} bytes where its {page_count} authenticated pages end at "
+            f"{int(page_size) * int(page_count)} (appended or missing bytes)",
+        )
+
+
+def _digests(value: object) -> dict[str, str] | None:
+    if not isinstance(value, dict):
+        return None
+    for name, digest in value.items():
+        if not (isinstance(name, str) and isinstance(digest, str) and len(digest) == 64):
+            return None
+        if any(c not in "0123456789abcdef" for c in digest):
+            return None
+    return value
+
+
+def _parse_manifest(path: Path, text: object) -> Manifest:
+    """The manifest, every field of the right type; bad_backup otherwise."""
+    try:
+        data = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise _bad(path, "its manifest is not a JSON object")
+    version = data.get("format_version")
+    if type(version) is int and version > FORMAT_VERSION:
+        raise StateError(
+            f"{path} is backup format {version}, newer than this cone reads "
+            f"({FORMAT_VERSION}): upgrade cone",
+            reason="bad_backup",
+        )
+    fields = {f.name for f in dataclasses.fields(Manifest)}
+    if set(data) != fields:
+        raise _bad(path, f"its manifest has the fields {sorted(data)}, not {sorted(fields)}")
+    for name in ("format_version", "created_ns", "schema_version", "messages"):
+        # bool is an int subclass in Python; JSON true is not a number.
+        if type(data[name]) is not int or data[name] < 0:
+            raise _bad(path, f"manifest field {name} is not a non-negative integer")
+    for name in ("inbox_id", "installation_id"):
+        if not isinstance(data[name], str):
+            raise _bad(path, f"manifest field {name} is not a string")
+    for name in ("table_sha256", "file_sha256"):
+        if _digests(data[name]) is None:
+            raise _bad(path, f"manifest field {name} is not a map of names to SHA-256 digests")
+    unknown = set(data["file_sha256"]) - RESTORABLE_FILES
+    if unknown:
+        raise _bad(path, f"it names files cone does not restore: {sorted(unknown)}")
+    return Manifest(**data)
+
+
 def read_manifest(path: Path, passphrase: str) -> Manifest:
-    """The manifest, after checking that the passphrase opens the file."""
+    """The manifest, after checking that the passphrase opens the file and that the
+    file ends where its authenticated pages end."""
     if not path.is_file():
         raise InvalidArgument(f"{path} is not a file", field="file")
     conn = _open_keyed(path, passphrase)
@@ -160,6 +228,7 @@ def read_manifest(path: Path, passphrase: str) -> Manifest:
             row = conn.execute(
                 "SELECT value FROM backup_manifest WHERE key = 'manifest'"
             ).fetchone()
+            _check_length(conn, path)
         except sqlcipher.DatabaseError as exc:
             raise StateError(
                 f"{path} cannot be opened: wrong passphrase, or the file is damaged or not a "
@@ -170,14 +239,7 @@ def read_manifest(path: Path, passphrase: str) -> Manifest:
         conn.close()
     if row is None:
         raise StateError(f"{path} has no manifest: not a cone backup", reason="bad_backup")
-    data = json.loads(row[0])
-    if data.get("format_version", 0) > FORMAT_VERSION:
-        raise StateError(
-            f"{path} is backup format {data['format_version']}, newer than this cone "
-            f"reads ({FORMAT_VERSION}): upgrade cone",
-            reason="bad_backup",
-        )
-    return Manifest(**data)
+    return _parse_manifest(path, row[0])
 
 
 def restore_backup(
@@ -205,7 +267,7 @@ def restore_backup(
             "knows: upgrade cone",
             reason="bad_backup",
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)
     staging = Path(tempfile.mkdtemp(prefix=".cone-restore-", dir=target.parent))
     try:
         try:
@@ -250,12 +312,17 @@ def _restore_into(
                 f"{path} does not hold the files its manifest lists", reason="bad_backup"
             )
         for name in names:
+            # Only the files cone knows, by their plain names: never a path elsewhere.
+            if name not in RESTORABLE_FILES:
+                raise _bad(path, f"it holds a file cone does not restore: {name!r}")
             h = hashlib.sha256()
             fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as out:
                 for (chunk,) in src.execute(
                     "SELECT data FROM backup_files WHERE name = ? ORDER BY seq", (name,)
                 ):
+                    if not isinstance(chunk, bytes):
+                        raise _bad(path, f"a chunk of {name} is not bytes")
                     h.update(chunk)
                     out.write(chunk)
                     done += 1

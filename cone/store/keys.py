@@ -12,6 +12,8 @@ import os
 import secrets
 from pathlib import Path
 
+from cone._fs import private_dir
+from cone.config import secret
 from cone.errors import StateError
 
 KEY_ENV = "CONE_DB_KEY"
@@ -31,7 +33,7 @@ def parse_hex_key(text: str, what: str, reason: str = "wrong_key") -> bytes:
 
 def load_db_key(*, key_file: Path | None, default_key_file: Path, store_exists: bool) -> bytes:
     """The 32-byte key for cone's store (and, through it, libxmtp's database)."""
-    env = os.environ.get(KEY_ENV)
+    env = secret(KEY_ENV)
     if env:
         return parse_hex_key(env, f"the database key from {KEY_ENV}")
     path = key_file or default_key_file
@@ -43,7 +45,7 @@ def load_db_key(*, key_file: Path | None, default_key_file: Path, store_exists: 
             "--key-file to the key the store was created with",
             reason="wrong_key",
         )
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(path.parent)
     key = secrets.token_bytes(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:

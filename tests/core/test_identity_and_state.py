@@ -63,7 +63,11 @@ async def test_a_wrong_database_key_is_refused_and_changes_nothing(
 
     def data_files() -> dict[str, bytes]:
         # cone.lock only records who holds the lock; everything else must stay as it was.
-        return {f.name: f.read_bytes() for f in daemon.home.iterdir() if f.name != "cone.lock"}
+        return {
+            f.name: f.read_bytes()
+            for f in daemon.home.iterdir()
+            if f.is_file() and f.name != "cone.lock"
+        }
 
     files = data_files()
     env = {**os.environ, "CONE_DB_KEY": "00" * 32}

@@ -49,8 +49,16 @@ def short_home() -> Path:
 class DaemonProcess:
     """One daemon subprocess and a client on its socket."""
 
-    def __init__(self, home: Path, api_url: str, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        api_url: str,
+        extra_env: dict[str, str] | None = None,
+        umask: int = -1,
+    ) -> None:
+        """`umask` is the daemon's (-1: this process's)."""
         self.home = home
+        self.umask = umask
         self.api_url = api_url
         self.env = {**os.environ, "CONE_CATCHUP_S": "2", **(extra_env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
@@ -80,7 +88,9 @@ class DaemonProcess:
         """Start the process and wait until Identity answers."""
         # stderr goes to a file: a pipe nobody reads would block a chatty daemon.
         # Popen returns at once; waiting happens below without blocking the loop.
-        self.proc = subprocess.Popen(self.command(), env=self.env, stderr=self.log)  # noqa: ASYNC220
+        self.proc = subprocess.Popen(  # noqa: ASYNC220
+            self.command(), env=self.env, stderr=self.log, umask=self.umask
+        )
         try:
             return await self._until_answering()
         except BaseException:

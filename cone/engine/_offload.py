@@ -1,0 +1,104 @@
+"""Every libxmtp call runs off the event loop, under a time bound.
+
+Why: the bindings run libxmtp's work on the thread that calls them. A synchronous
+method (`conversation`, `prepare_message`, `consent_state`, …) blocks its caller, and
+so does polling an async one: uniffi polls the Rust future on the awaiting thread, and
+libxmtp takes a database connection inside that poll, waiting up to its pool's
+timeout when none can be had (a full disk: every new connection fails). On the event
+loop that froze the whole daemon, reads of cone's own store included.
+
+So the engine hands each call to `Offload.run`: a worker thread with its own event
+loop makes the call (and awaits it, when it is async) under the bound; the caller's
+loop only waits, and gives up at the bound with `Unavailable`. A worker stuck inside
+libxmtp stays stuck, but others are started for later calls (up to `MAX_THREADS`),
+and the threads are daemon threads, so a stuck call never holds up the exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import queue
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from cone.errors import Unavailable
+
+T = TypeVar("T")
+
+#: Worker threads at most; a call finding none free waits in the queue (its bound runs).
+MAX_THREADS: Final = 16
+#: How much longer the caller waits than the worker's own bound before giving up.
+GRACE_S: Final = 1.0
+
+
+@dataclass
+class _Job:
+    call: Callable[[], Any]
+    seconds: float
+    future: concurrent.futures.Future[Any]
+
+
+async def _complete(call: Callable[[], Any]) -> Any:
+    result = call()
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+class Offload:
+    """Worker threads, each with its own event loop, that make libxmtp calls."""
+
+    def __init__(self, max_threads: int = MAX_THREADS) -> None:
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._max = max_threads
+        self._threads = 0
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    async def run(self, call: Callable[[], Awaitable[T]], seconds: float, doing: str) -> T:
+        """Await `call()` on a worker, bounded by `seconds`; Unavailable when it does
+        not finish in time."""
+        return await self._run(call, seconds, doing)  # type: ignore[no-any-return]  # the job's result is call()'s
+
+    async def run_sync(self, call: Callable[[], T], seconds: float, doing: str) -> T:
+        """`call()` on a worker, bounded as `run`."""
+        return await self._run(call, seconds, doing)  # type: ignore[no-any-return]  # as in run
+
+    async def _run(self, call: Callable[[], Any], seconds: float, doing: str) -> Any:
+        job = _Job(call, seconds, concurrent.futures.Future())
+        self._submit(job)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(job.future), seconds + GRACE_S)
+        except TimeoutError:
+            raise Unavailable(f"{doing} did not finish in {seconds:.0f} s") from None
+
+    def _submit(self, job: _Job) -> None:
+        with self._lock:
+            start = self._idle == 0 and self._threads < self._max
+            if start:
+                self._threads += 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._work, name="cone-xmtp", daemon=True).start()
+
+    def _work(self) -> None:
+        loop = asyncio.new_event_loop()
+        while True:
+            with self._lock:
+                self._idle += 1
+            job = self._jobs.get()
+            with self._lock:
+                self._idle -= 1
+            # A job whose caller gave up while it queued is not started at all.
+            if not job.future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = loop.run_until_complete(asyncio.wait_for(_complete(job.call), job.seconds))
+            except BaseException as exc:  # the thread's boundary: the caller gets the error
+                job.future.set_exception(exc)
+            else:
+                job.future.set_result(result)

@@ -1,0 +1,59 @@
+"""Damaged state files are named as damage (state_error, exit 6), with what to do."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from support.daemons import DaemonProcess, run_cone
+
+
+def _overwrite(path: Path, offset: int, length: int = 32) -> None:
+    assert not os.path.exists(f"{path}-wal")  # the file alone is the state
+    with path.open("r+b") as f:
+        f.seek(offset)
+        f.write(os.urandom(length))
+
+
+def _last_page(path: Path) -> int:
+    return path.stat().st_size - 3000
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [
+        ("cone.db", lambda p: 100),  # page 1: read first, as the key is checked
+        ("cone.db", _last_page),  # further in: read only by the integrity check
+        ("xmtp.db3", lambda p: 100),
+    ],
+    ids=["cone.db page 1", "cone.db last page", "xmtp.db3 page 1"],
+)
+async def test_a_damaged_database_is_reported_as_damage_not_a_key_or_network_error(
+    daemon: DaemonProcess, name: str, where: Callable[[Path], int]
+) -> None:
+    await daemon.stop()
+    path = daemon.home / name
+    _overwrite(path, where(path))
+    code, err = await run_cone(daemon.args())
+    assert code == 6, err.decode()
+    assert b"is damaged" in err
+    assert b"cone restore" in err
+    assert b"database key does not open" not in err
+
+
+async def test_a_missing_salt_is_a_state_error(daemon: DaemonProcess) -> None:
+    await daemon.stop()
+    os.unlink(daemon.home / "xmtp.db3.sqlcipher_salt")
+    code, err = await run_cone(daemon.args())
+    assert code == 6, err.decode()
+    assert b"sqlcipher_salt is missing" in err
+
+
+async def test_a_wrong_key_is_still_a_wrong_key(daemon: DaemonProcess) -> None:
+    await daemon.stop()
+    code, err = await run_cone(daemon.args(), {**os.environ, "CONE_DB_KEY": "11" * 32})
+    assert code == 6
+    assert b"database key does not open" in err

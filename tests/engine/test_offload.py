@@ -1,0 +1,61 @@
+"""The offload keeps libxmtp's blocking off the event loop and bounds every call."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from cone.engine._offload import Offload
+from cone.errors import Unavailable
+
+
+async def test_a_call_that_blocks_its_thread_leaves_the_loop_free_and_is_bounded() -> None:
+    offload = Offload()
+    release = threading.Event()
+    loop_thread = threading.get_ident()
+    ran_on: list[int] = []
+
+    def stuck() -> None:
+        ran_on.append(threading.get_ident())
+        release.wait(30)
+
+    started = time.monotonic()
+    call = asyncio.ensure_future(offload.run_sync(stuck, 0.5, "a stuck call"))
+    # The loop keeps running while the call blocks its worker.
+    ticks = 0
+    while not call.done():
+        await asyncio.sleep(0.01)
+        ticks += 1
+    with pytest.raises(Unavailable, match="a stuck call did not finish"):
+        call.result()
+    assert ticks > 10
+    assert time.monotonic() - started < 5
+    assert ran_on and ran_on[0] != loop_thread
+    # Another call gets another worker while the first is still stuck.
+    assert await offload.run_sync(lambda: 42, 1, "a quick call") == 42
+    release.set()
+
+
+async def test_async_calls_are_awaited_on_the_worker_and_errors_come_back() -> None:
+    offload = Offload()
+
+    async def on_worker() -> int:
+        await asyncio.sleep(0)
+        return threading.get_ident()
+
+    assert await offload.run(on_worker, 1, "an async call") != threading.get_ident()
+
+    async def fails() -> None:
+        raise ValueError("from libxmtp")
+
+    with pytest.raises(ValueError, match="from libxmtp"):
+        await offload.run(fails, 1, "a failing call")
+
+    async def hangs() -> None:
+        await asyncio.Event().wait()
+
+    with pytest.raises(Unavailable):
+        await offload.run(hangs, 0.2, "a hanging call")
