@@ -211,10 +211,18 @@ def _fill(env: content_pb2.EncodedContent) -> tuple[str | None, str | None]:
     """(text, data_json) for the types cone reads; (None, None) otherwise."""
     kind = (env.type.authority_id, env.type.type_id)
     if kind == ("xmtp.org", "text") or kind == ("xmtp.org", "markdown"):
-        return _utf8(_content_bytes(env)), None
+        return _within_cap(_utf8(_content_bytes(env))), None
     if kind == ("cone.chat", "data"):
-        return None, normalise_json(_utf8(_content_bytes(env)))
+        return None, _within_cap(normalise_json(_utf8(_content_bytes(env))))
     return None, None
+
+
+def _within_cap(kept: str) -> str:
+    # What is kept can outgrow what arrived (a replaced invalid byte takes three, a
+    # canonical JSON number can be longer than the peer's): the cap is on what is kept.
+    if len(kept) > MAX_CONTENT_BYTES // 4 and len(kept.encode()) > MAX_CONTENT_BYTES:
+        raise Unreadable(f"content larger than {MAX_CONTENT_BYTES} bytes once decoded")
+    return kept
 
 
 def _fallback(env: content_pb2.EncodedContent) -> str | None:

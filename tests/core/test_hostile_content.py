@@ -56,6 +56,8 @@ def _hostile() -> list[tuple[str, bytes, str]]:
         ("nan", _envelope("cone.chat", "data", b'{"n":NaN}'), "NaN"),
         ("garbage", b"\xff\x00 not a protobuf \xff" * 10, "not an XMTP content envelope"),
         ("long-type", _envelope("x" * 100_000, "text", b"hi"), "content type longer than"),
+        # 700 kB of invalid UTF-8: each byte is kept as U+FFFD, three bytes each.
+        ("expanding", _envelope("xmtp.org", "text", b"\xff" * 700_000), "once decoded"),
         (
             "broken-deflate",
             _envelope(
