@@ -112,12 +112,20 @@ class Shutdown:
                     self._exit(f"{signal.Signals(signum).name} again; exiting now")
                 self._signum = signum
                 deadline = time.monotonic() + self.bound_s
+                self._say(
+                    f"{signal.Signals(signum).name}; stopping (at most {self.bound_s:.0f} s, "
+                    "a second signal ends it at once)"
+                )
                 with contextlib.suppress(RuntimeError):  # the loop has closed already
                     self._loop.call_soon_threadsafe(self._stop)
 
-    def _exit(self, why: str) -> None:
+    def _say(self, what: str) -> None:
+        # A raw write: the loop (and logging's handlers on it) may be held.
         with contextlib.suppress(OSError):
-            os.write(2, f"cone {self.command}: {why}\n".encode())
+            os.write(2, f"cone {self.command}: {what}\n".encode())
+
+    def _exit(self, why: str) -> None:
+        self._say(why)
         os._exit(128 + self._signum)
 
 
