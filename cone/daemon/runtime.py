@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 
 GRPC_SOCKET_NAME = "cone.grpc.sock"
 SERVICE_NAME = cone_pb2.DESCRIPTOR.services_by_name["ConeService"].full_name
-# Large enough for any receive batch of 1000 messages of maximum size.
+# Far above any request (a send is at most 512 KiB) and any receive batch (bounded by
+# cone.limits.RECEIVE_BATCH_BYTES, or one message of MESSAGE_MAX_BYTES: about 1 MiB).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
