@@ -19,6 +19,11 @@ exactly once at its boundary: the servicer into a gRPC status whose details carr
 `retryAfterMs` where set); the client back into the same `ConeError`; each facade into
 its wire (JSON-RPC codes, MCP `isError`, CLI exit codes) through `jsonrpc_code` and
 `exit_code` below.
+
+Only `Unavailable` and `RateLimited` are `retryable`: the same call may succeed later
+(the network or the daemon is back, the rate limit has passed). Every other error is
+deterministic: retrying the same call gives the same answer, so a loop that retries
+must surface it instead (the bridge parks the turn or stops; docs/bridge.md).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class ConeError(Exception):
     grpc_code: ClassVar[grpc.StatusCode] = grpc.StatusCode.INTERNAL
     jsonrpc_code: ClassVar[int] = -32603
     exit_code: ClassVar[int] = 1
+    #: Whether the same call may succeed later (see the module docstring).
+    retryable: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -105,6 +112,7 @@ class Unavailable(ConeError):
     grpc_code = grpc.StatusCode.UNAVAILABLE
     jsonrpc_code = -32001
     exit_code = 5
+    retryable = True
 
 
 class RateLimited(ConeError):
@@ -114,6 +122,7 @@ class RateLimited(ConeError):
     grpc_code = grpc.StatusCode.RESOURCE_EXHAUSTED
     jsonrpc_code = -32005
     exit_code = 5
+    retryable = True
 
 
 class StateError(ConeError):
