@@ -20,6 +20,11 @@ exactly once at its boundary: the servicer into a gRPC status whose details carr
 `retryAfterMs` where set); the client back into the same `ConeError`; each facade into
 its wire (JSON-RPC codes, MCP `isError`, CLI exit codes) through `jsonrpc_code` and
 `exit_code` below.
+
+Only `Unavailable` and `RateLimited` are `retryable`: the same call may succeed later
+(the network or the daemon is back, the rate limit has passed). Every other error is
+deterministic: retrying the same call gives the same answer, so a loop that retries
+must surface it instead (the bridge parks the turn or stops; docs/bridge.md).
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ class ConeError(Exception):
     grpc_code: ClassVar[grpc.StatusCode] = grpc.StatusCode.INTERNAL
     jsonrpc_code: ClassVar[int] = -32603
     exit_code: ClassVar[int] = 1
+    #: Whether the same call may succeed later (see the module docstring).
+    retryable: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -106,6 +113,7 @@ class Unavailable(ConeError):
     grpc_code = grpc.StatusCode.UNAVAILABLE
     jsonrpc_code = -32001
     exit_code = 5
+    retryable = True
 
 
 class RateLimited(ConeError):
@@ -115,6 +123,7 @@ class RateLimited(ConeError):
     grpc_code = grpc.StatusCode.RESOURCE_EXHAUSTED
     jsonrpc_code = -32005
     exit_code = 5
+    retryable = True
 
 
 class StateError(ConeError):

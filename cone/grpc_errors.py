@@ -1,7 +1,9 @@
 """ConeError ↔ gRPC status, both directions, in one module.
 
 The status details carry one google.rpc.ErrorInfo: domain `cone.chat`, the reason,
-and metadata `field` / `retryAfterMs` where set.
+and metadata `field` / `retryAfterMs` where set. A status without it comes from gRPC
+itself: UNAVAILABLE is the daemon gone (`daemon_unavailable`, retryable);
+RESOURCE_EXHAUSTED is a message over gRPC's size limit (`internal`, not retryable).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from cone.errors import DOMAIN, ConeError, error_class_for
+from cone.errors import DOMAIN, ConeError, Internal, error_class_for
 
 
 def to_status(err: ConeError) -> grpc.Status:
@@ -46,5 +48,9 @@ def from_rpc_error(exc: grpc.RpcError) -> ConeError:
                     retry = int(info.metadata["retryAfterMs"])
     if reason is None and code == grpc.StatusCode.UNAVAILABLE:
         reason = "daemon_unavailable"
+    if reason is None and code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        # Without cone's ErrorInfo this is gRPC itself refusing the call (a message
+        # over its size limit), not XMTP's rate limit: the same call fails again.
+        return Internal(f"gRPC refused the call: {message}")
     cls = error_class_for(code, reason)
     return cls(message, reason=reason, field=field, retry_after_ms=retry)

@@ -11,6 +11,12 @@ then acknowledged: once Reply returns, the reply is durably in the outbox (publi
 or waiting), so a crash before the ack reruns the command and the same key makes the
 second reply a no-op. A failing attempt (non-zero exit, a signal, `--timeout`) is
 retried with backoff; after `max_attempts` the turn is parked (see `_journal`).
+
+Failures of the core are classified by `ConeError.retryable`: the core unreachable or
+rate-limited is retried with backoff; anything else is deterministic and never retried
+as if it were transient. A refused Reply parks its turn; a refused Receive or Ack stops
+the bridge with that error (logged once; `cone bridge` exits with its exit code), since
+the bridge could only fail the same way again.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from cone.bridge._context import Caller, Context, ack
 from cone.bridge._env import agent_environment
 from cone.bridge._journal import Journal, Parked
 from cone.bridge._turns import Turn, plan
-from cone.errors import ConeError, RateLimited, Unavailable
+from cone.errors import ConeError
 from cone.schema import message_to_json
 from conepb.v1 import cone_pb2 as pb
 
@@ -40,7 +46,6 @@ log = logging.getLogger("cone.bridge")
 POLL_WAIT_MS: Final = 30_000
 #: Test hook: `after-reply` exits the bridge between a turn's Reply and its Ack.
 CRASH_HOOK_ENV: Final = "CONE_BRIDGE_TEST_CRASH"
-_TRANSIENT = (Unavailable, RateLimited)
 _BACKOFF_CAP_S: Final = 60.0
 
 
@@ -86,6 +91,8 @@ class Bridge:
         self.context = Context(caller, config.context_consumer, config.context_cap)
         self.running: dict[str, asyncio.Task[None]] = {}
         self._changed = asyncio.Event()
+        # A deterministic failure inside a turn, to stop the bridge with.
+        self._fatal: ConeError | None = None
         # Two threads per running command: spawning, then waiting for it.
         self._threads = ThreadPoolExecutor(config.concurrency * 2, "cone-agent")
 
@@ -115,6 +122,8 @@ class Bridge:
     async def _loop(self, stopped: asyncio.Task[Any]) -> None:
         delay = 0.2
         while not stopped.done():
+            if self._fatal is not None:
+                raise self._fatal
             self._changed.clear()
             changed = asyncio.create_task(self._changed.wait())
             if len(self.running) >= self.config.concurrency:
@@ -133,7 +142,10 @@ class Bridge:
                 if task is not None and task.cancelling():
                     raise
                 continue
-            except _TRANSIENT as err:
+            except ConeError as err:
+                if not err.retryable:
+                    log.error("receive refused (%s: %s); stopping", err.reason, err.message)
+                    raise
                 log.warning("receive failed (%s); retrying in %.1f s", err.message, delay)
                 await asyncio.wait({stopped}, timeout=delay)
                 delay = min(delay * 2, 5.0)
@@ -164,7 +176,10 @@ class Bridge:
                 await ack(self.caller, [m.message_id for m in p.context], self.config.consumer)
                 if dropped:
                     await ack(self.caller, dropped, self.config.context_consumer)
-            except _TRANSIENT as err:  # they come back in the next batch; held once
+            except ConeError as err:  # they come back in the next batch; held once
+                if not err.retryable:
+                    log.error("acknowledging context refused (%s: %s)", err.reason, err.message)
+                    raise
                 log.warning("acknowledging context failed (%s); will retry", err.message)
             log.info("held %d unaddressed group messages as context", len(p.context))
         for turn in p.turns:
@@ -173,12 +188,15 @@ class Bridge:
             self.running[turn.conversation_id] = asyncio.create_task(self._turn(turn))
 
     async def _transient(self, what: str, fn: Any) -> Any:
-        """Await `fn()`, retrying while the core is unavailable (it may be restarting)."""
+        """Await `fn()`, retrying while the failure is retryable (the core may be
+        restarting, or rate-limited); a deterministic failure is raised at once."""
         delay = 0.2
         while True:
             try:
                 return await fn()
-            except _TRANSIENT as err:
+            except ConeError as err:
+                if not err.retryable:
+                    raise
                 log.warning("%s failed (%s); retrying in %.1f s", what, err.message, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -258,10 +276,19 @@ class Bridge:
                     turn.turn_id[:12], attempt, reason, delay,
                 )  # fmt: skip
                 await asyncio.sleep(delay)
-        except (ConeError, OSError) as err:
-            # The core refused a call, or the journal could not be written (a full
-            # disk): the messages stay pending; hold the conversation back a while so
-            # that the next poll does not spin on it.
+        except ConeError as err:
+            # Deterministic (_transient retried the rest): the same call would fail
+            # the same way, so stop the bridge with it rather than rerun the turn
+            # forever. Its messages stay pending.
+            log.error(
+                "turn %s in %s: the core refused (%s: %s); stopping",
+                turn.turn_id, cid, err.reason, err.message,
+            )  # fmt: skip
+            self._fatal = err
+        except OSError as err:
+            # The journal could not be written (a full disk, which may clear): the
+            # messages stay pending; hold the conversation back a while so that the
+            # next poll does not spin on it.
             log.error("turn %s in %s stopped: %s; retrying later", turn.turn_id, cid, err)
             await asyncio.sleep(retry_delay(max(self.config.backoff_s, 1.0), 3))
         finally:

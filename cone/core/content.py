@@ -27,6 +27,7 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from cone import limits
 from conepb.xmtpcontent import content_pb2
 
 TEXT: Final = "xmtp.org/text:1.0"
@@ -45,7 +46,7 @@ PROTOCOL_ONLY: Final = frozenset(
 _FALLBACK_DATA_CHARS: Final = 200
 # The most content one stored message keeps (text or JSON, after decompression):
 # above XMTP's own message limit for plain content, far below what a transport carries.
-MAX_CONTENT_BYTES: Final = 1 << 20
+MAX_CONTENT_BYTES: Final = limits.CONTENT_MAX_BYTES
 # The deepest JSON nesting kept: deeper data is unreadable (every JSON library
 # downstream recurses, and no agent needs more).
 MAX_JSON_DEPTH: Final = 64

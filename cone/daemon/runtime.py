@@ -43,7 +43,8 @@ GRPC_SOCKET_NAME = "cone.grpc.sock"
 # to it): it lives in a directory only the owner can enter, made 0700 at every start.
 INTERNAL_DIR_NAME = ".internal"
 SERVICE_NAME = cone_pb2.DESCRIPTOR.services_by_name["ConeService"].full_name
-# Large enough for any receive batch of 1000 messages of maximum size.
+# Far above any request (a send is at most 512 KiB) and any receive batch (bounded by
+# cone.limits.RECEIVE_BATCH_BYTES, or one message of MESSAGE_MAX_BYTES: about 1 MiB).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # The files cone opens in the state directory: none of them may be a symbolic link.
 STATE_FILES = (

@@ -6,7 +6,9 @@ Every function takes an open connection inside the caller's transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Final
 
+from cone import limits
 from cone.errors import NotFound
 from cone.store._db import Connection
 from cone.store.records import Consent, IncomingMessage, Kind, StoredMessage
@@ -22,6 +24,18 @@ _PENDING = f"""
       AND r.acked_ns IS NULL
       AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)
 """
+
+# A message's size for the receive budget: every stored field as UTF-8 bytes, plus
+# room for the field names, numbers and time that travel with it. Every column a
+# message carries to a consumer belongs in this sum.
+MESSAGE_OVERHEAD_BYTES: Final = 256
+MESSAGE_SIZE: Final = f"""(
+    {MESSAGE_OVERHEAD_BYTES} + octet_length(m.id) + octet_length(m.conversation_id)
+    + octet_length(m.sender_inbox_id) + octet_length(m.content_type)
+    + coalesce(octet_length(m.text), 0) + coalesce(octet_length(m.data_json), 0)
+    + coalesce(octet_length(m.reply_to), 0) + coalesce(octet_length(m.fallback), 0)
+    + coalesce(octet_length(m.unreadable), 0)
+)"""
 
 
 def insert_messages(conn: Connection, messages: Iterable[IncomingMessage]) -> list[str]:
@@ -96,9 +110,19 @@ def touch_consumer(conn: Connection, consumer: str, now_ns: int) -> None:
 
 
 def take_pending(
-    conn: Connection, consumer: str, limit: int, exclude: Sequence[str], now_ns: int
+    conn: Connection,
+    consumer: str,
+    limit: int,
+    exclude: Sequence[str],
+    now_ns: int,
+    max_bytes: int = limits.RECEIVE_BATCH_BYTES,
 ) -> tuple[list[StoredMessage], bool]:
-    """The oldest `limit` pending messages, their delivery counts raised; and `more`."""
+    """The oldest pending messages, their delivery counts raised; and `more`.
+
+    At most `limit` messages, and no more than fit in `max_bytes` by `MESSAGE_SIZE`,
+    except that the first message always comes (a message larger than the budget is
+    a batch of its own). `more` says whether pending messages were left out.
+    """
     touch_consumer(conn, consumer, now_ns)
     params: dict[str, object] = {"consumer": consumer, "limit": limit + 1}
     exclusion = ""
@@ -106,15 +130,28 @@ def take_pending(
         names = [f":x{i}" for i in range(len(exclude))]
         params.update({f"x{i}": cid for i, cid in enumerate(exclude)})
         exclusion = f" AND m.conversation_id NOT IN ({', '.join(names)})"
+    # Sizes first (octet_length reads no content), then the content of the batch only.
+    sizes = conn.execute(
+        f"SELECT m.seq, {MESSAGE_SIZE} {_PENDING}{exclusion} ORDER BY m.seq LIMIT :limit",
+        params,
+    ).fetchall()
+    taken, total = 0, 0
+    for _seq, size in sizes[:limit]:
+        if taken and total + size > max_bytes:
+            break
+        taken += 1
+        total += size
+    more = len(sizes) > taken
+    if not taken:
+        return [], more
+    params.update(limit=taken, last=sizes[taken - 1][0])
     rows = conn.execute(
         "SELECT m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
         " m.content_type, m.text, m.data_json, m.reply_to, m.fallback,"
         " coalesce(r.deliveries, 0) + 1, m.unreadable"
-        f" {_PENDING}{exclusion} ORDER BY m.seq LIMIT :limit",
+        f" {_PENDING}{exclusion} AND m.seq <= :last ORDER BY m.seq LIMIT :limit",
         params,
     ).fetchall()
-    more = len(rows) > limit
-    rows = rows[:limit]
     # One statement for the whole batch; the store's single writer makes the counts exact.
     conn.executemany(
         "INSERT INTO receipts (consumer, seq, deliveries) VALUES (?, ?, ?)"

@@ -158,3 +158,32 @@ async def test_a_reply_the_core_refuses_parks_the_turn(
         assert record["reason"].startswith("reply refused: invalid_argument")
         await settled(bridge)
         assert await alice.texts(bytes(dm.id())) == ["tell me everything"]
+
+
+async def test_a_reply_too_large_for_grpc_parks_at_once_instead_of_retrying_forever(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    # Over the gRPC message limit (64 MiB): refused by gRPC itself, before the core
+    # sees it. That status used to pass for XMTP's rate limit and was retried forever.
+    huge = agent(
+        """\
+        note("end")
+        if turn["messages"][-1]["text"] == "everything":
+            sys.stdout.write("x" * (65 * 1024 * 1024))
+        else:
+            print("fine: " + turn["messages"][-1]["text"])
+        """
+    )
+    async with BridgeProcess(home, devnet, huge.argv, FAST) as bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "everything")
+        await accept(bridge, dm)
+        (record,) = await until(lambda: parked(home))
+        assert record["attempts"] == 1
+        assert record["reason"].startswith("reply refused: internal: gRPC refused the call")
+        await alice.send(dm, "after")
+        assert await texts_when(alice, dm, 3) == ["everything", "after", "fine: after"]
+        await settled(bridge)
+        assert [s["texts"] for s in huge.events("start")] == [["everything"], ["after"]]
+        assert bridge.proc is not None and bridge.proc.poll() is None  # still serving
+        assert "retrying" not in bridge.stderr()

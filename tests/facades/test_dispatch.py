@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from cone.errors import NotFound, RateLimited, Unavailable
 from cone.facades.jsonrpc import MAX_LINE_BYTES
+from cone.facades.jsonrpc._dispatch import MAX_BATCH, Dispatcher
 from conepb.v1 import cone_pb2 as pb
+from support.waiting import until
 
 from ._wire import Wire
+
+
+async def now(value: object) -> object:
+    return value
 
 
 async def test_identity_is_answered_while_a_receive_waits() -> None:
@@ -349,3 +356,43 @@ async def test_when_the_reader_goes_away_outstanding_calls_are_cancelled() -> No
     async with asyncio.timeout(10):
         await wire.task
     assert wire.core.cancelled == ["Send"]
+
+
+async def test_a_batch_over_the_limit_is_one_invalid_request_and_runs_nothing() -> None:
+    wire = Wire()
+    call = {"jsonrpc": "2.0", "id": 1, "method": "identity"}
+    wire.send([call] * (MAX_BATCH + 1))
+    answer = await wire.answer()
+    assert answer["id"] is None and answer["error"]["code"] == -32600
+    assert f"at most {MAX_BATCH}" in answer["error"]["message"]
+    assert wire.core.calls == []
+    wire.send([{**call, "id": i} for i in range(MAX_BATCH)])
+    full = await wire.answer()
+    assert [a["id"] for a in full] == list(range(MAX_BATCH))
+
+
+async def test_each_batch_element_takes_a_slot_of_the_outstanding_bound() -> None:
+    running, most, release = 0, 0, asyncio.Event()
+    lines: list[bytes] = []
+
+    async def handler(method: str, params: Any) -> Any:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await release.wait()
+        running -= 1
+        return {}
+
+    async def write(line: bytes) -> None:
+        lines.append(line)
+
+    dispatcher = Dispatcher(handler, write, max_outstanding=3)
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "identity"} for i in range(5)]
+    feeding = asyncio.ensure_future(dispatcher.feed(json.dumps(batch).encode()))
+    await until(lambda: now(running == 3))
+    assert not feeding.done()  # reading stops until elements finish, as for single lines
+    release.set()
+    await feeding
+    await dispatcher.close()
+    assert most == 3
+    assert [a["id"] for a in json.loads(lines[0])] == [0, 1, 2, 3, 4]

@@ -13,6 +13,9 @@ Decisions, as documented in docs/protocol.md:
 - Batches (a JSON array) are supported as JSON-RPC 2.0 says: the elements run
   concurrently, their answers come back together in one array in element order, once
   all are done; an empty array is one -32600; a batch of notifications gets no answer.
+  A batch holds at most `MAX_BATCH` elements (a longer one is one -32600, nothing of it
+  runs), and each element takes its own slot of the outstanding-call bound, so a batch
+  is read ahead no further than the same calls on single lines.
 - At end of input, read-only calls still outstanding (a long `receive`) are cancelled
   and unanswered; every other call finishes and is answered before the session ends.
 - Ids are strings, numbers or null. Unparseable lines get -32700 with `id: null`;
@@ -45,6 +48,8 @@ log = logging.getLogger(__name__)
 CANCELLED: Final = "notifications/cancelled"
 # Requests a session runs at once before it stops reading (back-pressure on the writer).
 MAX_OUTSTANDING: Final = 10_000
+# Elements of one batch at most; a longer batch is refused whole with -32600.
+MAX_BATCH: Final = 100
 
 Handler = Callable[[str, Any], Awaitable[Any]]
 Write = Callable[[bytes], Awaitable[None]]
@@ -138,7 +143,18 @@ class Dispatcher:
             if not message:
                 await self._send(_error(None, InvalidRequest("empty batch")))
                 return
-            await self._spawn(self._batch(message), None)
+            if len(message) > MAX_BATCH:
+                await self._send(
+                    _error(
+                        None,
+                        InvalidRequest(
+                            f"a batch holds at most {MAX_BATCH} requests; this one has "
+                            f"{len(message)}: nothing of it ran, split it"
+                        ),
+                    )
+                )
+                return
+            await self._start_batch(message)
             return
         call = self._classify(message)
         if isinstance(call, dict):
@@ -230,16 +246,26 @@ class Dispatcher:
         if response is not None:
             await self._send(response)
 
-    async def _batch(self, elements: list[Any]) -> None:
+    async def _start_batch(self, elements: list[Any]) -> None:
+        """Start every valid element (each on its own slot, as a single line would be),
+        then a task that answers them together."""
         entries: list[dict[str, Any] | asyncio.Task[dict[str, Any] | None] | None] = []
         for element in elements:
             call = self._classify(element)
             if isinstance(call, _Call):
+                await self._slots.acquire()
                 child = asyncio.ensure_future(self._answer(call))
                 self._track(child, call)
+                child.add_done_callback(lambda _t: self._slots.release())
                 entries.append(child)
             else:
                 entries.append(call)
+        collector: asyncio.Task[None] = asyncio.ensure_future(self._collect(entries))
+        self._track(collector, None)
+
+    async def _collect(
+        self, entries: list[dict[str, Any] | asyncio.Task[dict[str, Any] | None] | None]
+    ) -> None:
         children = [e for e in entries if isinstance(e, asyncio.Task)]
         try:
             await asyncio.gather(*children, return_exceptions=True)
@@ -285,4 +311,4 @@ class Dispatcher:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-__all__ = ["CANCELLED", "MAX_OUTSTANDING", "Dispatcher", "Handler", "Write"]
+__all__ = ["CANCELLED", "MAX_BATCH", "MAX_OUTSTANDING", "Dispatcher", "Handler", "Write"]
