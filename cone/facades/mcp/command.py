@@ -38,7 +38,7 @@ async def _main(settings: Settings, out_fd: int) -> None:
     ):
         server = build_server(fixed_lifespan(core))
         # Duck-typed for the SDK's AsyncFile[str] (it uses only these calls).
-        source = LineSource(until_set(read, shutdown.requested))
+        source = LineSource(until_set(read, shutdown.requested), writer)
         stdin, stdout = cast(Any, source), cast(Any, LineSink(writer))
         async with stdio_server(stdin=stdin, stdout=stdout) as (reading, writing):
             await server.run(reading, writing, server.create_initialization_options())
