@@ -26,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 from cone._fs import make_private, private_dir, refuse_link
 from cone.config import Settings, secret
 from cone.core.service import Core
+from cone.daemon.decoding import DecodeGuard
 from cone.daemon.lock import StateLock
 from cone.daemon.servicer import ConeServicer
 from cone.daemon.socket_front import JsonHandler, SocketFront
@@ -190,10 +191,11 @@ def _grpc_server(
     core: Core, grpc_socket: Path
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     server = grpc.aio.server(
+        interceptors=[DecodeGuard()],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ]
+        ],
     )
     cone_pb2_grpc.add_ConeServiceServicer_to_server(ConeServicer(core), server)
     health_servicer = health.aio.HealthServicer()

@@ -14,6 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from cone.daemon.socket_front import PREFACE_TIMEOUT_S
 from cone.engine import _client
+from cone.grpc_errors import from_rpc_error
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, run_cone
 from support.peers import Peer
@@ -183,3 +184,26 @@ async def test_a_connection_that_stops_part_way_through_the_http2_preface_is_clo
     finally:
         writer.close()
     assert (await daemon.client.identity()).protocol == 1  # everyone else is still served
+
+
+async def test_a_request_that_does_not_decode_is_invalid_argument_with_details(
+    daemon: DaemonProcess,
+) -> None:
+    async with grpc.aio.insecure_channel(f"unix:{daemon.socket}") as channel:
+        for method, raw in [
+            ("/cone.v1.ConeService/Send", b"\x0a\x02\xff\xfe"),  # bad UTF-8 in `to`
+            ("/cone.v1.ConeService/Identity", b"\xff\xff\xff"),  # a corrupt body
+            ("/cone.v1.ConeService/WaitForMessages", b"\xff\xff\xff"),  # unknown method too
+        ]:
+            call = channel.unary_unary(
+                method, request_serializer=lambda b: b, response_deserializer=lambda b: b
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await call(raw, timeout=10)
+            if method.endswith("WaitForMessages"):
+                assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
+                continue
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value
+            err = from_rpc_error(caught.value)
+            assert err.reason == "invalid_argument" and "does not decode" in err.message
+    assert (await daemon.client.identity()).protocol == 1
