@@ -244,6 +244,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # a wrong flag: show the usage of the subcommand it was given to
         _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
+    from cone import _logs
+
+    _logs.remember(args)
     module = importlib.import_module(_COMMANDS[args.command])
     code: int = module.run(args)
     return code

@@ -276,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
     from cone.facades._stdio import guard_stdout
 
     out = os.fdopen(guard_stdout(), "w", encoding="utf-8", errors="replace")
-    configure_logging(args.verbose)
+    configure_logging(args.verbose, quiet=True)
     with out:
         try:
             settings = settings_from(args)

@@ -193,6 +193,7 @@ class Core:
 
     async def sync(self) -> None:
         """A full sync and ingest; Unavailable(reason=sync_failed) on failure."""
+        started = time.monotonic()
         try:
             await self.engine.sync_all()
         except Unavailable as exc:
@@ -201,6 +202,9 @@ class Core:
             await self.ingestor.ingest_all()
             raise
         await self.ingestor.ingest_all()
+        if self.last_sync_error is not None:
+            log.info("the network is reachable again")
+        log.debug("synced in %.0f ms", (time.monotonic() - started) * 1000)
         self.last_sync_ns = time.time_ns()
         self.last_sync_error = None
 
