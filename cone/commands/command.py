@@ -1,5 +1,5 @@
 """The operator's commands: `cone init`, `status`, `send`, `reply`, `connect`,
-`requests`, `accept` and `block`.
+`requests`, `accept`, `block` and `tail`.
 
 A facade like `cone serve`: each command turns its arguments into the parameters of
 one core operation, checks them with that operation's schema (`cone.schema`), calls
@@ -21,13 +21,17 @@ import os
 import secrets
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import IO, Any
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
 
 from cone._command import configure_logging, run_loop
 from cone.commands import _render
 from cone.config import Settings
 from cone.errors import ConeError, StateError, Unavailable
+
+if TYPE_CHECKING:
+    from cone.facades._host import Reached
 
 JsonObject = dict[str, Any]
 
@@ -50,11 +54,19 @@ _FLAGS = {
 
 
 @dataclass
-class _Context:
+class Context:
+    """One command's run: its arguments, settings, stdout and its way to the core."""
+
     args: argparse.Namespace
     settings: Settings
     out: IO[str]
-    hosted: bool = False
+    stack: AsyncExitStack = field(default_factory=AsyncExitStack)
+    reached: Reached | None = None
+
+    @property
+    def hosted(self) -> bool:
+        """Whether this process started the core for the command."""
+        return self.reached is not None and self.reached.embedded
 
     def emit(self, result: JsonObject, readable: str) -> None:
         """Print the result: JSON with --json, else the readable form."""
@@ -82,7 +94,7 @@ def state_flags(args: argparse.Namespace, *, home: bool = False) -> str:
     return (" " + " ".join(parts)) if parts else ""
 
 
-def _not_running(ctx: _Context) -> Unavailable:
+def _not_running(ctx: Context) -> Unavailable:
     return Unavailable(
         f"no cone process holds the identity in {ctx.settings.paths.home}: start it with "
         f"`cone daemon{state_flags(ctx.args)}`",
@@ -90,7 +102,7 @@ def _not_running(ctx: _Context) -> Unavailable:
     )
 
 
-def _explain(ctx: _Context, err: ConeError) -> ConeError:
+def _explain(ctx: Context, err: ConeError) -> ConeError:
     """The error with what to do, in the command line's own words."""
     if err.reason == "daemon_unavailable" and "cone daemon" not in err.message:
         return Unavailable(
@@ -114,27 +126,29 @@ def _explain(ctx: _Context, err: ConeError) -> ConeError:
     return err
 
 
-async def _call(ctx: _Context, method: str, params: JsonObject, *, host: bool = True) -> JsonObject:
-    """One core operation, relayed to the holder of the identity or hosted here."""
+async def _call(ctx: Context, method: str, params: JsonObject, *, host: bool = True) -> JsonObject:
+    """One core operation, relayed to the holder of the identity or hosted here (the
+    core is reached at the first call, after its parameters are checked, and kept for
+    the command's later calls)."""
     from cone.facades._host import held_by_other, reach_core
     from cone.schema import methods
 
     spec = methods()[method]
     request = spec.to_request(params)
-    if not host and not held_by_other(ctx.settings):
-        raise _not_running(ctx)
-    async with reach_core(ctx.settings) as reached:
-        ctx.hosted = reached.embedded
-        response = await reached.pool.call(
-            spec.rpc, request, timeout=spec.timeout(request), long_poll=spec.long_poll
-        )
+    if ctx.reached is None:
+        if not host and not held_by_other(ctx.settings):
+            raise _not_running(ctx)
+        ctx.reached = await ctx.stack.enter_async_context(reach_core(ctx.settings))
+    response = await ctx.reached.pool.call(
+        spec.rpc, request, timeout=spec.timeout(request), long_poll=spec.long_poll
+    )
     return spec.to_result(response)
 
 
 # ---- the commands ---------------------------------------------------------------------
 
 
-def _key_source(ctx: _Context) -> str:
+def _key_source(ctx: Context) -> str:
     if os.environ.get(KEY_ENV):
         return f"${KEY_ENV}"
     if ctx.settings.key_file is not None:
@@ -142,7 +156,7 @@ def _key_source(ctx: _Context) -> str:
     return str(ctx.settings.paths.default_key_file)
 
 
-async def _init(ctx: _Context) -> int:
+async def _init(ctx: Context) -> int:
     from cone.facades._host import held_by_other
 
     created = not held_by_other(ctx.settings) and not ctx.settings.paths.store.exists()
@@ -178,13 +192,13 @@ async def _init(ctx: _Context) -> int:
     return 0
 
 
-async def _status(ctx: _Context) -> int:
+async def _status(ctx: Context) -> int:
     result = await _call(ctx, "status", {}, host=False)
     ctx.emit(result, _render.status(result))
     return UNHEALTHY if _render.problems(result) else 0
 
 
-async def _send(ctx: _Context) -> int:
+async def _send(ctx: Context) -> int:
     args = ctx.args
     key, generated = args.key, args.key is None
     if generated:
@@ -215,7 +229,7 @@ async def _send(ctx: _Context) -> int:
     return 0
 
 
-async def _connect(ctx: _Context) -> int:
+async def _connect(ctx: Context) -> int:
     params: JsonObject = {"to": ctx.args.to}
     if ctx.args.name:
         params["name"] = ctx.args.name
@@ -224,13 +238,13 @@ async def _connect(ctx: _Context) -> int:
     return 0
 
 
-async def _requests(ctx: _Context) -> int:
+async def _requests(ctx: Context) -> int:
     result = await _call(ctx, "requests", {})
     ctx.emit(result, _render.requests(result))
     return 0
 
 
-async def _decide(ctx: _Context) -> int:
+async def _decide(ctx: Context) -> int:
     cid = ctx.args.conversation
     result = await _call(ctx, ctx.args.command, {"conversationId": cid})
     done = "accepted" if ctx.args.command == "accept" else "blocked"
@@ -238,7 +252,13 @@ async def _decide(ctx: _Context) -> int:
     return 0
 
 
-_HANDLERS: dict[str, Callable[[_Context], Awaitable[int]]] = {
+async def _tail(ctx: Context) -> int:
+    from cone.commands._tail import tail
+
+    return await tail(ctx, _call)
+
+
+_HANDLERS: dict[str, Callable[[Context], Awaitable[int]]] = {
     "init": _init,
     "status": _status,
     "send": _send,
@@ -247,6 +267,7 @@ _HANDLERS: dict[str, Callable[[_Context], Awaitable[int]]] = {
     "requests": _requests,
     "accept": _decide,
     "block": _decide,
+    "tail": _tail,
 }
 # Commands that never start the core themselves (they report on a running one).
 _RELAY_ONLY = frozenset({"status"})
@@ -282,12 +303,13 @@ def run(args: argparse.Namespace) -> int:
             settings = settings_from(args)
         except ConeError as err:
             return _fail(args, out, err)
-        ctx = _Context(args, settings, out)
+        ctx = Context(args, settings, out)
         code = 0
 
         async def main() -> None:
             nonlocal code
-            code = await _HANDLERS[args.command](ctx)
+            async with ctx.stack:
+                code = await _HANDLERS[args.command](ctx)
 
         try:
             hosting = args.command not in _RELAY_ONLY and not held_by_other(settings)
@@ -295,10 +317,10 @@ def run(args: argparse.Namespace) -> int:
         except ConeError as err:
             return _fail(args, out, _explain(ctx, err))
         except KeyboardInterrupt:
-            return 130
+            return 0 if args.command == "tail" else 130
         except OSError as err:  # the state directory itself (permissions, a full disk)
             return _fail(args, out, StateError(f"{settings.paths.home}: {err}"))
         return code
 
 
-__all__ = ["one_line", "run", "state_flags"]
+__all__ = ["Context", "one_line", "run", "state_flags"]

@@ -23,6 +23,7 @@ COMMANDS: Final = (
     "requests",
     "accept",
     "block",
+    "tail",
 )
 
 
@@ -122,6 +123,23 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
         p.add_argument("conversation", metavar="ID", help="the conversation id (hex)")
         add_state(p)
         _json(p)
+
+    p = command(
+        "tail",
+        "follow incoming messages, one line each",
+        "Print messages as they arrive in accepted conversations: time, conversation, "
+        "sender and text (or a summary of the content). Without --ack nothing is "
+        "acknowledged or counted as delivered; with --ack each printed message is "
+        "acknowledged for the consumer. Stop with Ctrl-C.",
+    )
+    p.add_argument(
+        "--consumer",
+        help="start with the messages pending for this consumer (with --ack: the consumer "
+        "to receive and acknowledge as; default `default`)",
+    )
+    p.add_argument("--ack", action="store_true", help="acknowledge each message printed")
+    add_state(p)
+    _json(p)
 
 
 __all__ = ["COMMANDS", "MODULE", "add_commands"]

@@ -242,6 +242,26 @@ class Core:
             )
         return [], False
 
+    async def peek(
+        self, consumer: str, after_seq: int, limit: int | None, wait_ms: int
+    ) -> tuple[list[StoredMessage], bool, int]:
+        """Messages after `after_seq` without touching receipts (all accepted ones, or
+        those `consumer` has not acknowledged), waiting up to `wait_ms` for the first."""
+        consumer = validate.consumer(consumer) if consumer else ""
+        limit = validate.receive_limit(limit)
+        wait_ms = validate.wait_ms(wait_ms)
+        deadline = time.monotonic() + wait_ms / 1000
+        while True:
+            arrival = self._arrival
+            messages, more, head = await self.store.read(inbox.peek, consumer, after_seq, limit)
+            remaining = deadline - time.monotonic()
+            if messages or remaining <= 0:
+                return messages, more, head
+            try:
+                await asyncio.wait_for(arrival.wait(), remaining)
+            except TimeoutError:
+                return [], False, head
+
     async def ack(self, consumer: str, message_ids: list[str]) -> int:
         """Acknowledge ids for a consumer (idempotent, all or nothing)."""
         consumer = validate.consumer(consumer)

@@ -6,6 +6,7 @@ Every function takes an open connection inside the caller's transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from cone.errors import NotFound
 from cone.store._db import Connection
@@ -140,6 +141,40 @@ def take_pending(
         for row in rows
     ]
     return out, more
+
+
+def peek(
+    conn: Connection, consumer: str, after_seq: int, limit: int
+) -> tuple[list[StoredMessage], bool, int]:
+    """Accepted messages after `after_seq` (only those `consumer` has not acknowledged,
+    when given; every one when empty), their receipts untouched; `more`; the head."""
+    rows = conn.execute(
+        "SELECT m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
+        " m.content_type, m.text, m.data_json, m.reply_to, m.fallback,"
+        " coalesce(r.deliveries, 0), m.unreadable"
+        f" {_PENDING} AND m.seq > :after ORDER BY m.seq LIMIT :limit",
+        {"consumer": consumer, "after": after_seq, "limit": limit + 1},
+    ).fetchall()
+    (head,) = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
+    return [_stored(row) for row in rows[:limit]], len(rows) > limit, int(head)
+
+
+def _stored(row: Any) -> StoredMessage:
+    return StoredMessage(
+        seq=row[0],
+        id=row[1],
+        conversation_id=row[2],
+        kind=Kind(row[3]),
+        sender_inbox_id=row[4],
+        sent_at_ns=row[5],
+        content_type=row[6],
+        text=row[7],
+        data_json=row[8],
+        reply_to=row[9],
+        fallback=row[10],
+        deliveries=row[11],
+        unreadable=row[12],
+    )
 
 
 def ack(conn: Connection, consumer: str, message_ids: Sequence[str], now_ns: int) -> int:
