@@ -163,6 +163,8 @@ def _add_backup(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             "--passphrase-file",
             help="file holding the backup passphrase (default: $CONE_BACKUP_PASSPHRASE)",
         )
+        if name == "backup":
+            p.add_argument("--force", action="store_true", help="replace FILE if it exists")
 
 
 def _add_bridge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
