@@ -4,7 +4,6 @@ loop it runs on, and ConeErrors turned into a message and an exit code once."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -12,13 +11,12 @@ from typing import Any
 from cone.errors import ConeError
 
 
-def configure_logging(verbose: bool) -> None:
-    """Log to stderr: progress with `-v`, warnings otherwise."""
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def configure_logging(verbose: int, *, quiet: bool = False) -> None:
+    """One log for cone and libxmtp (see cone/_logs.py): `-v` (1) each message, call
+    and sync, `-vv` (2) libxmtp's debug; `quiet` hides cone's INFO lines by default."""
+    from cone import _logs
+
+    _logs.setup(int(verbose), quiet=quiet)
 
 
 def run_loop(main: Coroutine[Any, Any, None], *, hosting: bool) -> None:

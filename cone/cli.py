@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 import cone
+from cone.commands import parser as command_parser
 from cone.config import take_secrets
 
 # command name -> module whose `run(args) -> int` carries it out
@@ -26,6 +27,7 @@ _COMMANDS = {
     "mcp": "cone.facades.mcp.command",
     "bridge": "cone.bridge.command",
     "demo": "cone.demo.command",
+    **dict.fromkeys(command_parser.COMMANDS, command_parser.MODULE),
 }
 
 
@@ -39,7 +41,48 @@ def _add_state(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--api-url", help="node URL override (default: $CONE_API_URL or the network's)")
     p.add_argument("--key-file", help="database key file (default: $CONE_DB_KEY or HOME/db.key)")
-    p.add_argument("-v", "--verbose", action="store_true", help="log progress on stderr")
+    _add_logging(p)
+
+
+def _add_logging(p: argparse.ArgumentParser) -> None:
+    """-v/-vv, --log-file and --log-format (see cone/_logs.py)."""
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="more on stderr: -v each message in and out (ids only), call and sync; "
+        "-vv also libxmtp's debug lines",
+    )
+    p.add_argument("--log-file", help="write the log to this file (appending) instead of stderr")
+    p.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="text lines (default) or one JSON object per line",
+    )
+
+
+class _Version(argparse.Action):
+    """`cone --version [--json]`: cone, the protocol and libxmtp; then exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print versions and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        import json
+
+        from cone.engine._version import versions
+
+        info = {"cone": cone.__version__, "protocol": cone.PROTOCOL_VERSION, **versions()}
+        if "--json" in sys.argv[1:]:
+            print(json.dumps(info))
+        else:
+            print(
+                f"cone {info['cone']} (protocol {info['protocol']}; libxmtp {info['libxmtp']}, "
+                f"commit {info['libxmtpCommit']}, via xmtp-bindings {info['xmtpBindings']})"
+            )
+        parser.exit()
 
 
 def _add_daemon(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,6 +170,8 @@ def _add_backup(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             "--passphrase-file",
             help="file holding the backup passphrase (default: $CONE_BACKUP_PASSPHRASE)",
         )
+        if name == "backup":
+            p.add_argument("--force", action="store_true", help="replace FILE if it exists")
 
 
 def _add_bridge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -176,7 +221,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "it; print the conversation as it happens; clean up and exit."
         ),
     )
-    p.add_argument("-v", "--verbose", action="store_true", help="log progress on stderr")
+    _add_logging(p)
 
 
 def _add_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -194,6 +239,7 @@ def _add_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The `cone` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="cone", description=cone.__doc__)
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_devnet(sub)
     _add_devnet_ctl(sub)
@@ -203,19 +249,34 @@ def build_parser() -> argparse.ArgumentParser:
     _add_mcp(sub)
     _add_bridge(sub)
     _add_demo(sub)
+    command_parser.add_commands(sub, _add_state)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` and run the chosen command; returns the process exit code."""
     take_secrets()
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # a wrong flag: show the usage of the subcommand it was given to
+        _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
     # Before any command creates anything: every file and directory cone makes is
     # owner-only, also those a start that fails half-way leaves (docs/security.md).
     os.umask(0o077)
+    from cone import _logs
+
+    _logs.remember(args)
     module = importlib.import_module(_COMMANDS[args.command])
     code: int = module.run(args)
     return code
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    return parser
 
 
 if __name__ == "__main__":

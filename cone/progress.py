@@ -10,10 +10,11 @@ from typing import TextIO
 class Progress:
     """Reports `done` of `total` units for a labelled task."""
 
-    def __init__(self, label: str, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
         self._label = label
-        self._stream = stream
-        self._tty = stream.isatty()
+        # Looked up now, not at import: cone/_logs.py may have replaced sys.stderr.
+        self._stream = stream or sys.stderr
+        self._tty = self._stream.isatty()
         self._last_step = -1
         self._started = time.monotonic()
 

@@ -192,6 +192,36 @@ _PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
     "Block": {"conversationId": {"required": True, **_hex("The conversation to block.")}},
     "Sync": {},
     "Status": {},
+    "Peek": {
+        "afterSequence": {
+            "minimum": 0,
+            "description": (
+                "Only messages after this inbox sequence (a message's `sequence`, or "
+                "`headSequence` of an earlier peek to follow from then on). Default: from "
+                "the oldest."
+            ),
+        },
+        "consumer": {
+            "pattern": limits.CONSUMER_PATTERN,
+            "maxLength": 64,
+            "description": (
+                "When given, only the messages this consumer has not acknowledged; its "
+                "receipts are not touched. Default: every accepted message."
+            ),
+        },
+        "limit": {
+            "minimum": limits.RECEIVE_LIMIT_MIN,
+            "maximum": limits.RECEIVE_LIMIT_MAX,
+            "default": limits.RECEIVE_LIMIT_DEFAULT,
+            "description": "At most this many messages (1–1000). Default 50.",
+        },
+        "waitMs": {
+            "minimum": 0,
+            "maximum": limits.WAIT_MS_MAX,
+            "default": 0,
+            "description": "How long to wait for a first message, in milliseconds (0–30000).",
+        },
+    },
 }
 
 # One sentence or three per operation: the JSON-RPC reference and the MCP tool
@@ -239,6 +269,11 @@ _SUMMARIES: Final[dict[str, str]] = {
         "Operator health report: streams, last sync, inbox and outbox, consumers, and the "
         "identity's installation and update budgets."
     ),
+    "Peek": (
+        "Read messages of accepted conversations without touching any receipt (nothing is "
+        "acknowledged or counted as delivered), e.g. to watch the inbox. To follow, pass "
+        "the last message's sequence (or headSequence) as afterSequence."
+    ),
 }
 # RPCs the JSON surfaces do not offer, with the reason; every other RPC is a method
 # and a tool (a test holds this).
@@ -248,9 +283,9 @@ NOT_EXPOSED: Final[dict[str, str]] = {
 # Operations for operators rather than agents (documented as such).
 OPERATOR_RPCS: Final = frozenset({"Status"})
 # Operations that only read: safe to cancel, to repeat, and cancelled when input closes.
-READ_ONLY_RPCS: Final = frozenset({"Identity", "Receive", "Requests", "Status"})
+READ_ONLY_RPCS: Final = frozenset({"Identity", "Receive", "Requests", "Status", "Peek"})
 # Operations that wait (long polls): cancelled, not awaited, when a session's input ends.
-LONG_POLL_RPCS: Final = frozenset({"Receive"})
+LONG_POLL_RPCS: Final = frozenset({"Receive", "Peek"})
 # A oneof the caller must set (the proto cannot say so).
 _REQUIRED_ONEOFS: Final[dict[str, dict[str, str]]] = {"Send": {"content": "text"}}
 
@@ -532,7 +567,7 @@ class Method:
 
     def timeout(self, request: Any) -> float:
         """The deadline for relaying `request`, in seconds."""
-        if self.rpc == "Receive":
+        if self.rpc in LONG_POLL_RPCS:
             return float(request.wait_ms) / 1000 + RECEIVE_MARGIN_S
         return CALL_TIMEOUT_S
 

@@ -13,10 +13,10 @@ import secrets
 import sys
 from pathlib import Path
 
-from cone._command import exit_code
+from cone._command import configure_logging, exit_code
 from cone._fs import temporary_beside
 from cone.config import Settings, secret
-from cone.errors import InvalidArgument, StateError
+from cone.errors import Conflict, InvalidArgument, StateError
 from cone.progress import Progress
 
 PASSPHRASE_ENV = "CONE_BACKUP_PASSPHRASE"
@@ -97,19 +97,41 @@ def _restore(settings: Settings, source: Path, passphrase: str) -> str:
     )
     return (
         f"restored inbox {manifest.inbox_id} (installation {manifest.installation_id}, "
-        f"{manifest.messages} messages) into {settings.paths.home}; start it with cone daemon. "
-        "Do not run the original and the restored copy at the same time."
+        f"{manifest.messages} messages) into {settings.paths.home}.\n"
+        "Stop the original first: never run both copies. Then start the restored identity:\n"
+        f"  cone daemon{start_flags(settings)}"
     )
+
+
+def start_flags(settings: Settings) -> str:
+    """The flags that start the identity restored into `settings` (always --home)."""
+    flags = f" --home {settings.paths.home}"
+    if settings.network != "local":
+        flags += f" --network {settings.network}"
+    from cone.config import NETWORK_URLS
+
+    if settings.api_url != NETWORK_URLS[settings.network]:
+        flags += f" --api-url {settings.api_url}"
+    if settings.key_file is not None:
+        flags += f" --key-file {settings.key_file}"
+    return flags
 
 
 def run(args: argparse.Namespace) -> int:
     """Run `cone backup` or `cone restore`."""
     from cone.daemon.command import settings_from
 
+    configure_logging(args.verbose, quiet=True)
+
     def body() -> None:
         settings = settings_from(args)
         passphrase = passphrase_from(args)
         target = Path(args.file).absolute()
+        if args.command == "backup" and target.exists() and not args.force:
+            raise Conflict(
+                f"{target} exists: choose another FILE, or pass --force to replace it",
+                reason="file_exists",
+            )
         if args.command == "backup":
             message = asyncio.run(_backup(settings, target, passphrase))
         else:

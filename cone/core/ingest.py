@@ -337,13 +337,16 @@ class Ingestor:
         if not rows and not skipped and floor_ns is None:
             return []
         try:
-            return await self._store.write(_commit_rows, cid, rows, skipped, floor_ns)
+            committed = await self._store.write(_commit_rows, cid, rows, skipped, floor_ns)
         except Exception as exc:
             if not rows:
                 raise
             log.warning(
                 "committing %d message(s) of %s failed (%s); one by one", len(rows), cid, exc
             )
+        else:
+            _log_arrivals(rows, committed)
+            return committed
         new: list[str] = []
         for row in rows:
             try:
@@ -355,6 +358,21 @@ class Ingestor:
                 new += await self._store.write(_commit_rows, cid, [bare], [], None)
         await self._store.write(_commit_rows, cid, [], skipped, floor_ns)
         return new
+
+
+def _log_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
+    """`-v`: one line per message that entered the inbox (ids, never content)."""
+    if new and log.isEnabledFor(logging.DEBUG):
+        fresh = set(new)
+        for row in rows:
+            if row.id in fresh:
+                log.debug(
+                    "message in %s in %s from %s (%s)",
+                    row.id,
+                    row.conversation_id,
+                    row.sender_inbox_id,
+                    row.content_type,
+                )
 
 
 def _conversation_order(raw: RawMessage) -> tuple[int, str]:

@@ -235,6 +235,7 @@ class Outbox:
         # Not awaited: if a crash loses this record, the key is found pending, its
         # prepared message is found by key, and publishing it again is harmless.
         self._store.write_soon(outbox.settle, rec.key, message_id, time.time_ns())
+        log.debug("message out %s in %s (key %r)", message_id, rec.conversation_id, rec.key)
         return SendResult(message_id, rec.conversation_id, deduplicated, True)
 
     async def _find_prepared(self, rec: OutboxRecord) -> str | None:

@@ -210,6 +210,7 @@ class Core:
 
     async def sync(self) -> None:
         """A full sync and ingest; Unavailable(reason=sync_failed) on failure."""
+        started = time.monotonic()
         try:
             await self.engine.sync_all()
         except Unavailable as exc:
@@ -218,6 +219,9 @@ class Core:
             await self.ingestor.ingest_all()
             raise
         await self.ingestor.ingest_all()
+        if self.last_sync_error is not None:
+            log.info("the network is reachable again")
+        log.debug("synced in %.0f ms", (time.monotonic() - started) * 1000)
         self.last_sync_ns = time.time_ns()
         if self.last_sync_error is not None:
             # The network is back: reopen streams and publish what waits now, rather
@@ -275,6 +279,26 @@ class Core:
             return await self.store.rolled_back(
                 inbox.take_pending, consumer, limit, exclude, time.time_ns()
             )
+
+    async def peek(
+        self, consumer: str, after_seq: int, limit: int | None, wait_ms: int
+    ) -> tuple[list[StoredMessage], bool, int]:
+        """Messages after `after_seq` without touching receipts (all accepted ones, or
+        those `consumer` has not acknowledged), waiting up to `wait_ms` for the first."""
+        consumer = validate.consumer(consumer) if consumer else ""
+        limit = validate.receive_limit(limit)
+        wait_ms = validate.wait_ms(wait_ms)
+        deadline = time.monotonic() + wait_ms / 1000
+        while True:
+            arrival = self._arrival
+            messages, more, head = await self.store.read(inbox.peek, consumer, after_seq, limit)
+            remaining = deadline - time.monotonic()
+            if messages or remaining <= 0:
+                return messages, more, head
+            try:
+                await asyncio.wait_for(arrival.wait(), remaining)
+            except TimeoutError:
+                return [], False, head
 
     async def ack(self, consumer: str, message_ids: list[str]) -> int:
         """Acknowledge ids for a consumer (idempotent, all or nothing)."""

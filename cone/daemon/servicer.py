@@ -245,6 +245,20 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             await _abort(context, Internal(f"internal error in Backup: {exc}"))
 
     @_boundary
+    async def Peek(
+        self, request: pb.PeekRequest, context: grpc.aio.ServicerContext
+    ) -> pb.PeekResponse:
+        messages, more, head = await self.core.peek(
+            request.consumer,
+            request.after_sequence,
+            request.limit if request.HasField("limit") else None,
+            request.wait_ms,
+        )
+        return pb.PeekResponse(
+            messages=[message_to_pb(m) for m in messages], more=more, head_sequence=head
+        )
+
+    @_boundary
     async def Status(
         self, request: pb.StatusRequest, context: grpc.aio.ServicerContext
     ) -> pb.StatusResponse:

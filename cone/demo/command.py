@@ -164,7 +164,7 @@ async def _demo(out: IO[str], log: IO[bytes]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when every message got its reply."""
-    configure_logging(args.verbose)
+    configure_logging(args.verbose, quiet=True)  # the demo's story, nothing else
     drop_secrets("CONE_WALLET_KEY", "CONE_DB_KEY")  # the demo makes its own identities
     import uvloop
 

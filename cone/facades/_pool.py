@@ -13,11 +13,16 @@ Channels open lazily: a pool that is never used costs nothing.
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
 from cone.client import ConeClient
+from cone.errors import ConeError
+
+log = logging.getLogger(__name__)
 
 LONG_POLLS: Final = 768
 CALLS: Final = 256
@@ -64,10 +69,16 @@ class ChannelPool:
         async with self._long if long_poll else self._short:
             i = self._pick()
             self._load[i] += 1
+            started = time.monotonic()
             try:
-                return await self._clients[i].call(rpc, request, timeout=timeout)
+                response = await self._clients[i].call(rpc, request, timeout=timeout)
+            except ConeError as err:
+                log.debug("call %s failed: %s", rpc, err.reason)
+                raise
             finally:
                 self._load[i] -= 1
+            log.debug("call %s answered in %.1f ms", rpc, (time.monotonic() - started) * 1000)
+            return response
 
     async def aclose(self) -> None:
         """Close every channel."""

@@ -26,7 +26,9 @@ from cone.facades.jsonrpc._framing import LineWriter, Read
 def guard_stdout() -> int:
     """Keep stdout for the protocol (returned as a new fd); fd 1 becomes stderr."""
     sys.stdout.flush()
-    out_fd = os.dup(1)
+    # sys.stdout, not fd 1: once cone/_logs.py captures the native fds, the real
+    # stdout lives elsewhere.
+    out_fd = os.dup(sys.stdout.fileno())
     os.dup2(2, 1)
     return out_fd
 

@@ -6,7 +6,7 @@ Every function takes an open connection inside the caller's transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from cone import limits
 from cone.errors import NotFound
@@ -130,25 +130,12 @@ def take_pending(
         names = [f":x{i}" for i in range(len(exclude))]
         params.update({f"x{i}": cid for i, cid in enumerate(exclude)})
         exclusion = f" AND m.conversation_id NOT IN ({', '.join(names)})"
-    # Sizes first (octet_length reads no content), then the content of the batch only.
-    sizes = conn.execute(
-        f"SELECT m.seq, {MESSAGE_SIZE} {_PENDING}{exclusion} ORDER BY m.seq LIMIT :limit",
-        params,
-    ).fetchall()
-    taken, total = 0, 0
-    for _seq, size in sizes[:limit]:
-        if taken and total + size > max_bytes:
-            break
-        taken += 1
-        total += size
-    more = len(sizes) > taken
+    taken, more, last = _fitting(conn, f"{_PENDING}{exclusion}", params, limit, max_bytes)
     if not taken:
         return [], more
-    params.update(limit=taken, last=sizes[taken - 1][0])
+    params.update(limit=taken, last=last)
     rows = conn.execute(
-        "SELECT m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
-        " m.content_type, m.text, m.data_json, m.reply_to, m.fallback,"
-        " coalesce(r.deliveries, 0) + 1, m.unreadable"
+        f"SELECT {_COLUMNS}, coalesce(r.deliveries, 0) + 1, m.unreadable"
         f" {_PENDING}{exclusion} AND m.seq <= :last ORDER BY m.seq LIMIT :limit",
         params,
     ).fetchall()
@@ -158,25 +145,74 @@ def take_pending(
         " ON CONFLICT (consumer, seq) DO UPDATE SET deliveries = excluded.deliveries",
         [(consumer, row[0], row[11]) for row in rows],
     )
-    out = [
-        StoredMessage(
-            seq=row[0],
-            id=row[1],
-            conversation_id=row[2],
-            kind=Kind(row[3]),
-            sender_inbox_id=row[4],
-            sent_at_ns=row[5],
-            content_type=row[6],
-            text=row[7],
-            data_json=row[8],
-            reply_to=row[9],
-            fallback=row[10],
-            deliveries=row[11],
-            unreadable=row[12],
-        )
-        for row in rows
-    ]
-    return out, more
+    return [_stored(row) for row in rows], more
+
+
+_COLUMNS: Final = (
+    "m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
+    " m.content_type, m.text, m.data_json, m.reply_to, m.fallback"
+)
+
+
+def _fitting(
+    conn: Connection, source: str, params: dict[str, object], limit: int, max_bytes: int
+) -> tuple[int, bool, int]:
+    """How many of the first `limit` rows of `source` fit `max_bytes` (at least one),
+    whether any were left out, and the last seq taken. Sizes first: octet_length reads
+    no content, so only the batch's content is read afterwards."""
+    sizes = conn.execute(
+        f"SELECT m.seq, {MESSAGE_SIZE} {source} ORDER BY m.seq LIMIT :limit",
+        {**params, "limit": limit + 1},
+    ).fetchall()
+    taken, total = 0, 0
+    for _seq, size in sizes[:limit]:
+        if taken and total + size > max_bytes:
+            break
+        taken += 1
+        total += size
+    return taken, len(sizes) > taken, sizes[taken - 1][0] if taken else 0
+
+
+def peek(
+    conn: Connection,
+    consumer: str,
+    after_seq: int,
+    limit: int,
+    max_bytes: int = limits.RECEIVE_BATCH_BYTES,
+) -> tuple[list[StoredMessage], bool, int]:
+    """Accepted messages after `after_seq` (only those `consumer` has not acknowledged,
+    when given; every one when empty), their receipts untouched; `more`; the head.
+    Bounded by count and bytes as `take_pending` is."""
+    params: dict[str, object] = {"consumer": consumer, "after": after_seq}
+    source = f"{_PENDING} AND m.seq > :after"
+    taken, more, last = _fitting(conn, source, params, limit, max_bytes)
+    (head,) = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
+    if not taken:
+        return [], more, int(head)
+    rows = conn.execute(
+        f"SELECT {_COLUMNS}, coalesce(r.deliveries, 0), m.unreadable"
+        f" {source} AND m.seq <= :last ORDER BY m.seq LIMIT :limit",
+        {**params, "last": last, "limit": taken},
+    ).fetchall()
+    return [_stored(row) for row in rows], more, int(head)
+
+
+def _stored(row: Any) -> StoredMessage:
+    return StoredMessage(
+        seq=row[0],
+        id=row[1],
+        conversation_id=row[2],
+        kind=Kind(row[3]),
+        sender_inbox_id=row[4],
+        sent_at_ns=row[5],
+        content_type=row[6],
+        text=row[7],
+        data_json=row[8],
+        reply_to=row[9],
+        fallback=row[10],
+        deliveries=row[11],
+        unreadable=row[12],
+    )
 
 
 def ack(conn: Connection, consumer: str, message_ids: Sequence[str], now_ns: int) -> int:

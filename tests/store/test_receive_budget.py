@@ -86,3 +86,25 @@ def test_one_message_larger_than_the_budget_still_comes_alone(tmp_path: Path) ->
     third, more = store.write_now(inbox.take_pending, "a", 1000, [], 1)
     assert [m.text for m in third] == ["s"] and not more
     store.close()
+
+
+def test_peek_is_bounded_by_bytes_too_and_touches_no_receipt(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "cone.db", KEY)
+    store.write_now(conversations.ensure, "c1", Kind.DM, "peer", Consent.ACCEPTED, 1)
+    big = "x" * limits.MESSAGE_MAX_BYTES
+    store.write_now(inbox.insert_messages, [_message(0, big), _message(1, big), _message(2, "s")])
+    after, seen = 0, []
+    while True:
+        batch, more, head = store.read_now(inbox.peek, "", after, 1000)
+        assert (
+            len(batch) == 1 or sum(len(m.text or "") for m in batch) <= limits.RECEIVE_BATCH_BYTES
+        )
+        seen += [m.text for m in batch]
+        if not more:
+            break
+        after = batch[-1].seq
+    assert seen == [big, big, "s"] and head == after + 1
+    # Nothing was delivered by peeking: take_pending still counts its first delivery.
+    first, _ = store.write_now(inbox.take_pending, "a", 1000, [], 1)
+    assert first[0].deliveries == 1
+    store.close()

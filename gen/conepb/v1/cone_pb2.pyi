@@ -362,3 +362,25 @@ class BackupChunk(_message.Message):
     manifest: BackupManifest
     data: bytes
     def __init__(self, manifest: _Optional[_Union[BackupManifest, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class PeekRequest(_message.Message):
+    __slots__ = ("after_sequence", "consumer", "limit", "wait_ms")
+    AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    after_sequence: int
+    consumer: str
+    limit: int
+    wait_ms: int
+    def __init__(self, after_sequence: _Optional[int] = ..., consumer: _Optional[str] = ..., limit: _Optional[int] = ..., wait_ms: _Optional[int] = ...) -> None: ...
+
+class PeekResponse(_message.Message):
+    __slots__ = ("messages", "more", "head_sequence")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    HEAD_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[Message]
+    more: bool
+    head_sequence: int
+    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., more: _Optional[bool] = ..., head_sequence: _Optional[int] = ...) -> None: ...

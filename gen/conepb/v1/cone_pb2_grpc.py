@@ -96,6 +96,11 @@ class ConeServiceStub:
                 request_serializer=conepb_dot_v1_dot_cone__pb2.BackupRequest.SerializeToString,
                 response_deserializer=conepb_dot_v1_dot_cone__pb2.BackupChunk.FromString,
                 _registered_method=True)
+        self.Peek = channel.unary_unary(
+                '/cone.v1.ConeService/Peek',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.PeekRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.PeekResponse.FromString,
+                _registered_method=True)
 
 
 class ConeServiceServicer:
@@ -216,6 +221,16 @@ class ConeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Peek(self, request, context):
+        """Peek reads messages from accepted conversations without touching any receipt:
+        nothing is acknowledged and no delivery is counted (`cone tail` follows the inbox
+        with it). It waits up to `wait_ms` for a first message after `after_sequence`.
+        INVALID_ARGUMENT for a bad consumer, limit or wait.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -278,6 +293,11 @@ def add_ConeServiceServicer_to_server(servicer, server):
                     servicer.Backup,
                     request_deserializer=conepb_dot_v1_dot_cone__pb2.BackupRequest.FromString,
                     response_serializer=conepb_dot_v1_dot_cone__pb2.BackupChunk.SerializeToString,
+            ),
+            'Peek': grpc.unary_unary_rpc_method_handler(
+                    servicer.Peek,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.PeekRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.PeekResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -606,6 +626,33 @@ class ConeService:
             '/cone.v1.ConeService/Backup',
             conepb_dot_v1_dot_cone__pb2.BackupRequest.SerializeToString,
             conepb_dot_v1_dot_cone__pb2.BackupChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Peek(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Peek',
+            conepb_dot_v1_dot_cone__pb2.PeekRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.PeekResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,198 @@
+"""The readable form of each command's result (the `--json` form is the result itself).
+
+Everything a peer controls (text, fallback, content type, names) passes through
+`clean()` first: control characters, escape sequences included, never reach the
+operator's terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any, Final
+
+JsonObject = dict[str, Any]
+
+# C0 controls (tab and newline handled by the caller), DEL, C1 controls, and the
+# bidirectional overrides that could make a line read differently from its bytes.
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+SUMMARY_CHARS: Final = 200
+
+
+def clean(text: str) -> str:
+    """`text` safe for a terminal line: newlines as ⏎, other controls as �."""
+    text = text.replace("\r\n", "\n").replace("\n", " ⏎ ").replace("\t", " ")
+    return _CONTROL.sub("\ufffd", text)
+
+
+def _short(text: str, limit: int = SUMMARY_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _when(rfc3339: str | None, now: datetime | None = None) -> str:
+    if not rfc3339:
+        return "never"
+    at = datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
+    seconds = ((now or datetime.now(UTC)) - at).total_seconds()
+    if seconds < 1:
+        return "just now"
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    return at.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _clock(rfc3339: str | None) -> str:
+    if not rfc3339:
+        return "--:--:--"
+    at = datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).astimezone()
+    return at.strftime("%H:%M:%S")
+
+
+# ---- status ---------------------------------------------------------------------------
+
+
+def problems(status: JsonObject) -> list[str]:
+    """Why a status is unhealthy (empty: healthy)."""
+    out = []
+    down = [s["name"] for s in status.get("streams", []) if not s.get("connected")]
+    if down:
+        out.append(f"stream(s) down: {', '.join(down)}")
+    if status.get("lastSyncError"):
+        out.append(f"the last sync failed: {status['lastSyncError']}")
+    failing = [o for o in status.get("outbox", []) if o.get("state") == "failing"]
+    if failing:
+        out.append(f"{len(failing)} outgoing message(s) failing")
+    return out
+
+
+def status(s: JsonObject) -> str:
+    """The status report, healthy or not."""
+    trouble = problems(s)
+    lines = ["cone status: " + ("healthy" if not trouble else "UNHEALTHY: " + "; ".join(trouble))]
+    ident = s.get("identity") or {}
+    lines.append(
+        f"  identity    {ident.get('address', '?')} on {ident.get('network', '?')}"
+        f" (inbox {ident.get('inboxId', '?')})"
+    )
+    if s.get("lastSyncError"):
+        network = (
+            f"last sync failed ({s['lastSyncError']}); last good sync {_when(s.get('lastSyncAt'))}"
+        )
+    else:
+        network = f"reachable; last sync {_when(s.get('lastSyncAt'))}"
+    lines.append(f"  network     {network}")
+    streams = []
+    for st in s.get("streams", []):
+        state = "up" if st.get("connected") else "DOWN"
+        extra = f", {st['restarts']} restart(s)" if st.get("restarts") else ""
+        if not st.get("connected") and st.get("lastError"):
+            extra += f": {clean(st['lastError'])}"
+        streams.append(f"{st['name']} {state}{extra}")
+    lines.append(f"  streams     {'; '.join(streams) or 'none'}")
+    consumers = ", ".join(f"{c['consumer']} {c['pending']}" for c in s.get("consumers", []))
+    lines.append(
+        f"  inbox       {s.get('inboxMessages', 0)} message(s); pending per consumer: "
+        f"{consumers or 'no consumer yet'}"
+    )
+    requests = s.get("requests", 0)
+    hint = " (see `cone requests`)" if requests else ""
+    lines.append(f"  requests    {requests}{hint}")
+    outbox = s.get("outbox", [])
+    if not outbox:
+        lines.append("  outbox      empty")
+    else:
+        lines.append(f"  outbox      {len(outbox)} unsettled")
+        for o in outbox:
+            err = f": {clean(o['lastError'])}" if o.get("lastError") else ""
+            lines.append(
+                f"    key {clean(o['key'])} in {o['conversationId']}: {o['state']} after "
+                f"{o['attempts']} attempt(s){err}"
+            )
+    lines.append(
+        f"  budgets     installations {s.get('installations', 0)}/10, identity updates "
+        f"{s.get('identityUpdates', 0)}/256"
+    )
+    for w in s.get("warnings", []):
+        lines.append(f"  warning     {w}")
+    return "\n".join(lines)
+
+
+# ---- sending --------------------------------------------------------------------------
+
+
+def sent(result: JsonObject, key: str, generated: bool, hosted: bool) -> str:
+    """One line for a send or reply, and what to do when it is not yet published."""
+    mid, cid = result["messageId"], result["conversationId"]
+    if result.get("deduplicated"):
+        line = f"already sent as {mid} in {cid}: key {key!r} was used before; nothing new sent"
+    elif result.get("published"):
+        line = f"sent {mid} in {cid}"
+    else:
+        retry = result.get("retryAfterMs")
+        when = f" (next attempt in {retry / 1000:.1f} s)" if retry else ""
+        line = f"queued {mid} in {cid}: the network has not accepted it yet{when}"
+        if hosted:
+            line += "; it is retried whenever this identity runs (`cone daemon`)"
+    if generated:
+        line += f"\nkey {key} (reuse it with --key to retry without sending twice)"
+    return line
+
+
+def contact(result: JsonObject) -> str:
+    """The saved contact."""
+    c = result.get("contact") or {}
+    name = f" as {c['name']}" if c.get("name") else ""
+    who = c.get("address") or c.get("inboxId", "?")
+    return (
+        f"connected with {who}{name}: conversation {c.get('conversationId', '?')} (accepted)\n"
+        f"send with: cone send {c.get('name') or who} TEXT"
+    )
+
+
+def requests(result: JsonObject) -> str:
+    """The requests table, or a line saying there are none."""
+    held = result.get("requests", [])
+    if not held:
+        return "no requests"
+    lines = [f"{len(held)} request(s); accept with `cone accept ID`, refuse with `cone block ID`:"]
+    for r in held:
+        who = r.get("peerAddress") or f"inbox {r.get('peerInboxId', '?')}"
+        since = _when(r.get("firstSeenAt"))
+        lines.append(
+            f"  {r['conversationId']}  {r.get('conversationType', '?'):<5}  from {who}  "
+            f"since {since}  {r.get('pendingMessages', 0)} message(s) waiting"
+        )
+    return "\n".join(lines)
+
+
+# ---- messages -------------------------------------------------------------------------
+
+
+def content(m: JsonObject) -> str:
+    """The text of a message, or a summary of its content."""
+    if m.get("unreadable"):
+        return f"[unreadable: {clean(m['unreadable'])}]"
+    if "text" in m:
+        return clean(m["text"])
+    if "data" in m:
+        data = json.dumps(m["data"], ensure_ascii=False, separators=(",", ":"))
+        return f"[data] {_short(clean(data))}"
+    kind = clean(m.get("contentType", "?"))
+    fallback = f" {_short(clean(m['fallback']))}" if m.get("fallback") else ""
+    return f"[{kind}]{fallback}"
+
+
+def message_line(m: JsonObject) -> str:
+    """One line of `cone tail`: time, conversation, sender, content."""
+    sender = m.get("senderInboxId", "")
+    reply = f" (reply to {m['replyTo'][:8]})" if m.get("replyTo") else ""
+    return (
+        f"{_clock(m.get('sentAt'))}  {m.get('conversationId', '?')}  {sender[:8]}  "
+        f"{content(m)}{reply}"
+    )
+
+
+__all__ = ["clean", "contact", "content", "message_line", "problems", "requests", "sent", "status"]

@@ -1,0 +1,130 @@
+"""One quiet log: libxmtp's, SQLCipher's and grpc's lines routed through Python logging,
+no ANSI codes in pipes, -v with ids never content, --log-file and --log-format json,
+and `cone demo` printing only its story."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+from cone._logs import JsonFormatter, TextFormatter, parse
+from conepb.v1 import cone_pb2 as pb
+from support.cli import cone_cli
+from support.daemons import DaemonProcess, short_home
+from support.waiting import until
+
+# `TIME LEVEL LOGGER: MESSAGE`, the one text format (cone's and libxmtp's lines alike).
+LINE = re.compile(
+    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO |WARNING|ERROR|CRITICAL) \S+: "
+)
+BENIGN_NOISE = (
+    "SecretReuseError",
+    "already processed",
+    "PoolNeedsConnection",
+    "sqlcipherCodecAttach",
+    "fork_posix.cc",
+)
+
+
+def test_native_lines_get_their_level_and_target() -> None:
+    coloured = (
+        "\x1b[2m2026-12-03T07:28:29.421307Z\x1b[0m \x1b[31mERROR\x1b[0m "
+        "\x1b[2mxmtp_mls::groups::welcome_sync\x1b[0m\x1b[2m:\x1b[0m failed: welcome already processed"
+    )
+    line = parse(coloured)
+    assert (line.logger, line.level) == ("libxmtp.xmtp_mls.groups.welcome_sync", logging.ERROR)
+    assert line.message == "failed: welcome already processed" and line.benign()
+    spans = parse("2026-12-03T07:36:49.565Z INFO sync{a=1}:publish: xmtp_mls::groups: a: b")
+    assert (spans.logger, spans.message) == ("libxmtp.xmtp_mls.groups", "a: b")
+    sqlcipher = parse("2026-12-03 07:28:28.759: WARN CORE sqlcipherCodecAttach: no codec")
+    assert sqlcipher.logger == "sqlcipher" and sqlcipher.benign()
+    glog = parse("I1203 07:28:27.660093   11400 fork_posix.cc:71] Other threads ...")
+    assert (glog.logger, glog.level) == ("grpc", logging.INFO) and glog.benign()
+    other = parse("thread 'tokio' panicked at src/lib.rs:1:1")
+    assert (other.logger, other.level) == ("stderr", logging.WARNING) and not other.benign()
+
+
+def test_text_and_json_formats() -> None:
+    record = logging.LogRecord("cone.x", logging.WARNING, __file__, 1, "hi %s", ("there",), None)
+    plain = TextFormatter(colour=False).format(record)
+    assert LINE.match(plain) and plain.endswith("WARNING cone.x: hi there")
+    assert "\x1b[" in TextFormatter(colour=True).format(record)
+    doc = json.loads(JsonFormatter().format(record))
+    assert doc["level"] == "WARNING" and doc["logger"] == "cone.x" and doc["message"] == "hi there"
+
+
+async def test_cone_demo_prints_only_its_story_on_a_terminal() -> None:
+    result = await cone_cli(["demo"], tty=True, timeout=180)
+    assert result.code == 0, result.err
+    assert result.err == "", result.err
+    story = re.compile(
+        r"^(cone demo: .*|  (agent|you) +0x[0-9a-f]{40} .*|\[ *\d+\.\ds\] .*|\s+\S.*)$"
+    )
+    lines = [line for line in result.out.splitlines() if line.strip()]
+    strangers = [line for line in lines if not story.match(line)]
+    assert strangers == [], strangers
+    assert lines[-1].endswith("Done.")
+    assert not any(mark in result.out for mark in BENIGN_NOISE)
+
+
+class _VerboseDaemon(DaemonProcess):
+    """A daemon with extra logging flags."""
+
+    def __init__(self, home: Path, api_url: str, flags: list[str]) -> None:
+        super().__init__(home, api_url)
+        self.flags = flags
+
+    def args(self) -> list[str]:
+        return [*super().args(), *self.flags]
+
+
+async def test_logs_have_one_format_no_ansi_in_pipes_and_v_shows_ids_never_content(
+    devnet: str, tmp_path: Path
+) -> None:
+    log_file = tmp_path / "one.log"
+    secret = "the-content-never-logged-4711"
+    h1, h2 = short_home(), short_home()
+    async with (
+        _VerboseDaemon(
+            h1, devnet, ["-v", "--log-file", str(log_file), "--log-format", "json"]
+        ) as d1,
+        DaemonProcess(h2, devnet) as d2,
+    ):
+        peer = await d2.client.identity()
+        sent = await cone_cli(["send", peer.address, secret, "--home", str(h1), "-v"], tty=True)
+        assert sent.code == 0, sent.err
+        message_id = sent.out.split()[1]
+        # -v on a command: each relayed call, on a terminal's stderr
+        assert "call Send answered in" in sent.err
+
+        def logged() -> list[dict[str, str]]:
+            return [json.loads(line) for line in log_file.read_text().splitlines()]
+
+        async def sent_logged() -> bool:
+            return any(f"message out {message_id}" in r["message"] for r in logged())
+
+        await until(sent_logged)
+        # a message from the peer comes in: -v logs its id and sender, never the text
+        me = await d1.client.identity()
+        await d2.client.call("Send", pb.SendRequest(to=me.address, text=secret, key="back"))
+
+        async def arrival_logged() -> bool:
+            return any(r["message"].startswith("message in ") for r in logged())
+
+        await until(arrival_logged)
+        records = logged()
+        assert {"time", "level", "logger", "message"} <= set(records[0])
+        assert any(r["message"].startswith("synced in ") for r in records)
+        assert secret not in log_file.read_text()
+        # the default daemon's stderr, a file, through a stop: the one format, no ANSI,
+        # no benign noise (PoolNeedsConnection comes on every shutdown)
+        assert await d2.stop() == 0
+        text = d2.stderr()
+        assert "\x1b[" not in text
+        for mark in BENIGN_NOISE:
+            assert mark not in text, text
+        for line in text.splitlines():
+            assert line.startswith("cone daemon: ") or LINE.match(line), line
+        assert secret not in text
