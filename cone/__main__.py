@@ -1,7 +1,5 @@
 """`python -m cone` is `cone`."""
 
-import sys
+from cone.cli import entry
 
-from cone.cli import main
-
-sys.exit(main())
+entry()

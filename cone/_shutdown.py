@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import select
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Awaitable
@@ -33,6 +35,14 @@ T = TypeVar("T")
 #: Seconds from the first SIGTERM or SIGINT to the process's exit, at most.
 STOP_BOUND_S: Final = 10.0
 SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+
+
+def _stderr_fd() -> int:
+    """The process's real stderr (cone._logs may have put a pipe on fd 2)."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return 2
 
 
 def _ignore(signum: int, frame: FrameType | None) -> None:
@@ -120,9 +130,16 @@ class Shutdown:
                     self._loop.call_soon_threadsafe(self._stop)
 
     def _say(self, what: str) -> None:
-        # A raw write: the loop (and logging's handlers on it) may be held.
-        with contextlib.suppress(OSError):
-            os.write(2, f"cone {self.command}: {what}\n".encode())
+        # In the log's format, but written straight to the real stderr: the loop (and
+        # a handler's lock) may be held, and fd 2 may be the pipe of cone._logs, whose
+        # reader would not get to it before an os._exit.
+        line = f"cone {self.command}: {what}"
+        record = logging.LogRecord("cone.shutdown", logging.WARNING, "", 0, line, None, None)
+        handlers = logging.getLogger().handlers
+        with contextlib.suppress(Exception):
+            line = handlers[0].format(record) if handlers else line
+        with contextlib.suppress(OSError, ValueError):
+            os.write(_stderr_fd(), (line + "\n").encode())
 
     def _exit(self, why: str) -> None:
         self._say(why)

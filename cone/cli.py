@@ -271,6 +271,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def entry() -> None:
+    """The `cone` executable: run `main`, then leave without interpreter finalization.
+
+    libxmtp's native threads outlive every Python object that owns them; tearing the
+    interpreter down under them can abort the process (SIGABRT after a clean stop).
+    Everything cone owns is closed by the time `main` returns, so the exit hooks run,
+    the streams are flushed, and the process ends with `main`'s code.
+    """
+    import atexit
+    import logging
+
+    code = main()
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
     for action in parser._subparsers._group_actions if parser._subparsers else []:
         if isinstance(action, argparse._SubParsersAction):
@@ -280,4 +302,4 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
