@@ -21,11 +21,11 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from cone._fs import make_private, private_dir, refuse_link
 from cone.config import Settings, secret
 from cone.core.service import Core
+from cone.daemon import reflection
 from cone.daemon.decoding import DecodeGuard
 from cone.daemon.lock import StateLock
 from cone.daemon.servicer import ConeServicer
@@ -200,9 +200,7 @@ def _grpc_server(
     cone_pb2_grpc.add_ConeServiceServicer_to_server(ConeServicer(core), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        [SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME], server
-    )
+    reflection.enable([SERVICE_NAME, health.SERVICE_NAME], server)
     server.add_insecure_port(f"unix:{grpc_socket}")
     return server, health_servicer
 

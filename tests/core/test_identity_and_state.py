@@ -132,16 +132,25 @@ async def test_a_wallet_key_from_the_environment_is_imported_on_first_start(
     assert code == 6 and b"does not match" in err
 
 
-async def test_reflection_lists_the_services_on_the_socket(daemon: DaemonProcess) -> None:
-    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+async def test_reflection_lists_the_services_on_the_socket_as_v1_and_v1alpha(
+    daemon: DaemonProcess,
+) -> None:
+    from grpc_reflection.v1alpha import reflection_pb2
 
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
     async with grpc.aio.insecure_channel(f"unix:{daemon.socket}") as channel:
-        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
-        request = reflection_pb2.ServerReflectionRequest(list_services="")
-        async for reply in stub.ServerReflectionInfo(iter([request])):
-            names = {s.name for s in reply.list_services_response.service}
-            break
-    assert {"cone.v1.ConeService", "grpc.health.v1.Health"} <= names
+        for package in ("grpc.reflection.v1alpha", "grpc.reflection.v1"):
+            # The two versions are the same messages under another package name.
+            call = channel.stream_stream(
+                f"/{package}.ServerReflection/ServerReflectionInfo",
+                request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+                response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+            )
+            async for reply in call(iter([request])):
+                names = {s.name for s in reply.list_services_response.service}
+                break
+            assert {"cone.v1.ConeService", "grpc.health.v1.Health"} <= names, package
+            assert {"grpc.reflection.v1.ServerReflection"} <= names
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
