@@ -16,17 +16,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from cone.store import conversations, inbox, meta, outbox
+from cone.store import attachments, conversations, inbox, meta, outbox
 from cone.store._db import Connection, open_database
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
 from cone.store.records import (
+    AttachmentRow,
     Consent,
     ContactRecord,
     Conversation,
     IncomingMessage,
     Kind,
     Request,
+    StoredAttachment,
     StoredMessage,
 )
 
@@ -115,6 +117,7 @@ class Store:
 
 
 __all__ = [
+    "AttachmentRow",
     "Connection",
     "Consent",
     "ContactRecord",
@@ -123,7 +126,9 @@ __all__ = [
     "Kind",
     "Request",
     "Store",
+    "StoredAttachment",
     "StoredMessage",
+    "attachments",
     "conversations",
     "inbox",
     "load_db_key",

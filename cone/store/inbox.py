@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from cone.errors import NotFound
+from cone.store import attachments
 from cone.store._db import Connection
 from cone.store.records import Consent, IncomingMessage, Kind, StoredMessage
 
@@ -34,8 +35,9 @@ def insert_messages(conn: Connection, messages: Iterable[IncomingMessage]) -> li
     for m in messages:
         cur = conn.execute(
             "INSERT OR IGNORE INTO messages (id, conversation_id, sender_inbox_id, sent_at_ns,"
-            " content_type, text, data_json, reply_to, fallback, send_key, unreadable)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " content_type, text, data_json, reply_to, fallback, send_key, unreadable,"
+            " reaction_json, content_json, attachments_kind)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 m.id,
                 m.conversation_id,
@@ -48,10 +50,14 @@ def insert_messages(conn: Connection, messages: Iterable[IncomingMessage]) -> li
                 m.fallback,
                 m.send_key,
                 m.unreadable,
+                m.reaction_json,
+                m.content_json,
+                m.attachments_kind,
             ),
         )
         if cur.rowcount:
             new.append(m.id)
+            attachments.insert(conn, m.id, m.attachments)
         elif not known_ids(conn, [m.id]):
             skip(conn, m.conversation_id, [m.id])
     return new
@@ -109,7 +115,8 @@ def take_pending(
     rows = conn.execute(
         "SELECT m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
         " m.content_type, m.text, m.data_json, m.reply_to, m.fallback,"
-        " coalesce(r.deliveries, 0) + 1, m.unreadable"
+        " coalesce(r.deliveries, 0) + 1, m.unreadable, m.reaction_json, m.content_json,"
+        " m.attachments_kind"
         f" {_PENDING}{exclusion} ORDER BY m.seq LIMIT :limit",
         params,
     ).fetchall()
@@ -121,6 +128,7 @@ def take_pending(
         " ON CONFLICT (consumer, seq) DO UPDATE SET deliveries = excluded.deliveries",
         [(consumer, row[0], row[11]) for row in rows],
     )
+    files = attachments.for_batch(conn, [row[1] for row in rows if row[15] is not None])
     out = [
         StoredMessage(
             seq=row[0],
@@ -136,6 +144,10 @@ def take_pending(
             fallback=row[10],
             deliveries=row[11],
             unreadable=row[12],
+            reaction_json=row[13],
+            content_json=row[14],
+            attachments=tuple(files.get(row[1], ())),
+            attachments_kind=row[15],
         )
         for row in rows
     ]
@@ -182,3 +194,11 @@ def message_count(conn: Connection) -> int:
     """Messages in the inbox."""
     (n,) = conn.execute("SELECT count(*) FROM messages").fetchone()
     return int(n)
+
+
+def sender_of(conn: Connection, message_id: str) -> str | None:
+    """The sender inbox of a message in the inbox, or None when it is not there."""
+    row = conn.execute(
+        "SELECT sender_inbox_id FROM messages WHERE id = ?", (message_id,)
+    ).fetchone()
+    return None if row is None else str(row[0])
