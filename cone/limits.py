@@ -24,3 +24,5 @@ ATTACHMENT_MAX_BYTES: Final = 1_000_000
 # inline bytes stay within the budget; otherwise the `attachment` call fetches them.
 ATTACHMENT_INLINE_MAX_BYTES: Final = 256 * 1024
 RECEIVE_INLINE_BUDGET_BYTES: Final = 1024 * 1024
+# The largest remote attachment cone downloads (its encrypted payload).
+REMOTE_ATTACHMENT_MAX_BYTES: Final = 10 * 1024 * 1024

@@ -80,6 +80,8 @@ MAX_LABEL_CHARS: Final = 256
 MAX_FILENAME_CHARS: Final = 1024
 # The most files one multi remote attachment may name.
 MAX_ATTACHMENTS: Final = 32
+# The longest remote attachment URL kept.
+MAX_URL_CHARS: Final = 2048
 _ACTIONS: Final = {1: "added", 2: "removed"}
 _SCHEMAS: Final = {1: "unicode", 2: "shortcode", 3: "custom"}
 
@@ -409,6 +411,88 @@ def _attachment(env: content_pb2.EncodedContent) -> AttachmentPart:
     )
 
 
+def _remote(
+    url: str,
+    digest: str,
+    secret: bytes,
+    salt: bytes,
+    nonce: bytes,
+    scheme: str,
+    length: int | None,
+    filename: str,
+) -> AttachmentPart:
+    if len(url) > MAX_URL_CHARS or len(scheme) > MAX_LABEL_CHARS:
+        raise Unreadable(f"the remote attachment's URL is over {MAX_URL_CHARS} characters")
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest.lower()):
+        raise Unreadable("the remote attachment's content digest is not a SHA-256 in hex")
+    if (len(secret), len(salt), len(nonce)) != (32, 32, 12):
+        raise Unreadable("the remote attachment's secret, salt or nonce has the wrong length")
+    remote = Remote(url, digest.lower(), secret, salt, nonce, scheme, length)
+    return AttachmentPart(
+        filename=_label(filename, MAX_FILENAME_CHARS), mime_type="", remote=remote
+    )
+
+
+def _hex_param(env: content_pb2.EncodedContent, name: str) -> bytes:
+    try:
+        return bytes.fromhex(env.parameters.get(name, ""))
+    except ValueError:
+        raise Unreadable(f"the remote attachment's {name} is not hex") from None
+
+
+def _remote_attachment(env: content_pb2.EncodedContent) -> AttachmentPart:
+    p = env.parameters
+    length = p.get("contentLength", "")
+    return _remote(
+        url=_utf8(_content_bytes(env)),
+        digest=p.get("contentDigest", ""),
+        secret=_hex_param(env, "secret"),
+        salt=_hex_param(env, "salt"),
+        nonce=_hex_param(env, "nonce"),
+        scheme=p.get("scheme", ""),
+        length=int(length) if length.isdigit() and len(length) < 19 else None,
+        filename=p.get("filename", ""),
+    )
+
+
+def _multi_remote_attachment(env: content_pb2.EncodedContent) -> tuple[AttachmentPart, ...]:
+    try:
+        multi = content_pb2.MultiRemoteAttachment.FromString(_content_bytes(env))
+    except Unreadable:
+        raise
+    except Exception:  # a peer's malformed bytes
+        raise Unreadable("the multi remote attachment is not a protobuf message") from None
+    if len(multi.attachments) > MAX_ATTACHMENTS:
+        raise Unreadable(f"the multi remote attachment names more than {MAX_ATTACHMENTS} files")
+    return tuple(
+        _remote(
+            url=a.url,
+            digest=a.content_digest,
+            secret=a.secret,
+            salt=a.salt,
+            nonce=a.nonce,
+            scheme=a.scheme,
+            length=a.content_length if a.HasField("content_length") else None,
+            filename=a.filename,
+        )
+        for a in multi.attachments
+    )
+
+
+def attachment_of(payload: bytes) -> AttachmentPart:
+    """The file in a decrypted remote attachment payload (an `xmtp.org/attachment`
+    envelope); Unreadable when it is not one."""
+    try:
+        env = content_pb2.EncodedContent.FromString(payload)
+    except Exception:  # the remote server's bytes, decrypted: still a peer's
+        raise Unreadable("the decrypted payload is not an XMTP content envelope") from None
+    if (env.type.authority_id, env.type.type_id) != ("xmtp.org", "attachment"):
+        raise Unreadable(
+            f"the decrypted payload is {type_string(env.type)[:80]}, not an attachment"
+        )
+    return _attachment(env)
+
+
 def _fill(env: content_pb2.EncodedContent, head: Decoded) -> Decoded:
     """`head` with the content of the types cone reads; unchanged for others."""
     kind = f"{env.type.authority_id}/{env.type.type_id}"
@@ -420,6 +504,10 @@ def _fill(env: content_pb2.EncodedContent, head: Decoded) -> Decoded:
         return replace(head, reaction=_reaction(env))
     if kind == "xmtp.org/attachment":
         return replace(head, attachments=(_attachment(env),))
+    if kind == REMOTE_ATTACHMENT:
+        return replace(head, attachments=(_remote_attachment(env),))
+    if kind == MULTI_REMOTE_ATTACHMENT:
+        return replace(head, attachments=_multi_remote_attachment(env), multi=True)
     if kind in JSON_TYPES:
         return replace(head, content_json=normalise_json(_utf8(_content_bytes(env))))
     return head

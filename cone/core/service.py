@@ -16,6 +16,7 @@ from typing import Any
 
 from cone import PROTOCOL_VERSION
 from cone.core import validate
+from cone.core.attachments import Fetcher
 from cone.core.backup import BackupMaker
 from cone.core.content import Outgoing
 from cone.core.ingest import Ingestor
@@ -94,6 +95,7 @@ class Core:
         self._arrival = asyncio.Event()
         self.ingestor = Ingestor(store, engine, self._notify)
         self.outbox = Outbox(store, engine)
+        self.fetcher = Fetcher(store, self._wake_receivers)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
@@ -121,6 +123,7 @@ class Core:
             log.warning("first sync failed (%s); catching up in the background", exc)
         self._catchup_task = asyncio.create_task(self._catch_up_forever(), name="catch-up")
         self.outbox.start()
+        self.fetcher.start()
 
     async def stop(self) -> None:
         """Stop background work; the store stays open for the caller to close."""
@@ -131,6 +134,7 @@ class Core:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.outbox.stop()
+        await self.fetcher.stop()
         await self.ingestor.stop()
         await self.engine.close()
 
@@ -147,6 +151,10 @@ class Core:
                 log.exception("catch-up failed unexpectedly; trying again next period")
 
     def _notify(self) -> None:
+        self.fetcher.wake()  # new messages may carry remote attachments
+        self._wake_receivers()
+
+    def _wake_receivers(self) -> None:
         # Wake every waiting Receive; each re-reads the store.
         self._arrival.set()
         self._arrival = asyncio.Event()

@@ -15,6 +15,9 @@ from cone import limits
 from cone.store._db import Connection
 from cone.store.records import AttachmentRow, Consent, StoredAttachment
 
+# The error a remote attachment shows until its first download attempt ends.
+NOT_YET = "not downloaded yet"
+
 
 @dataclass(frozen=True)
 class ToFetch:
@@ -34,7 +37,8 @@ def insert(conn: Connection, message_id: str, rows: Iterable[AttachmentRow]) -> 
             size, digest = len(a.data), hashlib.sha256(a.data).hexdigest()
         conn.execute(
             "INSERT OR IGNORE INTO attachments (message_id, idx, filename, mime_type, size,"
-            " sha256, data, remote_json, next_attempt_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " sha256, data, remote_json, next_attempt_ns, error)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 message_id,
                 i,
@@ -45,6 +49,7 @@ def insert(conn: Connection, message_id: str, rows: Iterable[AttachmentRow]) -> 
                 a.data,
                 a.remote_json if a.data is None else None,
                 0 if a.data is None and a.remote_json is not None else None,
+                NOT_YET if a.data is None and a.remote_json is not None else None,
             ),
         )
 
@@ -110,12 +115,17 @@ def next_due_ns(conn: Connection) -> int | None:
     return None if value is None else int(value)
 
 
-def fetched(conn: Connection, message_id: str, index: int, data: bytes) -> None:
-    """Keep a downloaded file's bytes; its reference is no longer needed."""
+def fetched(
+    conn: Connection, message_id: str, index: int, data: bytes, filename: str, mime_type: str
+) -> None:
+    """Keep a downloaded file's bytes, with the name (when the message gave none) and
+    MIME type its decrypted payload carries; its reference is no longer needed."""
     conn.execute(
         "UPDATE attachments SET data = ?, size = ?, sha256 = ?, remote_json = NULL, error = NULL,"
-        " next_attempt_ns = NULL WHERE message_id = ? AND idx = ?",
-        (data, len(data), hashlib.sha256(data).hexdigest(), message_id, index),
+        " next_attempt_ns = NULL, mime_type = ?,"
+        " filename = CASE WHEN filename = '' THEN ? ELSE filename END"
+        " WHERE message_id = ? AND idx = ?",
+        (data, len(data), hashlib.sha256(data).hexdigest(), mime_type, filename, message_id, index),
     )
 
 
