@@ -149,6 +149,11 @@ def _add_bridge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument(
         "--context", type=int, default=50, help="unaddressed group messages kept per group (50)"
     )
+    p.add_argument(
+        "--reactions",
+        action="store_true",
+        help="let reactions start turns (in groups: reactions to the agent's own messages)",
+    )
     p.add_argument("--parked", action="store_true", help="print the parked turns (JSON lines)")
     p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent's command, after --")
 

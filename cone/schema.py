@@ -154,6 +154,10 @@ _REACTION: JsonObject = {
             "default": "unicode",
             "description": "What emoji holds: unicode (default), shortcode or custom.",
         },
+        "referenceInboxId": {
+            "maxLength": 256,
+            "description": "Ignored when sending: cone names the reacted message's sender.",
+        },
     },
 }
 _ATTACHMENT: JsonObject = {

@@ -44,6 +44,7 @@ def _config(args: argparse.Namespace, settings: Settings) -> BridgeConfig:
         backoff_s=args.backoff,
         context_cap=args.context,
         home=settings.paths.home,
+        reactions=args.reactions,
     )
 
 

@@ -112,7 +112,13 @@ def _reaction_json(r: content.Reaction | None) -> str | None:
     if r is None:
         return None
     return json.dumps(
-        {"messageId": r.message_id, "emoji": r.emoji, "action": r.action, "schema": r.schema}
+        {
+            "messageId": r.message_id,
+            "emoji": r.emoji,
+            "action": r.action,
+            "schema": r.schema,
+            "referenceInboxId": r.reference_inbox_id,
+        }
     )
 
 

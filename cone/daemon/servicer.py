@@ -131,6 +131,7 @@ def _reaction_pb(reaction_json: str) -> pb.Reaction:
         emoji=r["emoji"],
         action=_ACTION_PB.get(r["action"], pb.REACTION_ACTION_UNSPECIFIED),
         schema=_SCHEMA_PB.get(r["schema"], pb.REACTION_SCHEMA_UNSPECIFIED),
+        reference_inbox_id=r.get("referenceInboxId") or None,
     )
 
 

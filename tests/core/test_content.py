@@ -171,6 +171,7 @@ async def test_cone_hands_the_agent_the_sdks_content_in_the_documented_shape(
         "emoji": "❤️",
         "action": "added",
         "schema": "unicode",
+        "referenceInboxId": sdk.inbox_id,
     }
     assert m[2]["fallback"].startswith("Reacted with")
     assert m[3]["reaction"] == {
@@ -178,6 +179,7 @@ async def test_cone_hands_the_agent_the_sdks_content_in_the_documented_shape(
         "emoji": ":heart:",
         "action": "removed",
         "schema": "shortcode",
+        "referenceInboxId": sdk.inbox_id,
     }
     att = m[4]["attachment"]
     assert att["filename"] == "doc.pdf" and att["mimeType"] == "application/pdf"

@@ -4,6 +4,7 @@
 //
 //   {"cmd":"start","apiUrl":URL,"dbPath":PATH}     -> {inboxId, address}
 //   {"cmd":"dm","inboxId":ID}                      -> {conversationId}
+//   {"cmd":"group","inboxIds":[ID...]}             -> {conversationId}
 //   {"cmd":"send","conversationId":ID,"kind":K,"content":C} -> {messageId}
 //       K: text, markdown, reaction, reply, attachment, remoteAttachment,
 //          multiRemoteAttachment, transactionReference, walletSendCalls, actions, intent
@@ -122,6 +123,10 @@ async function run(command) {
     case "dm": {
       const dm = await client.conversations.createDm(command.inboxId);
       return { conversationId: dm.id };
+    }
+    case "group": {
+      const group = await client.conversations.createGroup(command.inboxIds);
+      return { conversationId: group.id };
     }
     case "send": {
       const conversation = await conversationOf(command.conversationId);

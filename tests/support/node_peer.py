@@ -77,6 +77,10 @@ class NodePeer:
         """The DM with an inbox (created); its conversation id."""
         return str((await self.call("dm", inboxId=inbox_id))["conversationId"])
 
+    async def group(self, *inbox_ids: str) -> str:
+        """A new group with these inboxes; its conversation id."""
+        return str((await self.call("group", inboxIds=list(inbox_ids)))["conversationId"])
+
     async def send(self, conversation_id: str, kind: str, content: Any) -> str:
         """Send one message of a kind the SDK knows; its message id."""
         sent = await self.call("send", conversationId=conversation_id, kind=kind, content=content)

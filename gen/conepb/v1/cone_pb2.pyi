@@ -51,16 +51,18 @@ REACTION_SCHEMA_SHORTCODE: ReactionSchema
 REACTION_SCHEMA_CUSTOM: ReactionSchema
 
 class Reaction(_message.Message):
-    __slots__ = ("message_id", "emoji", "action", "schema")
+    __slots__ = ("message_id", "emoji", "action", "schema", "reference_inbox_id")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     EMOJI_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_INBOX_ID_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     emoji: str
     action: ReactionAction
     schema: ReactionSchema
-    def __init__(self, message_id: _Optional[str] = ..., emoji: _Optional[str] = ..., action: _Optional[_Union[ReactionAction, str]] = ..., schema: _Optional[_Union[ReactionSchema, str]] = ...) -> None: ...
+    reference_inbox_id: str
+    def __init__(self, message_id: _Optional[str] = ..., emoji: _Optional[str] = ..., action: _Optional[_Union[ReactionAction, str]] = ..., schema: _Optional[_Union[ReactionSchema, str]] = ..., reference_inbox_id: _Optional[str] = ...) -> None: ...
 
 class OutgoingAttachment(_message.Message):
     __slots__ = ("filename", "mime_type", "data")
