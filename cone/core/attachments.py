@@ -139,7 +139,7 @@ def open_payload(ref: dict[str, Any], payload: bytes) -> content.AttachmentPart:
     except InvalidTag:
         raise DownloadError("the downloaded file does not decrypt with the message's key") from None
     try:
-        return content.attachment_of(plain)
+        return content.attachment_of(plain, limits.REMOTE_ATTACHMENT_MAX_BYTES)
     except content.Unreadable as exc:
         raise DownloadError(str(exc)) from None
 

@@ -291,20 +291,20 @@ def reply_inner_type(payload: bytes) -> str:
     return type_string(content_pb2.EncodedContent.FromString(outer.content).type)
 
 
-def _content_bytes(env: content_pb2.EncodedContent) -> bytes:
+def _content_bytes(env: content_pb2.EncodedContent, limit: int = MAX_CONTENT_BYTES) -> bytes:
     if not env.HasField("compression"):
-        if len(env.content) > MAX_CONTENT_BYTES:
-            raise Unreadable(f"content larger than {MAX_CONTENT_BYTES} bytes")
+        if len(env.content) > limit:
+            raise Unreadable(f"content larger than {limit} bytes")
         return bytes(env.content)
     wbits = -15 if env.compression == content_pb2.COMPRESSION_DEFLATE else 31
     inflater = zlib.decompressobj(wbits)
     try:
         # Inflate at most one byte past the cap: a bomb costs the cap, not its size.
-        out = inflater.decompress(env.content, MAX_CONTENT_BYTES + 1)
+        out = inflater.decompress(env.content, limit + 1)
     except zlib.error as exc:
         raise Unreadable(f"compressed content does not inflate: {exc}") from None
-    if len(out) > MAX_CONTENT_BYTES:
-        raise Unreadable(f"content inflates to more than {MAX_CONTENT_BYTES} bytes")
+    if len(out) > limit:
+        raise Unreadable(f"content inflates to more than {limit} bytes")
     return out
 
 
@@ -403,11 +403,11 @@ def _reaction(env: content_pb2.EncodedContent) -> Reaction:
     )
 
 
-def _attachment(env: content_pb2.EncodedContent) -> AttachmentPart:
+def _attachment(env: content_pb2.EncodedContent, limit: int = MAX_CONTENT_BYTES) -> AttachmentPart:
     return AttachmentPart(
         filename=_label(env.parameters.get("filename", ""), MAX_FILENAME_CHARS),
         mime_type=_label(env.parameters.get("mimeType", "")),
-        data=_content_bytes(env),
+        data=_content_bytes(env, limit),
     )
 
 
@@ -479,9 +479,9 @@ def _multi_remote_attachment(env: content_pb2.EncodedContent) -> tuple[Attachmen
     )
 
 
-def attachment_of(payload: bytes) -> AttachmentPart:
+def attachment_of(payload: bytes, limit: int) -> AttachmentPart:
     """The file in a decrypted remote attachment payload (an `xmtp.org/attachment`
-    envelope); Unreadable when it is not one."""
+    envelope) of at most `limit` bytes, inflated; Unreadable when it is not one."""
     try:
         env = content_pb2.EncodedContent.FromString(payload)
     except Exception:  # the remote server's bytes, decrypted: still a peer's
@@ -490,7 +490,7 @@ def attachment_of(payload: bytes) -> AttachmentPart:
         raise Unreadable(
             f"the decrypted payload is {type_string(env.type)[:80]}, not an attachment"
         )
-    return _attachment(env)
+    return _attachment(env, limit)
 
 
 def _fill(env: content_pb2.EncodedContent, head: Decoded) -> Decoded:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -109,6 +110,7 @@ async def test_remote_attachments_download_or_say_why_and_are_retried(
 ) -> None:
     daemon = local_daemon
     photo, other = b"\x89PNG" + bytes(range(256)) * 300, b"second file"
+    movie = os.urandom(3_000_000)  # remote files may be larger than inline ones
     files = _Files()
     ident = await daemon.client.identity()
     with _server(files) as base:
@@ -121,8 +123,12 @@ async def test_remote_attachments_download_or_say_why_and_are_retried(
             files.bodies["/big"] = bytes(limits.REMOTE_ATTACHMENT_MAX_BYTES + 1)
             cid = await sdk.dm(ident.inbox_id)
             sent = {}
+            large = await _encrypted(sdk, "video.mp4", "video/mp4", movie)
+            files.bodies["/large"] = large["payload"]
             for path in ("/good", "/tampered", "/slow", "/big", "/later"):
                 sent[path] = await sdk.send(cid, "remoteAttachment", _remote(good, base + path))
+            large_ref = _remote(large, base + "/large")
+            sent["/large"] = await sdk.send(cid, "remoteAttachment", large_ref)
             multi = {
                 "attachments": [_remote(good, base + "/good"), _remote(second, base + "/second")]
             }
@@ -141,13 +147,15 @@ async def test_remote_attachments_download_or_say_why_and_are_retried(
 
             async def settled() -> dict[str, dict[str, Any]]:
                 got = by_id(await _messages(daemon))
-                if len(got) < 6:
+                if len(got) < 7:
                     return {}
                 first_tries = [
                     got[sent[p]]["attachment"].get("error") != "not downloaded yet"
                     for p in ("/tampered", "/slow", "/big", "/later")
                 ]
                 done = "data" in got[sent["/good"]]["attachment"]
+                done = done and "sha256" in got[sent["/large"]]["attachment"]
+                done = done and all("data" in f for f in got[sent["multi"]]["attachments"])
                 return got if done and all(first_tries) else {}
 
             got = await until(settled)
@@ -165,6 +173,15 @@ async def test_remote_attachments_download_or_say_why_and_are_retried(
                 "Attachment", pb.AttachmentRequest(message_id=sent["/good"])
             )
             assert served.data == photo and served.mime_type == "image/png"
+
+            # Larger than an inline attachment may be: stored, served by the method.
+            big_one = got[sent["/large"]]["attachment"]
+            assert (big_one["size"], big_one["mimeType"]) == (len(movie), "video/mp4")
+            assert "data" not in big_one and "error" not in big_one
+            served = await daemon.client.call(
+                "Attachment", pb.AttachmentRequest(message_id=sent["/large"])
+            )
+            assert hashlib.sha256(served.data).digest() == hashlib.sha256(movie).digest()
 
             errors = {
                 p: got[sent[p]]["attachment"]["error"]
