@@ -54,12 +54,15 @@ def insert(conn: Connection, message_id: str, rows: Iterable[AttachmentRow]) -> 
         )
 
 
-def for_batch(conn: Connection, message_ids: Sequence[str]) -> dict[str, list[StoredAttachment]]:
-    """The attachments of a Receive batch, bytes inline while they fit the batch's
-    budget (`limits.ATTACHMENT_INLINE_MAX_BYTES` a file, `RECEIVE_INLINE_BUDGET_BYTES`
-    a batch), in the batch's order."""
+def for_batch(
+    conn: Connection,
+    message_ids: Sequence[str],
+    budget: int = limits.RECEIVE_INLINE_BUDGET_BYTES,
+) -> dict[str, list[StoredAttachment]]:
+    """The attachments of a Receive batch, bytes inline while they fit: a file of at
+    most `limits.ATTACHMENT_INLINE_MAX_BYTES`, and `budget` bytes of files in all,
+    given in the batch's order."""
     out: dict[str, list[StoredAttachment]] = {}
-    budget = limits.RECEIVE_INLINE_BUDGET_BYTES
     for mid in message_ids:
         rows = conn.execute(
             "SELECT idx, filename, mime_type, size, sha256, error,"
