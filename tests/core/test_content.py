@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from facades._serve import RpcError, ServeProcess
 
-from cone.errors import InvalidArgument, NotFound
+from cone.errors import Conflict, InvalidArgument, NotFound
 from cone.schema import message_to_json, methods
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
@@ -300,3 +300,23 @@ async def test_a_requests_attachment_is_not_served_until_accepted(
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+async def test_a_key_stays_bound_to_its_content_kind_and_reply_to_to_text_kinds(
+    daemon: DaemonProcess, devnet: str, tmp_path: Path
+) -> None:
+    async with NodePeer.start(devnet, tmp_path) as sdk:
+        first = await _send(daemon, {"to": sdk.inbox_id, "markdown": "*one*", "key": "k"})
+        again = await _send(daemon, {"to": sdk.inbox_id, "markdown": "*regenerated*", "key": "k"})
+        assert (again.message_id, again.deduplicated) == (first.message_id, True)
+        with pytest.raises(Conflict) as conflict:
+            await _send(daemon, {"to": sdk.inbox_id, "text": "one", "key": "k"})
+        assert conflict.value.reason == "key_conflict"
+        reaction = {"messageId": first.message_id, "emoji": "👍"}
+        with pytest.raises(InvalidArgument) as bad:
+            params = {"to": sdk.inbox_id, "reaction": reaction, "replyTo": first.message_id}
+            await _send(daemon, {**params, "key": "r"})
+        assert bad.value.field == "replyTo"
+        with pytest.raises(InvalidArgument) as two:
+            await _send(daemon, {"to": sdk.inbox_id, "text": "a", "markdown": "b", "key": "x"})
+        assert two.value.field == "text"
