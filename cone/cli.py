@@ -207,6 +207,11 @@ def _add_bridge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="NAME",
         help="pass this variable to the command too (repeatable; cone's secrets never are)",
     )
+    p.add_argument(
+        "--reactions",
+        action="store_true",
+        help="let reactions start turns (in groups: reactions to the agent's own messages)",
+    )
     p.add_argument("--parked", action="store_true", help="print the parked turns (JSON lines)")
     p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent's command, after --")
 

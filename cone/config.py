@@ -11,6 +11,8 @@ environment variable, then the default.
 | database key   | `--key-file`        | `CONE_DB_KEY`      | key file `db.key` in the state directory  |
 | wallet key     | `--wallet-key-file` | `CONE_WALLET_KEY`  | a new key, made on first start            |
 | catch-up period| —                   | `CONE_CATCHUP_S`   | 30 seconds between full syncs             |
+| remote files   | —                   | `CONE_ATTACHMENT_ALLOW_LOCAL` | off: only public `https://` URLs are downloaded |
+| download bound | —                   | `CONE_ATTACHMENT_TIMEOUT_S` | 60 seconds a remote attachment        |
 
 `CONE_DB_KEY` (64 hex characters) wins over any key file, so that a key can be
 injected by a secret manager without touching the disk.

@@ -13,9 +13,11 @@ From that one definition come, for every RPC:
 - `Method.to_result(response)`: the response message in JSON form.
 
 The JSON form follows proto3 JSON names (`conversation_id` → `conversationId`) with
-three deliberate differences, all mechanical: `data_json` (JSON text) is `data` (any
-JSON value); enums are their short lowercase names (`CONVERSATION_TYPE_DM` → `dm`);
-64-bit integers are JSON numbers. Fields without presence are always emitted, so a
+three deliberate differences, all mechanical: `data_json` and `content_json` (JSON
+text) are `data` and `content` (any JSON value); enums are their short lowercase names
+(`CONVERSATION_TYPE_DM` → `dm`); 64-bit integers are JSON numbers. Bytes are base64
+strings, as in proto3 JSON; a message-typed parameter is a closed JSON object whose
+members have overlay entries of their own (`properties`). Fields without presence are always emitted, so a
 result carries `more: false` and `deduplicated: false`; fields with presence (proto3
 `optional`, oneof members, messages) only when set. Timestamps are RFC 3339 strings.
 
@@ -28,6 +30,8 @@ tool.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 import re
@@ -47,7 +51,12 @@ JsonObject = dict[str, Any]
 SERVICE: Final = pb.DESCRIPTOR.services_by_name["ConeService"]
 TOOL_PREFIX: Final = "cone_"
 # Proto field names whose JSON form differs from the proto3 JSON name.
-_RENAMED: Final = {"data_json": "data"}
+_RENAMED: Final = {"data_json": "data", "content_json": "content"}
+# Repeated fields emitted only when they hold something: content that only some
+# messages carry (a multi remote attachment's files), not a list every message has.
+_OMIT_EMPTY: Final = frozenset({"cone.v1.Message.attachments"})
+# Fields holding JSON text, which the JSON surfaces carry as any JSON value.
+_JSON_TEXT: Final = frozenset(_RENAMED)
 # Timeouts for relayed calls: a long poll may take its wait plus this margin.
 CALL_TIMEOUT_S: Final = 120.0
 RECEIVE_MARGIN_S: Final = 30.0
@@ -112,6 +121,72 @@ _TEXT: JsonObject = {
     "maxLength": limits.TEXT_MAX_BYTES,
     "description": f"Plain text, at most {limits.TEXT_MAX_BYTES} bytes as UTF-8.",
 }
+_MARKDOWN: JsonObject = {
+    "maxLength": limits.TEXT_MAX_BYTES,
+    "description": (
+        f"Markdown text, sent as XMTP's markdown content type (apps render it), at most "
+        f"{limits.TEXT_MAX_BYTES} bytes as UTF-8."
+    ),
+}
+_DATA: JsonObject = {
+    "description": (
+        f"Any JSON value, sent as cone's data content type (at most "
+        f"{limits.DATA_MAX_BYTES} bytes as JSON)."
+    )
+}
+_BASE64_MAX_CHARS: Final = -(-limits.ATTACHMENT_MAX_BYTES // 3) * 4
+_REACTION: JsonObject = {
+    "description": (
+        "A reaction to an earlier message, sent as XMTP's reaction content type: "
+        "{messageId, emoji, action (added or removed; default added), schema (unicode, "
+        "shortcode or custom; default unicode)}."
+    ),
+    "properties": {
+        "messageId": {"required": True, **_hex("The messageId of the message reacted to.")},
+        "emoji": {
+            "required": True,
+            "minLength": 1,
+            "maxLength": 256,
+            "description": "The reaction: an emoji such as 👍 (or a shortcode, or custom).",
+        },
+        "action": {"default": "added", "description": "added (default) or removed."},
+        "schema": {
+            "default": "unicode",
+            "description": "What emoji holds: unicode (default), shortcode or custom.",
+        },
+        "referenceInboxId": {
+            "maxLength": 256,
+            "description": "Ignored when sending: cone names the reacted message's sender.",
+        },
+    },
+}
+_ATTACHMENT: JsonObject = {
+    "description": (
+        f"A file sent inline as XMTP's attachment content type: {{filename, mimeType, "
+        f"data (base64)}}, at most {limits.ATTACHMENT_MAX_BYTES} bytes."
+    ),
+    "properties": {
+        "filename": {
+            "required": True,
+            "maxLength": 1024,
+            "description": "The file's name, as the recipient's app shows it.",
+        },
+        "mimeType": {
+            "required": True,
+            "minLength": 1,
+            "maxLength": 256,
+            "description": "The MIME type, such as image/png.",
+        },
+        "data": {
+            "required": True,
+            "maxLength": _BASE64_MAX_CHARS,
+            "description": (
+                f"The file's bytes, base64 (at most {limits.ATTACHMENT_MAX_BYTES} bytes)."
+            ),
+        },
+    },
+}
+_CONTENT_ONE_OF = "Give exactly one of text, markdown, data, reaction and attachment."
 _DESTINATION: JsonObject = {
     "required": True,
     "minLength": 1,
@@ -140,19 +215,35 @@ _PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
     "Send": {
         "to": _DESTINATION,
         "text": _TEXT,
-        "data": {
-            "description": (
-                f"Any JSON value, sent as cone's data content type (at most "
-                f"{limits.DATA_MAX_BYTES} bytes as JSON). Give exactly one of text and data."
-            )
-        },
+        "data": _DATA,
+        "markdown": _MARKDOWN,
+        "reaction": _REACTION,
+        "attachment": _ATTACHMENT,
         "key": _KEY,
-        "replyTo": _hex("The messageId of an earlier message this one replies to."),
+        "replyTo": _hex(
+            "The messageId of an earlier message this one replies to (with text, markdown or data)."
+        ),
     },
     "Reply": {
         "conversationId": {"required": True, **_hex("The conversation to reply in.")},
-        "text": {"required": True, **_TEXT},
+        "text": _TEXT,
         "key": _KEY,
+        "markdown": _MARKDOWN,
+        "reaction": _REACTION,
+        "attachment": _ATTACHMENT,
+        "data": _DATA,
+    },
+    "Attachment": {
+        "messageId": {
+            "required": True,
+            **_hex("The messageId of a received message with an attachment."),
+        },
+        "index": {
+            "minimum": 0,
+            "maximum": 31,
+            "default": 0,
+            "description": "Which file of a multi remote attachment (0 first). Default 0.",
+        },
     },
     "Receive": {
         "consumer": _CONSUMER,
@@ -236,14 +327,21 @@ _SUMMARIES: Final[dict[str, str]] = {
         "accept it and save the contact (optionally under a name)."
     ),
     "Send": (
-        "Send one logical message (text or JSON data) to an address, inbox id, contact name "
-        "or conversation id. The key makes it safe to retry: use the same key for the same "
-        "logical message and nothing is sent twice."
+        "Send one logical message (text, markdown, JSON data, a reaction or a file) to an "
+        "address, inbox id, contact name or conversation id. The key makes it safe to "
+        "retry: use the same key for the same logical message and nothing is sent twice. "
+        + _CONTENT_ONE_OF
     ),
     "Reply": (
-        "Reply with text in an accepted conversation (use the conversationId of a received "
-        "message). Use a stable key such as `reply:<incoming messageId>` and reuse it when "
-        "retrying, even with regenerated text."
+        "Reply in an accepted conversation (use the conversationId of a received message) "
+        "with text, markdown, JSON data, a reaction or a file. Use a stable key such as "
+        "`reply:<incoming messageId>` and reuse it when retrying, even with regenerated "
+        "text. " + _CONTENT_ONE_OF
+    ),
+    "Attachment": (
+        "The bytes of a received attachment that did not come inline with receive (too "
+        "large for the batch, or a remote file cone downloaded), with its name, MIME type, "
+        "size and SHA-256."
     ),
     "Receive": (
         "Pending messages for a consumer, oldest first, waiting up to waitMs for the first. "
@@ -283,11 +381,17 @@ NOT_EXPOSED: Final[dict[str, str]] = {
 # Operations for operators rather than agents (documented as such).
 OPERATOR_RPCS: Final = frozenset({"Status"})
 # Operations that only read: safe to cancel, to repeat, and cancelled when input closes.
-READ_ONLY_RPCS: Final = frozenset({"Identity", "Receive", "Requests", "Status", "Peek"})
+READ_ONLY_RPCS: Final = frozenset(
+    {"Identity", "Receive", "Requests", "Status", "Peek", "Attachment"}
+)
 # Operations that wait (long polls): cancelled, not awaited, when a session's input ends.
 LONG_POLL_RPCS: Final = frozenset({"Receive", "Peek"})
-# A oneof the caller must set (the proto cannot say so).
-_REQUIRED_ONEOFS: Final[dict[str, dict[str, str]]] = {"Send": {"content": "text"}}
+# Content parameters of which the caller must give exactly one (the proto cannot say
+# so: Reply's `text` predates its oneof), and the parameter an error names.
+_EXACTLY_ONE: Final[dict[str, tuple[tuple[str, ...], str]]] = {
+    "Send": (("text", "markdown", "data", "reaction", "attachment"), "text"),
+    "Reply": (("text", "markdown", "data", "reaction", "attachment"), "text"),
+}
 
 
 def lower_camel(name: str) -> str:
@@ -307,6 +411,8 @@ def _is_real_oneof(fd: FieldDescriptor) -> bool:
 
 
 def _always_emitted(fd: FieldDescriptor) -> bool:
+    if fd.full_name in _OMIT_EMPTY:
+        return False
     return fd.is_repeated or not fd.has_presence
 
 
@@ -322,10 +428,12 @@ def _enum_value(fd: FieldDescriptor, number: int) -> str:
 
 
 def _scalar_schema(fd: FieldDescriptor) -> JsonObject:
-    if fd.name == "data_json":
+    if fd.name in _JSON_TEXT:
         return {}
     if fd.type == FieldDescriptor.TYPE_STRING:
         return {"type": "string"}
+    if fd.type == FieldDescriptor.TYPE_BYTES:
+        return {"type": "string", "contentEncoding": "base64"}
     if fd.type == FieldDescriptor.TYPE_BOOL:
         return {"type": "boolean"}
     if fd.type in _INTEGER_TYPES:
@@ -371,6 +479,7 @@ _KEYWORDS: Final = frozenset(
         "items",
         "enum",
         "format",
+        "contentEncoding",
     }
 )
 
@@ -390,17 +499,29 @@ def _params_schema(rpc: str, desc: Descriptor) -> JsonObject:
     names = {json_name(fd): fd for fd in desc.fields}
     for name in sorted(set(overlay) - set(names)):
         _DRIFT.append(f"{rpc}.{name}: in the overlay but not in the proto")
+    return _object_schema(rpc, names, overlay)
+
+
+def _object_schema(
+    where: str, names: dict[str, FieldDescriptor], overlay: JsonObject
+) -> JsonObject:
     props: JsonObject = {}
     required: list[str] = []
     for name, fd in names.items():
-        if fd.type == FieldDescriptor.TYPE_MESSAGE:
-            _DRIFT.append(f"{rpc}.{name}: message-typed request fields have no JSON form yet")
-            continue
         if name not in overlay:
-            _DRIFT.append(f"{rpc}.{name}: in the proto but not in the overlay")
+            _DRIFT.append(f"{where}.{name}: in the proto but not in the overlay")
         extra = dict(overlay.get(name, {"description": f"(see the proto field {fd.name})"}))
         if extra.pop("required", False):
             required.append(name)
+        if fd.type == FieldDescriptor.TYPE_MESSAGE and fd.message_type.full_name != _TIMESTAMP:
+            inner = {json_name(f): f for f in fd.message_type.fields}
+            sub = extra.pop("properties", {})
+            for unknown in sorted(set(sub) - set(inner)):
+                _DRIFT.append(f"{where}.{name}.{unknown}: in the overlay but not in the proto")
+            prop = _object_schema(f"{where}.{name}", inner, sub)
+            prop.update(extra)
+            props[name] = prop
+            continue
         prop = _field_schema(fd)
         if fd.is_repeated:
             items = extra.pop("items", {})
@@ -408,7 +529,7 @@ def _params_schema(rpc: str, desc: Descriptor) -> JsonObject:
         prop.update(extra)
         unknown = set(prop) - _KEYWORDS - {"properties", "required", "additionalProperties"}
         if unknown or set(prop.get("items", {})) - _KEYWORDS:
-            raise TypeError(f"{rpc}.{name}: unsupported schema keywords {sorted(unknown)}")
+            raise TypeError(f"{where}.{name}: unsupported schema keywords {sorted(unknown)}")
         props[name] = prop
     schema: JsonObject = {"type": "object", "properties": props}
     if required:
@@ -437,8 +558,13 @@ def _fail(field: str, message: str) -> InvalidArgument:
 
 
 def _check(value: Any, schema: JsonObject, field: str, label: str) -> Any:
-    """`value` checked against `schema`; integral floats become ints."""
+    """`value` checked against `schema`; integral floats become ints, base64 strings
+    their bytes."""
     kind = schema.get("type")
+    if kind == "string" and schema.get("contentEncoding") == "base64":
+        return _check_base64(value, schema, field)
+    if kind == "object":
+        return _check_object(value, schema, field)
     if kind == "string":
         if not isinstance(value, str):
             raise _fail(field, f"{label} must be a string")
@@ -478,6 +604,49 @@ def _check(value: Any, schema: JsonObject, field: str, label: str) -> Any:
     elif kind is None:
         _check_json(value, field)
     return value
+
+
+def _check_base64(value: Any, schema: JsonObject, field: str) -> bytes:
+    if not isinstance(value, str):
+        raise _fail(field, f"{field} must be a base64 string")
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        limit = schema["maxLength"] // 4 * 3
+        raise _fail(field, f"{field} is over {limit} bytes (base64: {schema['maxLength']} chars)")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (ValueError, binascii.Error):
+        raise _fail(field, f"{field} must be base64 (RFC 4648, with padding)") from None
+
+
+def _check_object(value: Any, schema: JsonObject, field: str) -> JsonObject:
+    if not isinstance(value, dict):
+        raise _fail(field, f"{field} must be an object")
+    props: JsonObject = schema.get("properties", {})
+    for name in sorted(value):
+        if name not in props:
+            known = ", ".join(props)
+            raise _fail(f"{field}.{name}", f"unknown member {name!r} of {field} (known: {known})")
+    for name in schema.get("required", []):
+        if name not in value:
+            raise _fail(f"{field}.{name}", f"{field} needs {name!r}")
+    return {
+        name: _check(v, props[name], f"{field}.{name}", f"{field}.{name}")
+        for name, v in value.items()
+    }
+
+
+def _to_message(message: Any, value: JsonObject) -> None:
+    """Fill a proto message from a checked JSON object (enums by short name)."""
+    fields = {json_name(fd): fd for fd in message.DESCRIPTOR.fields}
+    for name, v in value.items():
+        fd = fields[name]
+        if fd.type == FieldDescriptor.TYPE_ENUM:
+            numbers = {_enum_value(fd, e.number): e.number for e in fd.enum_type.values}
+            setattr(message, fd.name, numbers[v])
+        elif fd.type == FieldDescriptor.TYPE_MESSAGE:
+            _to_message(getattr(message, fd.name), v)
+        else:
+            setattr(message, fd.name, v)
 
 
 def _check_json(value: Any, field: str) -> None:
@@ -548,17 +717,17 @@ class Method:
             fd = self._fields[name]
             if fd.is_repeated:
                 getattr(request, fd.name).extend(value)
-            elif fd.name == "data_json":
+            elif fd.name in _JSON_TEXT:
                 setattr(request, fd.name, _dump_data(value))
+            elif fd.type == FieldDescriptor.TYPE_MESSAGE:
+                getattr(request, fd.name).SetInParent()
+                _to_message(getattr(request, fd.name), value)
             else:
                 setattr(request, fd.name, value)
-        for oneof, name in _REQUIRED_ONEOFS.get(self.rpc, {}).items():
-            members = [
-                json_name(fd) for fd in self.request_type.DESCRIPTOR.oneofs_by_name[oneof].fields
-            ]
-            given = [m for m in members if m in params]
-            if len(given) != 1:
-                raise _fail(name, f"give exactly one of {' and '.join(members)}")
+        if self.rpc in _EXACTLY_ONE:
+            members, name = _EXACTLY_ONE[self.rpc]
+            if sum(m in params for m in members) != 1:
+                raise _fail(name, f"give exactly one of {', '.join(members)}")
         return request
 
     def to_result(self, response: Any) -> JsonObject:
@@ -581,9 +750,15 @@ def _converter(fd: FieldDescriptor) -> Any:
     if fd.type == FieldDescriptor.TYPE_ENUM:
         names = {v.number: _enum_value(fd, v.number) for v in fd.enum_type.values}
         return lambda number: names.get(number) or str(number)
-    if fd.name == "data_json":
+    if fd.name in _JSON_TEXT:
         return _load_data
+    if fd.type == FieldDescriptor.TYPE_BYTES:
+        return _base64
     return None
+
+
+def _base64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
 
 
 def _timestamp_json(value: Any) -> str:
@@ -599,8 +774,15 @@ _PLANS: dict[str, _Plan] = {}
 def _plan(desc: Descriptor) -> _Plan:
     plan = _PLANS.get(desc.full_name)
     if plan is None:
+        # A repeated field in _OMIT_EMPTY is planned with "presence": emitted when set.
         plan = [
-            (fd.name, json_name(fd), _converter(fd), fd.is_repeated, fd.has_presence)
+            (
+                fd.name,
+                json_name(fd),
+                _converter(fd),
+                fd.is_repeated,
+                fd.has_presence or fd.full_name in _OMIT_EMPTY,
+            )
             for fd in desc.fields
         ]
         _PLANS[desc.full_name] = plan
@@ -613,7 +795,8 @@ def message_to_json(message: Any) -> JsonObject:
     for name, key, convert, repeated, presence in _plan(message.DESCRIPTOR):
         if repeated:
             values = getattr(message, name)
-            out[key] = [convert(v) for v in values] if convert else list(values)
+            if values or not presence:
+                out[key] = [convert(v) for v in values] if convert else list(values)
         elif not presence or message.HasField(name):
             value = getattr(message, name)
             out[key] = convert(value) if convert else value

@@ -35,8 +35,10 @@ from typing import Any, Final
 from cone.bridge._agent import Outcome, kill_leftover, run_agent
 from cone.bridge._context import Caller, Context, ack
 from cone.bridge._env import agent_environment
+from cone.bridge._files import TurnFiles, files_root
 from cone.bridge._journal import Journal, Parked
-from cone.bridge._turns import Turn, plan
+from cone.bridge._replies import replies
+from cone.bridge._turns import Rules, Turn, plan
 from cone.errors import ConeError
 from cone.schema import message_to_json
 from conepb.v1 import cone_pb2 as pb
@@ -65,6 +67,7 @@ class BridgeConfig:
     home: Path | None = None
     #: Variables of the bridge's environment passed on to the agent beyond the allow-list.
     pass_env: tuple[str, ...] = ()
+    reactions: bool = False
 
     @property
     def context_consumer(self) -> str:
@@ -89,6 +92,8 @@ class Bridge:
         self.journal = journal
         self.identity = identity
         self.context = Context(caller, config.context_consumer, config.context_cap)
+        self.files = TurnFiles(caller, files_root(config.home, config.consumer))
+        self.rules = Rules(config.alias, config.reactions, str(identity.get("inboxId", "")))
         self.running: dict[str, asyncio.Task[None]] = {}
         self._changed = asyncio.Event()
         # A deterministic failure inside a turn, to stop the bridge with.
@@ -98,6 +103,7 @@ class Bridge:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Recover held context, then serve turns until `stop` is set."""
+        self.files.clean()
         for turn_id, pid in list(self.journal.pids.items()):
             if kill_leftover(pid, turn_id):
                 log.warning("killed the command left running by a crash (pid %d)", pid)
@@ -167,7 +173,7 @@ class Bridge:
         return result
 
     async def _dispatch(self, batch: list[pb.Message]) -> None:
-        p = plan(batch, self.config.alias, self.journal.open_turns)
+        p = plan(batch, self.config.alias, self.journal.open_turns, self.rules)
         for cid in p.stale:
             self.journal.finish(cid)
         if p.context:
@@ -201,7 +207,13 @@ class Bridge:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    def _stdin(self, turn: Turn, context: list[pb.Message], attempt: int) -> bytes:
+    async def _stdin(
+        self, turn: Turn, context: list[pb.Message], attempt: int
+    ) -> tuple[bytes, Path | None]:
+        """The turn's JSON, with its attachments written as files (and their directory)."""
+        messages = [message_to_json(m) for m in turn.messages]
+        held = [message_to_json(m) for m in context]
+        directory = await self.files.write(turn.turn_id, [*messages, *held])
         body = {
             "turnId": turn.turn_id,
             "attempt": attempt,
@@ -211,12 +223,12 @@ class Bridge:
             "replyKey": turn.reply_key,
             "identity": self.identity,
             "alias": self.config.alias,
-            "messages": [message_to_json(m) for m in turn.messages],
-            "context": [message_to_json(m) for m in context],
+            "messages": messages,
+            "context": held,
         }
-        return json.dumps(body, ensure_ascii=False).encode()
+        return json.dumps(body, ensure_ascii=False).encode(), directory
 
-    def _env(self, turn: Turn, attempt: int) -> dict[str, str]:
+    def _env(self, turn: Turn, attempt: int, directory: Path | None) -> dict[str, str]:
         env = dict(
             CONE_TURN_ID=turn.turn_id,
             CONE_ATTEMPT=str(attempt),
@@ -228,12 +240,14 @@ class Bridge:
         )
         if self.config.home is not None:
             env["CONE_HOME"] = str(self.config.home)
+        if directory is not None:
+            env["CONE_TURN_DIR"] = str(directory)
         return agent_environment(os.environ, self.config.pass_env, env)
 
     async def _turn(self, turn: Turn) -> None:
         cid = turn.conversation_id
         try:
-            context = self.context.for_turn(turn) if turn.conversation_type == "group" else []
+            context = self.context.for_turn(turn)
             while True:
                 attempt = self.journal.begin(cid, turn.turn_id, turn.ack_ids)
                 if attempt > self.config.max_attempts:  # exhausted before a restart
@@ -245,11 +259,12 @@ class Bridge:
                     turn.turn_id[:12], turn.conversation_type, cid[:12], attempt,
                     len(turn.messages), len(context),
                 )  # fmt: skip
+                stdin, directory = await self._stdin(turn, context, attempt)
                 try:
                     outcome = await run_agent(
                         self.config.argv,
-                        self._stdin(turn, context, attempt),
-                        self._env(turn, attempt),
+                        stdin,
+                        self._env(turn, attempt, directory),
                         self.config.timeout_s,
                         lambda pid: self.journal.running(turn.turn_id, pid),
                         self._threads,
@@ -292,30 +307,28 @@ class Bridge:
             log.error("turn %s in %s stopped: %s; retrying later", turn.turn_id, cid, err)
             await asyncio.sleep(retry_delay(max(self.config.backoff_s, 1.0), 3))
         finally:
+            self.files.remove(turn.turn_id)
             self.running.pop(cid, None)
             self._changed.set()
 
     async def _answer(self, turn: Turn, stdout: bytes, attempt: int) -> None:
-        text = stdout.decode("utf-8", errors="replace").rstrip("\r\n")
-        if text.strip():
-            request = pb.ReplyRequest(
-                conversation_id=turn.conversation_id, text=text, key=turn.reply_key
-            )
-            try:
+        try:
+            requests = replies(stdout, turn.conversation_id, turn.reply_key)
+            for request in requests:
                 result = await self._transient(
-                    "reply", lambda: self.caller.call("Reply", request, timeout=120)
+                    "reply", lambda r=request: self.caller.call("Reply", r, timeout=120)
                 )
-            except ConeError as err:
-                await self._park(turn, attempt, f"reply refused: {err.reason}: {err.message}")
-                return
-            log.info(
-                "turn %s replied %s%s",
-                turn.turn_id[:12],
-                result.message_id[:12],
-                " (deduplicated)" if result.deduplicated else "",
-            )
-            if os.environ.get(CRASH_HOOK_ENV) == "after-reply":
-                os._exit(70)
+                log.info(
+                    "turn %s replied %s%s",
+                    turn.turn_id[:12],
+                    result.message_id[:12],
+                    " (deduplicated)" if result.deduplicated else "",
+                )
+        except ConeError as err:
+            await self._park(turn, attempt, f"reply refused: {err.reason}: {err.message}")
+            return
+        if requests and os.environ.get(CRASH_HOOK_ENV) == "after-reply":
+            os._exit(70)
         await self._settle(turn)
 
     async def _settle(self, turn: Turn) -> None:

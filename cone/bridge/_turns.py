@@ -4,12 +4,19 @@ One batch may hold messages of many conversations. For each conversation:
 
 - an open turn in the journal (a crash interrupted it): the turn is formed again from
   those same messages, with the same turn id and reply key;
-- a DM: every pending message of the batch is one turn;
+- a DM: every pending message of the batch up to the last one that starts a turn is
+  one turn (all of them are its messages); later ones stay pending for the next turn;
 - a group: the turn ends at the last message that addresses `@alias`. Its messages
   are the addressing ones; the others up to that point join the held context. Later
   messages stay pending for the next turn. A group batch with no addressing message
   starts no turn: its messages become context (acknowledged at once, kept by the
   context consumer; see `_context`).
+
+A reaction starts no turn unless `reactions` is on (`--reactions`): a DM batch of
+reactions only becomes context for the next turn, like unaddressed group messages.
+With reactions on, a reaction starts a DM turn, and in a group it addresses the agent
+when it reacts to one of the agent's own messages (the reaction names the sender of
+the message it reacts to).
 """
 
 from __future__ import annotations
@@ -69,26 +76,57 @@ def _by_conversation(batch: list[pb.Message]) -> dict[str, list[pb.Message]]:
     return out
 
 
-def _group_turn(cid: str, messages: list[pb.Message], alias: str | None) -> Turn | None:
-    last = max((i for i, m in enumerate(messages) if _addressed(m, alias)), default=-1)
+@dataclass(frozen=True)
+class Rules:
+    """What starts a turn: the group alias, and whether reactions count."""
+
+    alias: str | None = None
+    reactions: bool = False
+    own_inbox_id: str = ""
+
+    def starts_dm_turn(self, message: pb.Message) -> bool:
+        """Whether a DM message starts a turn."""
+        return self.reactions or not message.HasField("reaction")
+
+    def addressed(self, message: pb.Message) -> bool:
+        """Whether a group message addresses the agent."""
+        if message.HasField("reaction"):
+            mine = message.reaction.reference_inbox_id == self.own_inbox_id
+            return self.reactions and bool(self.own_inbox_id) and mine
+        return message.HasField("text") and addresses(message.text, self.alias)
+
+
+def _dm_turn(cid: str, messages: list[pb.Message], rules: Rules) -> Turn | None:
+    last = max((i for i, m in enumerate(messages) if rules.starts_dm_turn(m)), default=-1)
+    if last < 0:
+        return None
+    head = messages[: last + 1]
+    return Turn(cid, "dm", head, [m.message_id for m in head])
+
+
+def _group_turn(cid: str, messages: list[pb.Message], rules: Rules) -> Turn | None:
+    last = max((i for i, m in enumerate(messages) if rules.addressed(m)), default=-1)
     if last < 0:
         return None
     head = messages[: last + 1]
     return Turn(
         cid,
         "group",
-        messages=[m for m in head if _addressed(m, alias)],
+        messages=[m for m in head if rules.addressed(m)],
         ack_ids=[m.message_id for m in head],
-        inline_context=[m for m in head if not _addressed(m, alias)],
+        inline_context=[m for m in head if not rules.addressed(m)],
     )
 
 
-def _addressed(message: pb.Message, alias: str | None) -> bool:
-    return message.HasField("text") and addresses(message.text, alias)
-
-
-def plan(batch: list[pb.Message], alias: str | None, open_turns: dict[str, OpenTurn]) -> Plan:
-    """Turns and context for `batch` (oldest first), per the module docstring."""
+def plan(
+    batch: list[pb.Message],
+    alias: str | None,
+    open_turns: dict[str, OpenTurn],
+    rules: Rules | None = None,
+) -> Plan:
+    """Turns and context for `batch` (oldest first), per the module docstring; `rules`
+    (default: the alias, reactions off) say what starts a turn."""
+    rules = rules or Rules(alias)
     out = Plan()
     for cid, messages in _by_conversation(batch).items():
         ctype = kind(messages[0])
@@ -99,15 +137,19 @@ def plan(batch: list[pb.Message], alias: str | None, open_turns: dict[str, OpenT
             if again:
                 turn = Turn(cid, ctype, again, [m.message_id for m in again], [], journal.turn_id)
                 if ctype == "group":
-                    turn.messages = [m for m in again if _addressed(m, alias)] or again
+                    turn.messages = [m for m in again if rules.addressed(m)] or again
                     turn.inline_context = [m for m in again if m not in turn.messages]
                 out.turns.append(turn)
                 continue
             out.stale.append(cid)
         if ctype == "dm":
-            out.turns.append(Turn(cid, ctype, messages, [m.message_id for m in messages]))
+            direct = _dm_turn(cid, messages, rules)
+            if direct is None:
+                out.context.extend(messages)
+            else:
+                out.turns.append(direct)
             continue
-        addressed = _group_turn(cid, messages, alias)
+        addressed = _group_turn(cid, messages, rules)
         if addressed is None:
             out.context.extend(messages)
         else:
@@ -115,4 +157,4 @@ def plan(batch: list[pb.Message], alias: str | None, open_turns: dict[str, OpenT
     return out
 
 
-__all__ = ["Plan", "Turn", "kind", "plan"]
+__all__ = ["Plan", "Rules", "Turn", "kind", "plan"]

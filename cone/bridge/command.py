@@ -45,6 +45,7 @@ def _config(args: argparse.Namespace, settings: Settings) -> BridgeConfig:
         context_cap=args.context,
         home=settings.paths.home,
         pass_env=tuple(check_pass_env(args.pass_env or [])),
+        reactions=args.reactions,
     )
 
 

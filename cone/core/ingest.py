@@ -26,6 +26,7 @@ message or one conversation never holds back another.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from cone.core import content
 from cone.engine.engine import ConversationInfo, Engine, RawMessage, XmtpConsent
 from cone.store import (
+    AttachmentRow,
     Connection,
     Consent,
     Conversation,
@@ -84,6 +86,9 @@ def to_inbox(raw: RawMessage, own_inbox_id: str) -> IncomingMessage | None:
     decoded = content.decode(raw.content)
     if decoded.protocol_only:
         return None
+    kind = None
+    if decoded.attachments:
+        kind = 2 if decoded.multi else 1
     return IncomingMessage(
         id=raw.id,
         conversation_id=raw.conversation_id,
@@ -96,7 +101,44 @@ def to_inbox(raw: RawMessage, own_inbox_id: str) -> IncomingMessage | None:
         fallback=decoded.fallback,
         send_key=decoded.send_key,
         unreadable=decoded.unreadable,
+        reaction_json=_reaction_json(decoded.reaction),
+        content_json=decoded.content_json,
+        attachments=tuple(_attachment_row(a) for a in decoded.attachments),
+        attachments_kind=kind,
     )
+
+
+def _reaction_json(r: content.Reaction | None) -> str | None:
+    if r is None:
+        return None
+    return json.dumps(
+        {
+            "messageId": r.message_id,
+            "emoji": r.emoji,
+            "action": r.action,
+            "schema": r.schema,
+            "referenceInboxId": r.reference_inbox_id,
+        }
+    )
+
+
+def _attachment_row(a: content.AttachmentPart) -> AttachmentRow:
+    remote = None
+    if a.remote is not None:
+        r = a.remote
+        remote = json.dumps(
+            {
+                "url": r.url,
+                "contentDigest": r.content_digest,
+                "secret": r.secret.hex(),
+                "salt": r.salt.hex(),
+                "nonce": r.nonce.hex(),
+                "scheme": r.scheme,
+                "contentLength": r.content_length,
+            }
+        )
+    size = a.remote.content_length if a.remote is not None else None
+    return AttachmentRow(a.filename, a.mime_type, a.data, remote, size)
 
 
 def _bare(row: IncomingMessage, reason: str) -> IncomingMessage:

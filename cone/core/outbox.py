@@ -29,6 +29,7 @@ from cone import limits
 from cone.core import content
 from cone.core.ingest import READ_MARGIN_NS
 from cone.core.ratelimit import WriteBudget
+from cone.core.validate import HEX as _HEX
 from cone.engine.engine import Engine
 from cone.errors import (
     V3_CUTOVER,
@@ -70,12 +71,29 @@ def check_key(key: str) -> str:
     return key
 
 
-def check_content(text: str | None, data_json: str | None) -> None:
-    """Exactly one of text and data, within size limits; data must be JSON."""
-    if (text is None) == (data_json is None):
-        raise InvalidArgument("give exactly one of text and data", field="text")
-    if text is not None and len(text.encode()) > limits.TEXT_MAX_BYTES:
-        raise InvalidArgument(f"text is over {limits.TEXT_MAX_BYTES} bytes", field="text")
+def check_content(c: content.Outgoing, reply_to: str | None = None) -> None:
+    """Exactly one content field, within size limits; data must be JSON; replyTo only
+    with text, markdown or data."""
+    given = [
+        v for v in (c.text, c.markdown, c.data_json, c.reaction, c.attachment) if v is not None
+    ]
+    if len(given) != 1:
+        raise InvalidArgument(
+            "give exactly one of text, markdown, data, reaction and attachment", field="text"
+        )
+    if reply_to is not None and (c.reaction is not None or c.attachment is not None):
+        raise InvalidArgument(
+            "replyTo goes with text, markdown or data; a reaction names its message itself",
+            field="replyTo",
+        )
+    for name, text in (("text", c.text), ("markdown", c.markdown)):
+        if text is not None and len(text.encode()) > limits.TEXT_MAX_BYTES:
+            raise InvalidArgument(f"{name} is over {limits.TEXT_MAX_BYTES} bytes", field=name)
+    if c.reaction is not None:
+        _check_reaction(c.reaction)
+    if c.attachment is not None:
+        _check_attachment(c.attachment)
+    data_json = c.data_json
     if data_json is not None:
         if len(data_json.encode()) > limits.DATA_MAX_BYTES:
             raise InvalidArgument(f"data is over {limits.DATA_MAX_BYTES} bytes", field="data")
@@ -83,6 +101,38 @@ def check_content(text: str | None, data_json: str | None) -> None:
             json.loads(data_json)
         except ValueError:
             raise InvalidArgument("data is not valid JSON", field="data") from None
+
+
+def _check_reaction(r: content.Reaction) -> None:
+    if not _HEX.match(r.message_id):
+        raise InvalidArgument(
+            "reaction.messageId must be the hex id of a message", field="reaction.messageId"
+        )
+    if not r.emoji or len(r.emoji) > content.MAX_LABEL_CHARS:
+        raise InvalidArgument(
+            f"reaction.emoji must be 1–{content.MAX_LABEL_CHARS} characters",
+            field="reaction.emoji",
+        )
+
+
+def _check_attachment(a: content.AttachmentPart) -> None:
+    size = len(a.data or b"")
+    if size > limits.ATTACHMENT_MAX_BYTES:
+        raise InvalidArgument(
+            f"attachment.data is {size} bytes, over the inline limit of "
+            f"{limits.ATTACHMENT_MAX_BYTES} bytes",
+            field="attachment.data",
+        )
+    if not a.mime_type or len(a.mime_type) > content.MAX_LABEL_CHARS or "/" not in a.mime_type:
+        raise InvalidArgument(
+            "attachment.mimeType must be a MIME type such as image/png",
+            field="attachment.mimeType",
+        )
+    if len(a.filename) > content.MAX_FILENAME_CHARS:
+        raise InvalidArgument(
+            f"attachment.filename must be at most {content.MAX_FILENAME_CHARS} characters",
+            field="attachment.filename",
+        )
 
 
 def _backoff_ns(attempts: int) -> int:
@@ -130,9 +180,9 @@ class Outbox:
         conversation_id: str,
         require_accepted: bool,
         record_unknown: Callable[[str], Awaitable[object]],
-        text: str | None,
-        data_json: str | None,
+        message: content.Outgoing,
         reply_to: str | None,
+        reply_to_inbox_id: str | None = None,
     ) -> SendResult:
         """Send one logical message for `key` into `conversation_id` (the caller has
         checked the key and content with `check_key` and `check_content`).
@@ -141,8 +191,10 @@ class Outbox:
         conversation is accepted when `require_accepted`; `record_unknown` lets cone
         record a conversation libxmtp knows but the store does not yet.
         """
-        kind = content.TEXT if text is not None else content.DATA
-        ctype, payload = content.encode(text=text, data_json=data_json, reply_to=reply_to, key=key)
+        kind = message.kind
+        ctype, payload = content.encode(
+            content=message, reply_to=reply_to, reply_to_inbox_id=reply_to_inbox_id, key=key
+        )
         claim = functools.partial(
             outbox.claim,
             key=key,
@@ -297,8 +349,7 @@ class Outbox:
 
 
 def _kind_of(content_type: str, payload: bytes) -> str:
-    """The content kind a key is bound to: text or data (a reply wraps one of them)."""
+    """The content kind a key is bound to: its content type (a reply: the type it wraps)."""
     if content_type == content.REPLY:
-        decoded = content.decode(payload)
-        return content.DATA if decoded.data_json is not None else content.TEXT
+        return content.reply_inner_type(payload)
     return content_type

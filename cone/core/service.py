@@ -11,13 +11,15 @@ import logging
 import os
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cone import PROTOCOL_VERSION
 from cone.core import validate
+from cone.core.attachments import Fetcher
 from cone.core.backup import BackupMaker
+from cone.core.content import Outgoing
 from cone.core.ingest import Ingestor
 from cone.core.outbox import Outbox, SendResult, check_content, check_key
 from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
@@ -29,9 +31,12 @@ from cone.store import (
     Kind,
     Request,
     Store,
+    StoredAttachment,
     StoredMessage,
+    attachments,
     conversations,
     inbox,
+    outbox,
 )
 from cone.store.outbox import OutboxRecord
 
@@ -94,6 +99,7 @@ class Core:
         self._arrival = asyncio.Event()
         self.ingestor = Ingestor(store, engine, self._notify)
         self.outbox = Outbox(store, engine)
+        self.fetcher = Fetcher(store, self._wake_receivers)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
@@ -123,6 +129,7 @@ class Core:
             log.warning("first sync failed (%s); catching up in the background", exc)
         self._catchup_task = asyncio.create_task(self._catch_up_forever(), name="catch-up")
         self.outbox.start()
+        self.fetcher.start()
 
     async def stop(self) -> None:
         """Stop background work; the store stays open for the caller to close."""
@@ -133,6 +140,7 @@ class Core:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.outbox.stop()
+        await self.fetcher.stop()
         await self.ingestor.stop()
         await self.engine.close()
 
@@ -160,6 +168,10 @@ class Core:
             self._catch_up_now.set()
 
     def _notify(self) -> None:
+        self.fetcher.wake()  # new messages may carry remote attachments
+        self._wake_receivers()
+
+    def _wake_receivers(self) -> None:
         # Wake every waiting Receive; each re-reads the store.
         self._arrival.set()
         self._arrival = asyncio.Event()
@@ -418,12 +430,29 @@ class Core:
                 reason="storage_full",
             )
 
+    async def _referenced(self, c: Outgoing, reply_to: str | None) -> tuple[Outgoing, str | None]:
+        """The content with its reaction's referenced sender filled in, and the
+        sender of the message replied to: XMTP apps use them to place the reference.
+        Unknown (the message is not in the inbox, e.g. this identity's own): this
+        identity when the outbox sent it, else left empty."""
+        if c.reaction is not None:
+            sender = await self._sender_of(c.reaction.message_id)
+            c = replace(c, reaction=replace(c.reaction, reference_inbox_id=sender or ""))
+        return c, (await self._sender_of(reply_to) if reply_to is not None else None)
+
+    async def _sender_of(self, message_id: str) -> str | None:
+        sender = await self.store.read(inbox.sender_of, message_id)
+        if sender is None and await self.store.read(outbox.by_message_id, message_id):
+            sender = self.identity.inbox_id
+        return sender
+
     async def send(
         self,
         *,
         to: str,
-        text: str | None,
-        data_json: str | None,
+        content: Outgoing | None = None,
+        text: str | None = None,
+        data_json: str | None = None,
         key: str,
         reply_to: str | None,
     ) -> SendResult:
@@ -434,10 +463,13 @@ class Core:
         """
         to = validate.destination(to)
         check_key(key)
-        check_content(text, data_json)
+        if content is None:
+            content = Outgoing(text=text, data_json=data_json)
+        check_content(content, reply_to)
         if reply_to is not None:
             validate.hex_id(reply_to, "replyTo")
         self._check_room()
+        content, reply_to_inbox_id = await self._referenced(content, reply_to)
         lowered = to.lower()
         by_id = len(lowered) != 64 and all(c in "0123456789abcdef" for c in lowered)
         return await self.outbox.send(
@@ -446,16 +478,26 @@ class Core:
             conversation_id=lowered if by_id else await self._open_dm(to),
             require_accepted=by_id,
             record_unknown=self._known,
-            text=text,
-            data_json=data_json,
+            message=content,
             reply_to=reply_to,
+            reply_to_inbox_id=reply_to_inbox_id,
         )
 
-    async def reply(self, *, conversation_id: str, text: str, key: str) -> SendResult:
-        """Text into an accepted conversation, one message per key."""
+    async def reply(
+        self,
+        *,
+        conversation_id: str,
+        key: str,
+        content: Outgoing | None = None,
+        text: str | None = None,
+    ) -> SendResult:
+        """One message (text by default) into an accepted conversation, one per key."""
         validate.hex_id(conversation_id, "conversationId")
         check_key(key)
-        check_content(text, None)
+        if content is None:
+            content = Outgoing(text=text)
+        check_content(content)
+        content, _ = await self._referenced(content, None)
         self._check_room()
         try:
             return await self.outbox.send(
@@ -464,8 +506,7 @@ class Core:
                 conversation_id=conversation_id,
                 require_accepted=True,
                 record_unknown=self._known,
-                text=text,
-                data_json=None,
+                message=content,
                 reply_to=None,
             )
         except NotFound as err:
@@ -478,6 +519,24 @@ class Core:
                 reason="not_accepted",
                 field="conversationId",
             ) from None
+
+    async def attachment(self, message_id: str, index: int) -> StoredAttachment:
+        """One attachment of a received message, with its bytes."""
+        validate.hex_id(message_id, "messageId")
+        found = await self.store.read(attachments.get, message_id, index)
+        if found is None:
+            raise NotFound(
+                f"message {message_id} has no attachment {index} in the inbox",
+                reason="unknown_message",
+                field="messageId",
+            )
+        if found.data is None:
+            raise Unavailable(
+                f"the remote attachment of {message_id} is not downloaded yet "
+                f"({found.error or 'waiting for its first attempt'}); it is retried",
+                reason="attachment_unavailable",
+            )
+        return found
 
     async def status(self) -> Status:
         """Health and budgets for operators."""

@@ -14,6 +14,7 @@ from cone.errors import InvalidArgument
 _CONSUMER = re.compile(limits.CONSUMER_PATTERN)
 _NAME = re.compile(limits.CONTACT_NAME_PATTERN)
 _HEX = re.compile(limits.HEX_ID_PATTERN)
+HEX = _HEX
 
 
 def consumer(value: str) -> str:

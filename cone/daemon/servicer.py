@@ -7,6 +7,7 @@ here beyond conversion.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -14,11 +15,12 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from cone.core.content import AttachmentPart, Outgoing, Reaction
 from cone.core.outbox import SendResult
 from cone.core.service import Core
-from cone.errors import ConeError, Internal
+from cone.errors import ConeError, Internal, InvalidArgument
 from cone.grpc_errors import to_status
-from cone.store import Kind, StoredMessage
+from cone.store import Kind, StoredAttachment, StoredMessage
 from conepb.v1 import cone_pb2 as pb
 from conepb.v1 import cone_pb2_grpc
 
@@ -78,6 +80,66 @@ def _sent(r: SendResult) -> dict[str, object]:
     }
 
 
+_ACTION_PB = {
+    "added": pb.REACTION_ACTION_ADDED,
+    "removed": pb.REACTION_ACTION_REMOVED,
+}
+_ACTION_OF = {v: k for k, v in _ACTION_PB.items()}
+_SCHEMA_PB = {
+    "unicode": pb.REACTION_SCHEMA_UNICODE,
+    "shortcode": pb.REACTION_SCHEMA_SHORTCODE,
+    "custom": pb.REACTION_SCHEMA_CUSTOM,
+}
+_SCHEMA_OF = {v: k for k, v in _SCHEMA_PB.items()}
+
+
+def outgoing(request: pb.SendRequest | pb.ReplyRequest) -> Outgoing:
+    """The content of a Send or Reply request (Reply's `text` when no other is set)."""
+    which = request.WhichOneof("content")
+    if which == "text" or (which is None and isinstance(request, pb.ReplyRequest)):
+        return Outgoing(text=request.text)
+    if which == "markdown":
+        return Outgoing(markdown=request.markdown)
+    if which == "data_json":
+        return Outgoing(data_json=request.data_json)
+    if which == "reaction":
+        r = request.reaction
+        return Outgoing(
+            reaction=Reaction(
+                message_id=r.message_id,
+                emoji=r.emoji,
+                action=_ACTION_OF.get(r.action, "added"),
+                schema=_SCHEMA_OF.get(r.schema, "unicode"),
+            )
+        )
+    if which == "attachment":
+        a = request.attachment
+        return Outgoing(attachment=AttachmentPart(a.filename, a.mime_type, bytes(a.data)))
+    return Outgoing()
+
+
+def _attachment_pb(a: StoredAttachment) -> pb.Attachment:
+    return pb.Attachment(
+        filename=a.filename,
+        mime_type=a.mime_type,
+        size=a.size,
+        sha256=a.sha256,
+        data=a.data,
+        error=a.error,
+    )
+
+
+def _reaction_pb(reaction_json: str) -> pb.Reaction:
+    r = json.loads(reaction_json)
+    return pb.Reaction(
+        message_id=r["messageId"],
+        emoji=r["emoji"],
+        action=_ACTION_PB.get(r["action"], pb.REACTION_ACTION_UNSPECIFIED),
+        schema=_SCHEMA_PB.get(r["schema"], pb.REACTION_SCHEMA_UNSPECIFIED),
+        reference_inbox_id=r.get("referenceInboxId") or None,
+    )
+
+
 def message_to_pb(m: StoredMessage) -> pb.Message:
     """A stored message as the proto Message."""
     out = pb.Message(
@@ -100,6 +162,14 @@ def message_to_pb(m: StoredMessage) -> pb.Message:
         out.fallback = m.fallback
     if m.unreadable is not None:
         out.unreadable = m.unreadable
+    if m.reaction_json is not None:
+        out.reaction.CopyFrom(_reaction_pb(m.reaction_json))
+    if m.content_json is not None:
+        out.content_json = m.content_json
+    if m.attachments_kind == 1 and m.attachments:
+        out.attachment.CopyFrom(_attachment_pb(m.attachments[0]))
+    elif m.attachments_kind == 2:
+        out.attachments.extend(_attachment_pb(a) for a in m.attachments)
     return out
 
 
@@ -146,8 +216,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     ) -> pb.SendResponse:
         r = await self.core.send(
             to=request.to,
-            text=request.text if request.HasField("text") else None,
-            data_json=request.data_json if request.HasField("data_json") else None,
+            content=outgoing(request),
             key=request.key,
             reply_to=request.reply_to if request.HasField("reply_to") else None,
         )
@@ -157,8 +226,12 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Reply(
         self, request: pb.ReplyRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReplyResponse:
+        if request.text and request.WhichOneof("content") is not None:
+            raise InvalidArgument(
+                "give exactly one of text, markdown, data, reaction and attachment", field="text"
+            )
         r = await self.core.reply(
-            conversation_id=request.conversation_id, text=request.text, key=request.key
+            conversation_id=request.conversation_id, content=outgoing(request), key=request.key
         )
         return pb.ReplyResponse(**_sent(r))
 
@@ -219,6 +292,19 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     ) -> pb.SyncResponse:
         await self.core.sync()
         return pb.SyncResponse(synced=True)
+
+    @_boundary
+    async def Attachment(
+        self, request: pb.AttachmentRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AttachmentResponse:
+        a = await self.core.attachment(request.message_id, request.index)
+        return pb.AttachmentResponse(
+            filename=a.filename,
+            mime_type=a.mime_type,
+            size=a.size or 0,
+            sha256=a.sha256 or "",
+            data=a.data or b"",
+        )
 
     async def Backup(
         self, request: pb.BackupRequest, context: grpc.aio.ServicerContext

@@ -3,10 +3,12 @@
 Everything runs on this machine in temporary directories that are removed at the
 end: the devnet in this process; the agent as a `cone bridge` subprocess running
 `python -m cone.demo.echo_agent`; "you" as a second cone core hosted in this process.
-"You" connect to the agent and send a few messages; the agent's side accepts the
-request through the bridge's socket (as an operator would, with `cone serve` or any
-gRPC client); each reply is printed as it arrives. Exit 0 when every message got its
-reply, 1 otherwise (with the bridge's log on stderr).
+"You" connect to the agent and send a few messages, then a file and a reaction; the
+agent's side accepts the request through the bridge's socket (as an operator would,
+with `cone serve` or any gRPC client); each reply is printed as it arrives: text, the
+agent's 👍 on your file and the receipt file it sends back, its thanks for your
+reaction. Exit 0 when every message got its reply, 1 otherwise (with the bridge's log
+on stderr).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ async def _bridge(home: Path, url: str, log: IO[bytes]) -> AsyncIterator[ConeCli
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONE_")}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cone", "bridge", "--home", str(home), "--api-url", url,
-        "--", sys.executable, *AGENT_COMMAND,
+        "--reactions", "--", sys.executable, *AGENT_COMMAND,
         env=env, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
     )  # fmt: skip
     client = ConeClient(home / "cone.sock")
@@ -123,6 +125,20 @@ async def _reply(you: ConeClient, conversation_id: str) -> pb.Message:
                     return message
 
 
+def _shown(m: pb.Message) -> str:
+    """A received message as the demo prints it."""
+    if m.HasField("reaction"):
+        return f"reacts {m.reaction.emoji} to your message"
+    if m.HasField("attachment"):
+        a = m.attachment
+        body = a.data.decode(errors="replace").strip() if a.HasField("data") else ""
+        return f"sends {a.filename} ({a.mime_type}, {a.size} bytes):\n{body}"
+    return str(m.text)
+
+
+FILE: Final = b"cone carries files: this one travels as an XMTP attachment.\n"
+
+
 async def _demo(out: IO[str], log: IO[bytes]) -> None:
     from cone.daemon.runtime import running_core
     from cone.devnet import Devnet
@@ -141,7 +157,7 @@ async def _demo(out: IO[str], log: IO[bytes]) -> None:
                 a = await agent.identity()
                 me = await you.identity()
                 print(
-                    f"  agent  {a.address}  under `cone bridge -- python "
+                    f"  agent  {a.address}  under `cone bridge --reactions -- python "
                     f"{' '.join(AGENT_COMMAND)}`\n  you    {me.address}  (a second cone)\n",
                     file=out,
                     flush=True,
@@ -157,7 +173,23 @@ async def _demo(out: IO[str], log: IO[bytes]) -> None:
                         show.line("agent", "accepts your DM (a call relayed to the bridge)")
                     reply = await _reply(you, cid)
                     show.line("agent → you", reply.text)
-        print(f"\ncone demo: {len(SCRIPT)} messages, {len(SCRIPT)} replies. Done.", file=out)
+                # Content both ways: a file (the agent reacts and sends a file back)...
+                attachment = pb.OutgoingAttachment(
+                    filename="hello.txt", mime_type="text/plain", data=FILE
+                )
+                await you.call("Send", pb.SendRequest(to=cid, attachment=attachment, key="demo:f"))
+                show.line("you → agent", f"sends hello.txt (text/plain, {len(FILE)} bytes)")
+                for _ in range(2):
+                    show.line("agent → you", _shown(await _reply(you, cid)))
+                # ...and a reaction to the agent's last text answer.
+                reaction = pb.Reaction(message_id=reply.message_id, emoji="❤️")
+                await you.call("Send", pb.SendRequest(to=cid, reaction=reaction, key="demo:r"))
+                show.line("you → agent", "reacts ❤️ to its answer")
+                show.line("agent → you", _shown(await _reply(you, cid)))
+        print(
+            f"\ncone demo: {len(SCRIPT)} messages, a file and a reaction, each answered. Done.",
+            file=out,
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

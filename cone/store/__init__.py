@@ -17,17 +17,19 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cone.errors import StateError, storage_full
-from cone.store import conversations, inbox, meta, outbox
+from cone.store import attachments, conversations, inbox, meta, outbox
 from cone.store._db import Connection, DatabaseError, open_database
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
 from cone.store.records import (
+    AttachmentRow,
     Consent,
     ContactRecord,
     Conversation,
     IncomingMessage,
     Kind,
     Request,
+    StoredAttachment,
     StoredMessage,
 )
 
@@ -163,6 +165,7 @@ class Store:
 
 
 __all__ = [
+    "AttachmentRow",
     "Connection",
     "Consent",
     "ContactRecord",
@@ -171,7 +174,9 @@ __all__ = [
     "Kind",
     "Request",
     "Store",
+    "StoredAttachment",
     "StoredMessage",
+    "attachments",
     "conversations",
     "inbox",
     "load_db_key",

@@ -104,6 +104,36 @@ MIGRATIONS: Final[list[str]] = [
     ) WITHOUT ROWID;
     CREATE INDEX ingest_skipped_by_conversation ON ingest_skipped(conversation_id);
     """,
+    # 2 -> 3: XMTP content both ways. A reaction and the JSON of structured types
+    # (transaction reference, wallet send calls, actions, intent) are kept on the
+    # message; attachments in their own table, inline bytes or a remote reference
+    # (its key material included: the store is encrypted) until downloaded.
+    # attachments_kind: NULL none, 1 one file, 2 a list (multi remote attachment).
+    """
+    ALTER TABLE messages ADD COLUMN reaction_json TEXT;
+    ALTER TABLE messages ADD COLUMN content_json TEXT;
+    ALTER TABLE messages ADD COLUMN attachments_kind INTEGER;
+
+    CREATE TABLE attachments (
+        message_id      TEXT NOT NULL,
+        idx             INTEGER NOT NULL,
+        filename        TEXT NOT NULL,
+        mime_type       TEXT NOT NULL,
+        size            INTEGER,
+        sha256          TEXT,
+        data            BLOB,
+        remote_json     TEXT,
+        error           TEXT,
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_ns INTEGER,
+        PRIMARY KEY (message_id, idx)
+    );
+    CREATE INDEX attachments_to_fetch ON attachments(next_attempt_ns)
+        WHERE data IS NULL AND remote_json IS NOT NULL;
+
+    -- A reaction or reply to this identity's own message names it as the sender.
+    CREATE INDEX outbox_by_message ON outbox(message_id) WHERE message_id IS NOT NULL;
+    """,
 ]
 
 

@@ -10,8 +10,9 @@ from typing import Any, Final
 
 from cone import limits
 from cone.errors import NotFound
+from cone.store import attachments
 from cone.store._db import Connection
-from cone.store.records import Consent, IncomingMessage, Kind, StoredMessage
+from cone.store.records import Consent, IncomingMessage, Kind, StoredAttachment, StoredMessage
 
 # Pending for a consumer: in an accepted conversation, not from a blocked inbox,
 # not acknowledged by that consumer. The receipt row (if any) comes along for its
@@ -34,7 +35,8 @@ MESSAGE_SIZE: Final = f"""(
     + octet_length(m.sender_inbox_id) + octet_length(m.content_type)
     + coalesce(octet_length(m.text), 0) + coalesce(octet_length(m.data_json), 0)
     + coalesce(octet_length(m.reply_to), 0) + coalesce(octet_length(m.fallback), 0)
-    + coalesce(octet_length(m.unreadable), 0)
+    + coalesce(octet_length(m.unreadable), 0) + coalesce(octet_length(m.reaction_json), 0)
+    + coalesce(octet_length(m.content_json), 0)
 )"""
 
 
@@ -48,8 +50,9 @@ def insert_messages(conn: Connection, messages: Iterable[IncomingMessage]) -> li
     for m in messages:
         cur = conn.execute(
             "INSERT OR IGNORE INTO messages (id, conversation_id, sender_inbox_id, sent_at_ns,"
-            " content_type, text, data_json, reply_to, fallback, send_key, unreadable)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " content_type, text, data_json, reply_to, fallback, send_key, unreadable,"
+            " reaction_json, content_json, attachments_kind)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 m.id,
                 m.conversation_id,
@@ -62,10 +65,14 @@ def insert_messages(conn: Connection, messages: Iterable[IncomingMessage]) -> li
                 m.fallback,
                 m.send_key,
                 m.unreadable,
+                m.reaction_json,
+                m.content_json,
+                m.attachments_kind,
             ),
         )
         if cur.rowcount:
             new.append(m.id)
+            attachments.insert(conn, m.id, m.attachments)
         elif not known_ids(conn, [m.id]):
             skip(conn, m.conversation_id, [m.id])
     return new
@@ -130,12 +137,12 @@ def take_pending(
         names = [f":x{i}" for i in range(len(exclude))]
         params.update({f"x{i}": cid for i, cid in enumerate(exclude)})
         exclusion = f" AND m.conversation_id NOT IN ({', '.join(names)})"
-    taken, more, last = _fitting(conn, f"{_PENDING}{exclusion}", params, limit, max_bytes)
+    taken, more, last, total = _fitting(conn, f"{_PENDING}{exclusion}", params, limit, max_bytes)
     if not taken:
         return [], more
     params.update(limit=taken, last=last)
     rows = conn.execute(
-        f"SELECT {_COLUMNS}, coalesce(r.deliveries, 0) + 1, m.unreadable"
+        f"SELECT {_COLUMNS}, coalesce(r.deliveries, 0) + 1, {_EXTRA}"
         f" {_PENDING}{exclusion} AND m.seq <= :last ORDER BY m.seq LIMIT :limit",
         params,
     ).fetchall()
@@ -145,21 +152,23 @@ def take_pending(
         " ON CONFLICT (consumer, seq) DO UPDATE SET deliveries = excluded.deliveries",
         [(consumer, row[0], row[11]) for row in rows],
     )
-    return [_stored(row) for row in rows], more
+    return _stored_batch(conn, rows, total), more
 
 
 _COLUMNS: Final = (
     "m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
     " m.content_type, m.text, m.data_json, m.reply_to, m.fallback"
 )
+# After the delivery count: the columns of later schema versions.
+_EXTRA: Final = "m.unreadable, m.reaction_json, m.content_json, m.attachments_kind"
 
 
 def _fitting(
     conn: Connection, source: str, params: dict[str, object], limit: int, max_bytes: int
-) -> tuple[int, bool, int]:
+) -> tuple[int, bool, int, int]:
     """How many of the first `limit` rows of `source` fit `max_bytes` (at least one),
-    whether any were left out, and the last seq taken. Sizes first: octet_length reads
-    no content, so only the batch's content is read afterwards."""
+    whether any were left out, the last seq taken and the bytes taken. Sizes first:
+    octet_length reads no content, so only the batch's content is read afterwards."""
     sizes = conn.execute(
         f"SELECT m.seq, {MESSAGE_SIZE} {source} ORDER BY m.seq LIMIT :limit",
         {**params, "limit": limit + 1},
@@ -170,7 +179,7 @@ def _fitting(
             break
         taken += 1
         total += size
-    return taken, len(sizes) > taken, sizes[taken - 1][0] if taken else 0
+    return taken, len(sizes) > taken, sizes[taken - 1][0] if taken else 0, total
 
 
 def peek(
@@ -185,19 +194,29 @@ def peek(
     Bounded by count and bytes as `take_pending` is."""
     params: dict[str, object] = {"consumer": consumer, "after": after_seq}
     source = f"{_PENDING} AND m.seq > :after"
-    taken, more, last = _fitting(conn, source, params, limit, max_bytes)
+    taken, more, last, total = _fitting(conn, source, params, limit, max_bytes)
     (head,) = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
     if not taken:
         return [], more, int(head)
     rows = conn.execute(
-        f"SELECT {_COLUMNS}, coalesce(r.deliveries, 0), m.unreadable"
+        f"SELECT {_COLUMNS}, coalesce(r.deliveries, 0), {_EXTRA}"
         f" {source} AND m.seq <= :last ORDER BY m.seq LIMIT :limit",
         {**params, "last": last, "limit": taken},
     ).fetchall()
-    return [_stored(row) for row in rows], more, int(head)
+    return _stored_batch(conn, rows, total), more, int(head)
 
 
-def _stored(row: Any) -> StoredMessage:
+def _stored_batch(conn: Connection, rows: list[Any], message_bytes: int) -> list[StoredMessage]:
+    """The batch's messages with their attachments, whose bytes come inline while they
+    fit what the batch's budget leaves (the rest is fetched with `attachment`)."""
+    budget = max(
+        0, min(limits.RECEIVE_INLINE_BUDGET_BYTES, limits.RECEIVE_BATCH_BYTES - message_bytes)
+    )
+    files = attachments.for_batch(conn, [row[1] for row in rows if row[15] is not None], budget)
+    return [_stored(row, tuple(files.get(row[1], ()))) for row in rows]
+
+
+def _stored(row: Any, files: tuple[StoredAttachment, ...]) -> StoredMessage:
     return StoredMessage(
         seq=row[0],
         id=row[1],
@@ -212,6 +231,10 @@ def _stored(row: Any) -> StoredMessage:
         fallback=row[10],
         deliveries=row[11],
         unreadable=row[12],
+        reaction_json=row[13],
+        content_json=row[14],
+        attachments=files,
+        attachments_kind=row[15],
     )
 
 
@@ -255,3 +278,11 @@ def message_count(conn: Connection) -> int:
     """Messages in the inbox."""
     (n,) = conn.execute("SELECT count(*) FROM messages").fetchone()
     return int(n)
+
+
+def sender_of(conn: Connection, message_id: str) -> str | None:
+    """The sender inbox of a message in the inbox, or None when it is not there."""
+    row = conn.execute(
+        "SELECT sender_inbox_id FROM messages WHERE id = ?", (message_id,)
+    ).fetchone()
+    return None if row is None else str(row[0])

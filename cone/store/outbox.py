@@ -120,3 +120,9 @@ def unsettled(conn: Connection) -> list[OutboxRecord]:
         f"SELECT {_COLUMNS} FROM outbox WHERE state != 'settled' ORDER BY created_ns, key"
     ).fetchall()
     return [_record(r) for r in rows]
+
+
+def by_message_id(conn: Connection, message_id: str) -> bool:
+    """Whether this identity's outbox made the message with this id."""
+    row = conn.execute("SELECT 1 FROM outbox WHERE message_id = ?", (message_id,)).fetchone()
+    return row is not None

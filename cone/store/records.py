@@ -34,6 +34,32 @@ class Conversation:
 
 
 @dataclass(frozen=True)
+class AttachmentRow:
+    """One file of a message as the store keeps it: inline bytes, or a remote
+    reference (`remote_json`) until it is downloaded."""
+
+    filename: str
+    mime_type: str
+    data: bytes | None = None
+    remote_json: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class StoredAttachment:
+    """One file of a received message; `data` is None when it is not handed out
+    inline (too large for the batch, or a remote file not downloaded: see `error`)."""
+
+    index: int
+    filename: str
+    mime_type: str
+    size: int | None
+    sha256: str | None
+    data: bytes | None
+    error: str | None
+
+
+@dataclass(frozen=True)
 class IncomingMessage:
     """A decoded message ready to enter the inbox."""
 
@@ -48,6 +74,11 @@ class IncomingMessage:
     fallback: str | None = None
     send_key: str | None = None
     unreadable: str | None = None
+    reaction_json: str | None = None
+    content_json: str | None = None
+    attachments: tuple[AttachmentRow, ...] = ()
+    # 1: one file (`attachment`); 2: a list (`attachments`).
+    attachments_kind: int | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +98,10 @@ class StoredMessage:
     fallback: str | None
     deliveries: int
     unreadable: str | None = None
+    reaction_json: str | None = None
+    content_json: str | None = None
+    attachments: tuple[StoredAttachment, ...] = ()
+    attachments_kind: int | None = None
 
 
 @dataclass(frozen=True)

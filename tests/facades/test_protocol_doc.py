@@ -29,6 +29,8 @@ def _type(schema: dict[str, Any]) -> str:
         return " \\| ".join(f"`{v}`" for v in schema["enum"])
     if schema.get("format") == "date-time":
         return "string (RFC 3339)"
+    if schema.get("contentEncoding") == "base64":
+        return "string (base64)"
     if kind == "object":
         return "object"
     return str(kind)
@@ -62,8 +64,11 @@ def params_table(method: Method) -> str:
     required = set(method.params_schema.get("required", []))
     rows = ["| parameter | type | required | limits | meaning |", "| --- | --- | --- | --- | --- |"]
     for name, schema in props.items():
+        kind = _type(schema)
+        if schema.get("type") == "object" and "properties" in schema:
+            kind = f"{kind}: {{{_fields(schema)}}}"
         rows.append(
-            f"| `{name}` | {_type(schema)} | {'yes' if name in required else 'no'} | "
+            f"| `{name}` | {kind} | {'yes' if name in required else 'no'} | "
             f"{_constraints(schema)} | {schema.get('description', '')} |"
         )
     return "\n".join(rows)

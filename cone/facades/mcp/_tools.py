@@ -52,6 +52,7 @@ _HINTS: Final[dict[str, dict[str, bool]]] = {
     "Sync": {"idempotent_hint": True, "destructive_hint": False, "open_world_hint": True},
     "Status": {"read_only_hint": True, "open_world_hint": False},
     "Peek": {"read_only_hint": True, "open_world_hint": False},
+    "Attachment": {"read_only_hint": True, "open_world_hint": False},
 }
 # What each tool's description adds to the shared summary for a model.
 _TEACH: Final[dict[str, str]] = {

@@ -23,6 +23,19 @@ class ConsentState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONSENT_STATE_ACCEPTED: _ClassVar[ConsentState]
     CONSENT_STATE_BLOCKED: _ClassVar[ConsentState]
 
+class ReactionAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REACTION_ACTION_UNSPECIFIED: _ClassVar[ReactionAction]
+    REACTION_ACTION_ADDED: _ClassVar[ReactionAction]
+    REACTION_ACTION_REMOVED: _ClassVar[ReactionAction]
+
+class ReactionSchema(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REACTION_SCHEMA_UNSPECIFIED: _ClassVar[ReactionSchema]
+    REACTION_SCHEMA_UNICODE: _ClassVar[ReactionSchema]
+    REACTION_SCHEMA_SHORTCODE: _ClassVar[ReactionSchema]
+    REACTION_SCHEMA_CUSTOM: _ClassVar[ReactionSchema]
+
 class NetworkState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     NETWORK_STATE_UNSPECIFIED: _ClassVar[NetworkState]
@@ -36,10 +49,57 @@ CONSENT_STATE_UNSPECIFIED: ConsentState
 CONSENT_STATE_REQUESTED: ConsentState
 CONSENT_STATE_ACCEPTED: ConsentState
 CONSENT_STATE_BLOCKED: ConsentState
+REACTION_ACTION_UNSPECIFIED: ReactionAction
+REACTION_ACTION_ADDED: ReactionAction
+REACTION_ACTION_REMOVED: ReactionAction
+REACTION_SCHEMA_UNSPECIFIED: ReactionSchema
+REACTION_SCHEMA_UNICODE: ReactionSchema
+REACTION_SCHEMA_SHORTCODE: ReactionSchema
+REACTION_SCHEMA_CUSTOM: ReactionSchema
 NETWORK_STATE_UNSPECIFIED: NetworkState
 NETWORK_STATE_REACHABLE: NetworkState
 NETWORK_STATE_UNREACHABLE: NetworkState
 NETWORK_STATE_V3_CUTOVER: NetworkState
+
+class Reaction(_message.Message):
+    __slots__ = ("message_id", "emoji", "action", "schema", "reference_inbox_id")
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    EMOJI_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_INBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    message_id: str
+    emoji: str
+    action: ReactionAction
+    schema: ReactionSchema
+    reference_inbox_id: str
+    def __init__(self, message_id: _Optional[str] = ..., emoji: _Optional[str] = ..., action: _Optional[_Union[ReactionAction, str]] = ..., schema: _Optional[_Union[ReactionSchema, str]] = ..., reference_inbox_id: _Optional[str] = ...) -> None: ...
+
+class OutgoingAttachment(_message.Message):
+    __slots__ = ("filename", "mime_type", "data")
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    filename: str
+    mime_type: str
+    data: bytes
+    def __init__(self, filename: _Optional[str] = ..., mime_type: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class Attachment(_message.Message):
+    __slots__ = ("filename", "mime_type", "size", "sha256", "data", "error")
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    filename: str
+    mime_type: str
+    size: int
+    sha256: str
+    data: bytes
+    error: str
+    def __init__(self, filename: _Optional[str] = ..., mime_type: _Optional[str] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ..., data: _Optional[bytes] = ..., error: _Optional[str] = ...) -> None: ...
 
 class IdentityRequest(_message.Message):
     __slots__ = ()
@@ -86,18 +146,24 @@ class ConnectResponse(_message.Message):
     def __init__(self, contact: _Optional[_Union[Contact, _Mapping]] = ...) -> None: ...
 
 class SendRequest(_message.Message):
-    __slots__ = ("to", "text", "data_json", "key", "reply_to")
+    __slots__ = ("to", "text", "data_json", "markdown", "reaction", "attachment", "key", "reply_to")
     TO_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    MARKDOWN_FIELD_NUMBER: _ClassVar[int]
+    REACTION_FIELD_NUMBER: _ClassVar[int]
+    ATTACHMENT_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     REPLY_TO_FIELD_NUMBER: _ClassVar[int]
     to: str
     text: str
     data_json: str
+    markdown: str
+    reaction: Reaction
+    attachment: OutgoingAttachment
     key: str
     reply_to: str
-    def __init__(self, to: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., key: _Optional[str] = ..., reply_to: _Optional[str] = ...) -> None: ...
+    def __init__(self, to: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., markdown: _Optional[str] = ..., reaction: _Optional[_Union[Reaction, _Mapping]] = ..., attachment: _Optional[_Union[OutgoingAttachment, _Mapping]] = ..., key: _Optional[str] = ..., reply_to: _Optional[str] = ...) -> None: ...
 
 class SendResponse(_message.Message):
     __slots__ = ("message_id", "conversation_id", "deduplicated", "published", "retry_after_ms")
@@ -114,14 +180,22 @@ class SendResponse(_message.Message):
     def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ..., published: _Optional[bool] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
 
 class ReplyRequest(_message.Message):
-    __slots__ = ("conversation_id", "text", "key")
+    __slots__ = ("conversation_id", "text", "key", "markdown", "reaction", "attachment", "data_json")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    MARKDOWN_FIELD_NUMBER: _ClassVar[int]
+    REACTION_FIELD_NUMBER: _ClassVar[int]
+    ATTACHMENT_FIELD_NUMBER: _ClassVar[int]
+    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     text: str
     key: str
-    def __init__(self, conversation_id: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+    markdown: str
+    reaction: Reaction
+    attachment: OutgoingAttachment
+    data_json: str
+    def __init__(self, conversation_id: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ..., markdown: _Optional[str] = ..., reaction: _Optional[_Union[Reaction, _Mapping]] = ..., attachment: _Optional[_Union[OutgoingAttachment, _Mapping]] = ..., data_json: _Optional[str] = ...) -> None: ...
 
 class ReplyResponse(_message.Message):
     __slots__ = ("message_id", "conversation_id", "deduplicated", "published", "retry_after_ms")
@@ -150,7 +224,7 @@ class ReceiveRequest(_message.Message):
     def __init__(self, consumer: _Optional[str] = ..., limit: _Optional[int] = ..., wait_ms: _Optional[int] = ..., exclude_conversation_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries", "unreadable")
+    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries", "unreadable", "reaction", "attachment", "attachments", "content_json")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -164,6 +238,10 @@ class Message(_message.Message):
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     UNREADABLE_FIELD_NUMBER: _ClassVar[int]
+    REACTION_FIELD_NUMBER: _ClassVar[int]
+    ATTACHMENT_FIELD_NUMBER: _ClassVar[int]
+    ATTACHMENTS_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_JSON_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     conversation_id: str
     conversation_type: ConversationType
@@ -177,7 +255,11 @@ class Message(_message.Message):
     sequence: int
     deliveries: int
     unreadable: str
-    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ..., unreadable: _Optional[str] = ...) -> None: ...
+    reaction: Reaction
+    attachment: Attachment
+    attachments: _containers.RepeatedCompositeFieldContainer[Attachment]
+    content_json: str
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ..., unreadable: _Optional[str] = ..., reaction: _Optional[_Union[Reaction, _Mapping]] = ..., attachment: _Optional[_Union[Attachment, _Mapping]] = ..., attachments: _Optional[_Iterable[_Union[Attachment, _Mapping]]] = ..., content_json: _Optional[str] = ...) -> None: ...
 
 class ReceiveResponse(_message.Message):
     __slots__ = ("messages", "more")
@@ -260,6 +342,28 @@ class SyncResponse(_message.Message):
     SYNCED_FIELD_NUMBER: _ClassVar[int]
     synced: bool
     def __init__(self, synced: _Optional[bool] = ...) -> None: ...
+
+class AttachmentRequest(_message.Message):
+    __slots__ = ("message_id", "index")
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    message_id: str
+    index: int
+    def __init__(self, message_id: _Optional[str] = ..., index: _Optional[int] = ...) -> None: ...
+
+class AttachmentResponse(_message.Message):
+    __slots__ = ("filename", "mime_type", "size", "sha256", "data")
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    filename: str
+    mime_type: str
+    size: int
+    sha256: str
+    data: bytes
+    def __init__(self, filename: _Optional[str] = ..., mime_type: _Optional[str] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ()

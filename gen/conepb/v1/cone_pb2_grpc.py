@@ -91,6 +91,11 @@ class ConeServiceStub:
                 request_serializer=conepb_dot_v1_dot_cone__pb2.StatusRequest.SerializeToString,
                 response_deserializer=conepb_dot_v1_dot_cone__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.Attachment = channel.unary_unary(
+                '/cone.v1.ConeService/Attachment',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.AttachmentRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.AttachmentResponse.FromString,
+                _registered_method=True)
         self.Backup = channel.unary_stream(
                 '/cone.v1.ConeService/Backup',
                 request_serializer=conepb_dot_v1_dot_cone__pb2.BackupRequest.SerializeToString,
@@ -212,6 +217,18 @@ class ConeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Attachment(self, request, context):
+        """Attachment returns one attachment of a received message with its bytes: for an
+        attachment whose bytes did not fit in a Receive batch, or a remote attachment.
+        NOT_FOUND (reason `unknown_message`) when the message is not in Receive's view of
+        the inbox (unknown, from a request, blocked) or has no attachment at that index;
+        UNAVAILABLE (reason `attachment_unavailable`) while a remote attachment is not
+        downloaded yet (its `error` says why; it is retried).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Backup(self, request, context):
         """Backup streams an encrypted backup of everything this identity records: the
         manifest first, then the file's bytes in order. The daemon keeps running.
@@ -288,6 +305,11 @@ def add_ConeServiceServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=conepb_dot_v1_dot_cone__pb2.StatusRequest.FromString,
                     response_serializer=conepb_dot_v1_dot_cone__pb2.StatusResponse.SerializeToString,
+            ),
+            'Attachment': grpc.unary_unary_rpc_method_handler(
+                    servicer.Attachment,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.AttachmentRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.AttachmentResponse.SerializeToString,
             ),
             'Backup': grpc.unary_stream_rpc_method_handler(
                     servicer.Backup,
@@ -599,6 +621,33 @@ class ConeService:
             '/cone.v1.ConeService/Status',
             conepb_dot_v1_dot_cone__pb2.StatusRequest.SerializeToString,
             conepb_dot_v1_dot_cone__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Attachment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Attachment',
+            conepb_dot_v1_dot_cone__pb2.AttachmentRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.AttachmentResponse.FromString,
             options,
             channel_credentials,
             insecure,

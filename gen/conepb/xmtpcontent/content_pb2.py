@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n conepb/xmtpcontent/content.proto\x12\x19xmtp.mls.message_contents\"d\n\rContentTypeId\x12\x14\n\x0c\x61uthority_id\x18\x01 \x01(\t\x12\x0f\n\x07type_id\x18\x02 \x01(\t\x12\x15\n\rversion_major\x18\x03 \x01(\r\x12\x15\n\rversion_minor\x18\x04 \x01(\r\"\xd1\x02\n\x0e\x45ncodedContent\x12\x36\n\x04type\x18\x01 \x01(\x0b\x32(.xmtp.mls.message_contents.ContentTypeId\x12M\n\nparameters\x18\x02 \x03(\x0b\x32\x39.xmtp.mls.message_contents.EncodedContent.ParametersEntry\x12\x15\n\x08\x66\x61llback\x18\x03 \x01(\tH\x00\x88\x01\x01\x12@\n\x0b\x63ompression\x18\x05 \x01(\x0e\x32&.xmtp.mls.message_contents.CompressionH\x01\x88\x01\x01\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\x0c\x1a\x31\n\x0fParametersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0b\n\t_fallbackB\x0e\n\x0c_compression*<\n\x0b\x43ompression\x12\x17\n\x13\x43OMPRESSION_DEFLATE\x10\x00\x12\x14\n\x10\x43OMPRESSION_GZIP\x10\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n conepb/xmtpcontent/content.proto\x12\x19xmtp.mls.message_contents\"d\n\rContentTypeId\x12\x14\n\x0c\x61uthority_id\x18\x01 \x01(\t\x12\x0f\n\x07type_id\x18\x02 \x01(\t\x12\x15\n\rversion_major\x18\x03 \x01(\r\x12\x15\n\rversion_minor\x18\x04 \x01(\r\"\xd1\x02\n\x0e\x45ncodedContent\x12\x36\n\x04type\x18\x01 \x01(\x0b\x32(.xmtp.mls.message_contents.ContentTypeId\x12M\n\nparameters\x18\x02 \x03(\x0b\x32\x39.xmtp.mls.message_contents.EncodedContent.ParametersEntry\x12\x15\n\x08\x66\x61llback\x18\x03 \x01(\tH\x00\x88\x01\x01\x12@\n\x0b\x63ompression\x18\x05 \x01(\x0e\x32&.xmtp.mls.message_contents.CompressionH\x01\x88\x01\x01\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\x0c\x1a\x31\n\x0fParametersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0b\n\t_fallbackB\x0e\n\x0c_compression\"\xc2\x01\n\nReactionV2\x12\x11\n\treference\x18\x01 \x01(\t\x12\x1a\n\x12reference_inbox_id\x18\x02 \x01(\t\x12\x39\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32).xmtp.mls.message_contents.ReactionAction\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\t\x12\x39\n\x06schema\x18\x05 \x01(\x0e\x32).xmtp.mls.message_contents.ReactionSchema\"\xcc\x01\n\x14RemoteAttachmentInfo\x12\x16\n\x0e\x63ontent_digest\x18\x01 \x01(\t\x12\x0e\n\x06secret\x18\x02 \x01(\x0c\x12\r\n\x05nonce\x18\x03 \x01(\x0c\x12\x0c\n\x04salt\x18\x04 \x01(\x0c\x12\x0e\n\x06scheme\x18\x05 \x01(\t\x12\x0b\n\x03url\x18\x06 \x01(\t\x12\x1b\n\x0e\x63ontent_length\x18\x07 \x01(\rH\x00\x88\x01\x01\x12\x15\n\x08\x66ilename\x18\x08 \x01(\tH\x01\x88\x01\x01\x42\x11\n\x0f_content_lengthB\x0b\n\t_filename\"]\n\x15MultiRemoteAttachment\x12\x44\n\x0b\x61ttachments\x18\x01 \x03(\x0b\x32/.xmtp.mls.message_contents.RemoteAttachmentInfo*<\n\x0b\x43ompression\x12\x17\n\x13\x43OMPRESSION_DEFLATE\x10\x00\x12\x14\n\x10\x43OMPRESSION_GZIP\x10\x01*i\n\x0eReactionAction\x12\x1f\n\x1bREACTION_ACTION_UNSPECIFIED\x10\x00\x12\x19\n\x15REACTION_ACTION_ADDED\x10\x01\x12\x1b\n\x17REACTION_ACTION_REMOVED\x10\x02*\x89\x01\n\x0eReactionSchema\x12\x1f\n\x1bREACTION_SCHEMA_UNSPECIFIED\x10\x00\x12\x1b\n\x17REACTION_SCHEMA_UNICODE\x10\x01\x12\x1d\n\x19REACTION_SCHEMA_SHORTCODE\x10\x02\x12\x1a\n\x16REACTION_SCHEMA_CUSTOM\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,12 +33,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ENCODEDCONTENT_PARAMETERSENTRY']._loaded_options = None
   _globals['_ENCODEDCONTENT_PARAMETERSENTRY']._serialized_options = b'8\001'
-  _globals['_COMPRESSION']._serialized_start=505
-  _globals['_COMPRESSION']._serialized_end=565
+  _globals['_COMPRESSION']._serialized_start=1004
+  _globals['_COMPRESSION']._serialized_end=1064
+  _globals['_REACTIONACTION']._serialized_start=1066
+  _globals['_REACTIONACTION']._serialized_end=1171
+  _globals['_REACTIONSCHEMA']._serialized_start=1174
+  _globals['_REACTIONSCHEMA']._serialized_end=1311
   _globals['_CONTENTTYPEID']._serialized_start=63
   _globals['_CONTENTTYPEID']._serialized_end=163
   _globals['_ENCODEDCONTENT']._serialized_start=166
   _globals['_ENCODEDCONTENT']._serialized_end=503
   _globals['_ENCODEDCONTENT_PARAMETERSENTRY']._serialized_start=425
   _globals['_ENCODEDCONTENT_PARAMETERSENTRY']._serialized_end=474
+  _globals['_REACTIONV2']._serialized_start=506
+  _globals['_REACTIONV2']._serialized_end=700
+  _globals['_REMOTEATTACHMENTINFO']._serialized_start=703
+  _globals['_REMOTEATTACHMENTINFO']._serialized_end=907
+  _globals['_MULTIREMOTEATTACHMENT']._serialized_start=909
+  _globals['_MULTIREMOTEATTACHMENT']._serialized_end=1002
 # @@protoc_insertion_point(module_scope)

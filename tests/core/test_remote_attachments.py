@@ -1,0 +1,270 @@
+"""Remote attachments from the official Node SDK, served by a local HTTP server in the
+test: a good download, a wrong digest, a timeout, an oversized file and a 404, each
+with its documented outcome; failures are visible and retried, never dropped."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cone import limits
+from cone.core.attachments import DownloadError, check_url
+from cone.errors import Unavailable
+from cone.schema import message_to_json
+from conepb.v1 import cone_pb2 as pb
+from support.daemons import DaemonProcess
+from support.node_peer import NodePeer
+from support.waiting import until
+
+pytestmark = pytest.mark.timeout(180)
+
+
+class _Files:
+    """What the test server answers, by path, and how often each path was asked."""
+
+    def __init__(self) -> None:
+        self.bodies: dict[str, bytes] = {}
+        self.hits: dict[str, int] = {}
+        self.release = threading.Event()  # ends the slow path's wait
+
+
+@contextmanager
+def _server(files: _Files) -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            files.hits[self.path] = files.hits.get(self.path, 0) + 1
+            if self.path == "/slow":
+                files.release.wait(30)
+                return
+            body = files.bodies.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        files.release.set()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+async def local_daemon(home: Path, devnet: str) -> AsyncIterator[DaemonProcess]:
+    env = {"CONE_ATTACHMENT_ALLOW_LOCAL": "1", "CONE_ATTACHMENT_TIMEOUT_S": "2"}
+    async with DaemonProcess(home, devnet, env) as d:
+        yield d
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+async def _encrypted(sdk: NodePeer, filename: str, mime: str, data: bytes) -> dict[str, Any]:
+    """The SDK's encryption of a file: its payload bytes and its remote reference."""
+    enc = await sdk.call(
+        "encrypt", attachment={"filename": filename, "mimeType": mime, "content": _b64(data)}
+    )
+    return {k: base64.b64decode(v["base64"]) if isinstance(v, dict) else v for k, v in enc.items()}
+
+
+def _remote(enc: dict[str, Any], url: str) -> dict[str, Any]:
+    return {
+        "url": url,
+        "contentDigest": enc["contentDigest"],
+        "secret": _b64(enc["secret"]),
+        "salt": _b64(enc["salt"]),
+        "nonce": _b64(enc["nonce"]),
+        "scheme": "https://",
+        "contentLength": len(enc["payload"]),
+        "filename": enc["filename"],
+    }
+
+
+async def _messages(daemon: DaemonProcess) -> list[dict[str, Any]]:
+    batch = await daemon.client.receive(consumer="", limit=100, wait_ms=0)
+    return list(message_to_json(batch)["messages"])
+
+
+async def test_remote_attachments_download_or_say_why_and_are_retried(
+    local_daemon: DaemonProcess, devnet: str, tmp_path: Path
+) -> None:
+    daemon = local_daemon
+    photo, other = b"\x89PNG" + bytes(range(256)) * 300, b"second file"
+    movie = os.urandom(3_000_000)  # remote files may be larger than inline ones
+    files = _Files()
+    ident = await daemon.client.identity()
+    with _server(files) as base:
+        async with NodePeer.start(devnet, tmp_path) as sdk:
+            good = await _encrypted(sdk, "photo.png", "image/png", photo)
+            second = await _encrypted(sdk, "notes.txt", "text/plain", other)
+            files.bodies["/good"] = good["payload"]
+            files.bodies["/second"] = second["payload"]
+            files.bodies["/tampered"] = good["payload"][:-1] + bytes([good["payload"][-1] ^ 1])
+            files.bodies["/big"] = bytes(limits.REMOTE_ATTACHMENT_MAX_BYTES + 1)
+            cid = await sdk.dm(ident.inbox_id)
+            sent = {}
+            large = await _encrypted(sdk, "video.mp4", "video/mp4", movie)
+            files.bodies["/large"] = large["payload"]
+            for path in ("/good", "/tampered", "/slow", "/big", "/later"):
+                sent[path] = await sdk.send(cid, "remoteAttachment", _remote(good, base + path))
+            large_ref = _remote(large, base + "/large")
+            sent["/large"] = await sdk.send(cid, "remoteAttachment", large_ref)
+            multi = {
+                "attachments": [_remote(good, base + "/good"), _remote(second, base + "/second")]
+            }
+            sent["multi"] = await sdk.send(cid, "multiRemoteAttachment", multi)
+
+            async def known() -> bool:
+                await daemon.client.call("Sync", pb.SyncRequest())
+                held = await daemon.client.call("Requests", pb.RequestsRequest())
+                return any(r.conversation_id == cid for r in held.requests)
+
+            await until(known)
+            await daemon.client.call("Accept", pb.AcceptRequest(conversation_id=cid))
+
+            def by_id(ms: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+                return {m["messageId"]: m for m in ms}
+
+            async def settled() -> dict[str, dict[str, Any]]:
+                got = by_id(await _messages(daemon))
+                if len(got) < 7:
+                    return {}
+                first_tries = [
+                    got[sent[p]]["attachment"].get("error") != "not downloaded yet"
+                    for p in ("/tampered", "/slow", "/big", "/later")
+                ]
+                done = "data" in got[sent["/good"]]["attachment"]
+                done = done and "sha256" in got[sent["/large"]]["attachment"]
+                done = done and all("data" in f for f in got[sent["multi"]]["attachments"])
+                return got if done and all(first_tries) else {}
+
+            got = await until(settled)
+            ok = got[sent["/good"]]
+            assert ok["contentType"] == "xmtp.org/remoteStaticAttachment:1.0"
+            a = ok["attachment"]
+            assert (a["filename"], a["mimeType"], a["size"]) == (
+                "photo.png",
+                "image/png",
+                len(photo),
+            )
+            assert a["sha256"] == hashlib.sha256(photo).hexdigest() and "error" not in a
+            assert base64.b64decode(a["data"]) == photo
+            served = await daemon.client.call(
+                "Attachment", pb.AttachmentRequest(message_id=sent["/good"])
+            )
+            assert served.data == photo and served.mime_type == "image/png"
+
+            # Larger than an inline attachment may be: stored, served by the method.
+            big_one = got[sent["/large"]]["attachment"]
+            assert (big_one["size"], big_one["mimeType"]) == (len(movie), "video/mp4")
+            assert "data" not in big_one and "error" not in big_one
+            served = await daemon.client.call(
+                "Attachment", pb.AttachmentRequest(message_id=sent["/large"])
+            )
+            assert hashlib.sha256(served.data).digest() == hashlib.sha256(movie).digest()
+
+            errors = {
+                p: got[sent[p]]["attachment"]["error"]
+                for p in ("/tampered", "/slow", "/big", "/later")
+            }
+            assert "does not match the message's digest" in errors["/tampered"]
+            assert "did not finish in time" in errors["/slow"]
+            assert f"over the {limits.REMOTE_ATTACHMENT_MAX_BYTES}-byte limit" in errors["/big"]
+            assert "HTTP 404" in errors["/later"]
+            for p in errors:
+                assert "data" not in got[sent[p]]["attachment"]
+                assert got[sent[p]]["fallback"]  # the sender's description stays
+
+            pair = got[sent["multi"]]["attachments"]
+            assert [f["filename"] for f in pair] == ["photo.png", "notes.txt"]
+            multi_data = [base64.b64decode(f["data"]) for f in pair]
+            assert multi_data == [photo, other]
+            second_file = await daemon.client.call(
+                "Attachment", pb.AttachmentRequest(message_id=sent["multi"], index=1)
+            )
+            assert second_file.data == other
+
+            # A failure is retried: the file that was missing arrives once it is there.
+            files.bodies["/later"] = good["payload"]
+
+            async def healed() -> bool:
+                m = by_id(await _messages(daemon))[sent["/later"]]["attachment"]
+                return "data" in m and base64.b64decode(m["data"]) == photo
+
+            await until(healed, timeout=30)
+            assert files.hits["/tampered"] >= 2
+            with pytest.raises(Unavailable) as err:
+                await daemon.client.call(
+                    "Attachment", pb.AttachmentRequest(message_id=sent["/tampered"])
+                )
+            assert err.value.reason == "attachment_unavailable"
+            assert "digest" in err.value.message
+
+
+def test_only_public_https_urls_are_fetched_for_a_peer() -> None:
+    for url, why in [
+        ("http://example.com/x", "only https"),
+        ("ftp://example.com/x", "only https"),
+        ("https://127.0.0.1/x", "non-public"),
+        ("https://10.0.0.1/x", "non-public"),
+        ("https://[::1]/x", "non-public"),
+        ("https://169.254.169.254/latest", "non-public"),
+        ("https:///x", "no host"),
+    ]:
+        with pytest.raises(DownloadError, match=why):
+            check_url(url, local=False)
+    check_url("http://127.0.0.1:8080/x", local=True)
+
+
+async def test_remote_attachment_refusals_are_visible(
+    daemon: DaemonProcess, devnet: str, tmp_path: Path
+) -> None:
+    """Without CONE_ATTACHMENT_ALLOW_LOCAL, a loopback URL is refused, not fetched."""
+    files = _Files()
+    ident = await daemon.client.identity()
+    with _server(files) as base:
+        async with NodePeer.start(devnet, tmp_path) as sdk:
+            enc = await _encrypted(sdk, "a.txt", "text/plain", b"x")
+            files.bodies["/a"] = enc["payload"]
+            cid = await sdk.dm(ident.inbox_id)
+            mid = await sdk.send(
+                cid, "remoteAttachment", _remote(enc, base.replace("http", "https") + "/a")
+            )
+
+            async def known() -> bool:
+                await daemon.client.call("Sync", pb.SyncRequest())
+                held = await daemon.client.call("Requests", pb.RequestsRequest())
+                return any(r.conversation_id == cid for r in held.requests)
+
+            await until(known)
+            await daemon.client.call("Accept", pb.AcceptRequest(conversation_id=cid))
+
+            async def refused() -> str:
+                ms = await _messages(daemon)
+                error = ms[0]["attachment"].get("error", "") if ms else ""
+                return error if "refused" in error else ""
+
+            assert "non-public" in await until(refused)
+            assert files.hits == {}
+            ms = await _messages(daemon)
+            assert ms[0]["messageId"] == mid and "data" not in ms[0]["attachment"]

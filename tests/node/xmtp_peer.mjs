@@ -1,0 +1,169 @@
+// An XMTP peer on the official Node SDK (@xmtp/node-sdk, pinned in package.json), driven
+// by a test: one JSON command per line on stdin, one JSON answer per line on stdout
+// ({"ok": result} or {"error": message}). Bytes travel as base64 strings.
+//
+//   {"cmd":"start","apiUrl":URL,"dbPath":PATH}     -> {inboxId, address}
+//   {"cmd":"dm","inboxId":ID}                      -> {conversationId}
+//   {"cmd":"group","inboxIds":[ID...]}             -> {conversationId}
+//   {"cmd":"send","conversationId":ID,"kind":K,"content":C} -> {messageId}
+//       K: text, markdown, reaction, reply, attachment, remoteAttachment,
+//          multiRemoteAttachment, transactionReference, walletSendCalls, actions, intent
+//   {"cmd":"messages","conversationId":ID}         -> [{id, senderInboxId, contentType,
+//                                                       content, fallback}]
+//   {"cmd":"encrypt","attachment":{filename,mimeType,content}} -> the encrypted attachment
+//   {"cmd":"stop"}
+import { createInterface } from "node:readline";
+import { randomBytes } from "node:crypto";
+import { secp256k1 } from "@noble/curves/secp256k1";
+import { keccak_256 } from "@noble/hashes/sha3";
+import { ApiUrls, Client, IdentifierKind, encryptAttachment } from "@xmtp/node-sdk";
+
+let client = null;
+
+function b64(bytes) {
+  return Buffer.from(bytes).toString("base64");
+}
+
+function unb64(text) {
+  return new Uint8Array(Buffer.from(text, "base64"));
+}
+
+// Any value as JSON: byte arrays as base64, bigints as decimal strings.
+function plain(value) {
+  if (value instanceof Uint8Array) return { base64: b64(value) };
+  if (typeof value === "bigint") return value.toString();
+  if (value instanceof Date) return value.toISOString();
+  if (Array.isArray(value)) return value.map(plain);
+  if (value && typeof value === "object") {
+    const out = {};
+    for (const [k, v] of Object.entries(value)) out[k] = plain(v);
+    return out;
+  }
+  return value;
+}
+
+function address(key) {
+  const pub = secp256k1.getPublicKey(key, false).slice(1);
+  return "0x" + Buffer.from(keccak_256(pub).slice(-20)).toString("hex");
+}
+
+function signer(key) {
+  return {
+    type: "EOA",
+    getIdentifier: () => ({ identifier: address(key), identifierKind: IdentifierKind.Ethereum }),
+    signMessage: (message) => {
+      const text = Buffer.from(message, "utf8");
+      const prefix = Buffer.from(`\x19Ethereum Signed Message:\n${text.length}`, "utf8");
+      const digest = keccak_256(Buffer.concat([prefix, text]));
+      const sig = secp256k1.sign(digest, key);
+      const out = new Uint8Array(65);
+      out.set(sig.toCompactRawBytes(), 0);
+      out[64] = sig.recovery + 27;
+      return out;
+    },
+  };
+}
+
+function remote(r) {
+  return { ...r, secret: unb64(r.secret), salt: unb64(r.salt), nonce: unb64(r.nonce) };
+}
+
+async function send(conversation, kind, c) {
+  switch (kind) {
+    case "text":
+      return conversation.sendText(c);
+    case "markdown":
+      return conversation.sendMarkdown(c);
+    case "reaction":
+      return conversation.sendReaction(c);
+    case "reply":
+      return conversation.sendReply(c);
+    case "attachment":
+      return conversation.sendAttachment({ ...c, content: unb64(c.content) });
+    case "remoteAttachment":
+      return conversation.sendRemoteAttachment(remote(c));
+    case "multiRemoteAttachment":
+      return conversation.sendMultiRemoteAttachment({
+        attachments: c.attachments.map(remote),
+      });
+    case "transactionReference":
+      return conversation.sendTransactionReference(c);
+    case "walletSendCalls":
+      return conversation.sendWalletSendCalls(c);
+    case "actions":
+      return conversation.sendActions(c);
+    case "intent":
+      return conversation.sendIntent(c);
+    default:
+      throw new Error(`unknown kind ${kind}`);
+  }
+}
+
+async function conversationOf(id) {
+  await client.conversations.sync();
+  const conversation = await client.conversations.getConversationById(id);
+  if (!conversation) throw new Error(`no conversation ${id}`);
+  return conversation;
+}
+
+async function run(command) {
+  switch (command.cmd) {
+    case "start": {
+      // node-sdk 5.x looks inboxes up on ApiUrls[env], whatever apiUrl says.
+      ApiUrls.local = command.apiUrl;
+      const key = randomBytes(32);
+      client = await Client.create(signer(key), {
+        env: "local",
+        apiUrl: command.apiUrl,
+        dbPath: command.dbPath,
+        dbEncryptionKey: randomBytes(32),
+      });
+      return { inboxId: client.inboxId, address: address(key) };
+    }
+    case "dm": {
+      const dm = await client.conversations.createDm(command.inboxId);
+      return { conversationId: dm.id };
+    }
+    case "group": {
+      const group = await client.conversations.createGroup(command.inboxIds);
+      return { conversationId: group.id };
+    }
+    case "send": {
+      const conversation = await conversationOf(command.conversationId);
+      return { messageId: await send(conversation, command.kind, command.content) };
+    }
+    case "messages": {
+      const conversation = await conversationOf(command.conversationId);
+      await conversation.sync();
+      const messages = await conversation.messages();
+      return messages.map((m) => ({
+        id: m.id,
+        senderInboxId: m.senderInboxId,
+        contentType: `${m.contentType.authorityId}/${m.contentType.typeId}:${m.contentType.versionMajor}.${m.contentType.versionMinor}`,
+        content: plain(m.content),
+        fallback: m.fallback ?? null,
+        reactions: (m.reactions ?? []).map((r) => plain(r.content)),
+      }));
+    }
+    case "encrypt": {
+      const a = command.attachment;
+      return plain(encryptAttachment({ ...a, content: unb64(a.content) }));
+    }
+    case "stop":
+      process.exit(0);
+    default:
+      throw new Error(`unknown command ${command.cmd}`);
+  }
+}
+
+const lines = createInterface({ input: process.stdin });
+for await (const line of lines) {
+  let answer;
+  try {
+    answer = { ok: await run(JSON.parse(line)) };
+  } catch (err) {
+    answer = { error: String(err && err.stack ? err.stack : err) };
+  }
+  process.stdout.write(JSON.stringify(answer) + "\n");
+}
+process.exit(0);

@@ -1,0 +1,92 @@
+"""A peer on the official XMTP Node SDK (tests/node/xmtp_peer.mjs), for interop tests.
+
+async with NodePeer.start(devnet_url, tmp_path) as sdk:
+    cid = await sdk.dm(cone_inbox_id)
+    await sdk.send(cid, "markdown", "# hi")
+    messages = await sdk.messages(cid)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NODE_DIR = Path(__file__).resolve().parents[1] / "node"
+SCRIPT = NODE_DIR / "xmtp_peer.mjs"
+CALL_S = 60.0
+
+
+def sdk_available() -> bool:
+    """Whether node and the pinned SDK are installed (npm ci --prefix tests/node)."""
+    return shutil.which("node") is not None and (NODE_DIR / "node_modules/@xmtp/node-sdk").exists()
+
+
+@dataclass
+class NodePeer:
+    """One Node SDK client in its own process."""
+
+    proc: asyncio.subprocess.Process
+    inbox_id: str = ""
+    address: str = ""
+
+    @classmethod
+    @asynccontextmanager
+    async def start(cls, api_url: str, directory: Path) -> AsyncIterator[NodePeer]:
+        """Start the process and create a registered client on `api_url`."""
+        if not sdk_available():
+            pytest.fail("the XMTP Node SDK is not installed: npm ci --prefix tests/node")
+        proc = await asyncio.create_subprocess_exec(
+            "node", str(SCRIPT), cwd=str(NODE_DIR),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "NODE_NO_WARNINGS": "1"},
+            limit=64 * 1024 * 1024,
+        )  # fmt: skip
+        peer = cls(proc)
+        try:
+            started = await peer.call("start", apiUrl=api_url, dbPath=str(directory / "sdk.db3"))
+            peer.inbox_id, peer.address = started["inboxId"], started["address"]
+            yield peer
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+            await proc.wait()
+
+    async def call(self, cmd: str, **params: Any) -> Any:
+        """One command; its result, or AssertionError with the SDK's error."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"cmd": cmd, **params}).encode() + b"\n")
+        await self.proc.stdin.drain()
+        line = await asyncio.wait_for(self.proc.stdout.readline(), CALL_S)
+        if not line:
+            raise AssertionError(f"the Node SDK peer exited during {cmd}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise AssertionError(f"Node SDK {cmd} failed: {answer['error']}")
+        return answer["ok"]
+
+    async def dm(self, inbox_id: str) -> str:
+        """The DM with an inbox (created); its conversation id."""
+        return str((await self.call("dm", inboxId=inbox_id))["conversationId"])
+
+    async def group(self, *inbox_ids: str) -> str:
+        """A new group with these inboxes; its conversation id."""
+        return str((await self.call("group", inboxIds=list(inbox_ids)))["conversationId"])
+
+    async def send(self, conversation_id: str, kind: str, content: Any) -> str:
+        """Send one message of a kind the SDK knows; its message id."""
+        sent = await self.call("send", conversationId=conversation_id, kind=kind, content=content)
+        return str(sent["messageId"])
+
+    async def messages(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Every message of a conversation as the SDK decodes it (synced first)."""
+        found: list[dict[str, Any]] = await self.call("messages", conversationId=conversation_id)
+        return found
