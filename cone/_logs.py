@@ -24,8 +24,11 @@ Levels (`-v` counts):
 
 libxmtp's known-benign errors on ordinary traffic (an MLS message it has already
 decrypted, `SecretReuseError`; a welcome already processed; `PoolNeedsConnection`
-while it shuts down) and the SQLCipher and grpc notices are demoted to DEBUG: they
-show with `-vv` only. An explicit `RUST_LOG` is respected.
+while it shuts down), its repeated reports of an unreachable node (cone reports the
+network's state itself) and the SQLCipher and grpc notices are demoted to DEBUG: they
+show with `-vv` only. Lines that arrive in the same burst after a record and match no
+record's shape are that record's continuation; libxmtp's "Api Stats" call counts are
+cut off. An explicit `RUST_LOG` is respected.
 
 Output: text lines `TIME LEVEL LOGGER: MESSAGE` (colour only when the stream is a
 terminal and `NO_COLOR` is unset), or with `--log-format json` one object per line
@@ -148,8 +151,13 @@ BENIGN: Final = (
     "Ciphertext generation out of bounds",
     "already processed",
     "PoolNeedsConnection",
+    "Pool needs to  reconnect",
     "sqlcipherCodecAttach",
     "fork_posix.cc",
+    # The node unreachable: cone says so itself, once (status, `network unreachable`),
+    # where libxmtp repeats it on every retry of every worker.
+    "tcp connect error",
+    "The service is currently unavailable",
 )
 
 
@@ -194,9 +202,11 @@ def parse(line: str) -> NativeLine:
 
 
 def emit(native: NativeLine) -> None:
-    """Log a native line through Python logging (benign ones at DEBUG)."""
+    """Log a native line through Python logging (benign ones at DEBUG), without the
+    call counts ("Api Stats") libxmtp 1.10 appends to every API error."""
     level = logging.DEBUG if native.benign() else native.level
-    logging.getLogger(native.logger).log(level, "%s", native.message)
+    message = " ".join(native.message.split("============ Api Stats", 1)[0].split())
+    logging.getLogger(native.logger).log(level, "%s", message)
 
 
 class _Capture:
@@ -220,13 +230,18 @@ class _Capture:
             self._pending = None
 
     def _line(self, raw: str) -> None:
-        if raw.startswith(("\t", "  ")) and self._pending is not None:
-            self._pending.message += " " + _ANSI.sub("", raw).strip()
-            return
         if not raw.strip():
             return
+        native = parse(raw)
+        if self._pending is not None and (
+            raw.startswith(("\t", "  ")) or native.logger == "stderr"
+        ):
+            # A continuation of the record before it (libxmtp's multi-line errors
+            # arrive in one burst; a pause ends the record).
+            self._pending.message += " " + _ANSI.sub("", raw).strip()
+            return
         self._flush_pending()
-        self._pending = parse(raw)
+        self._pending = native
 
     def _run(self) -> None:
         buffer = b""

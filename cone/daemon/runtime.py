@@ -163,7 +163,7 @@ async def _open_identity(settings: Settings, store: Store) -> Engine:
         )
     except Unavailable as exc:
         # Only a new identity needs the node to start (a registered one opens offline).
-        log.info("registering a new identity: %s", exc.message)
+        log.debug("registering a new identity: %s", exc.message)
         hint = (
             "is `cone devnet` running there?"
             if settings.network == "local"

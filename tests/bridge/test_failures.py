@@ -160,11 +160,13 @@ async def test_a_reply_the_core_refuses_parks_the_turn(
         assert await alice.texts(bytes(dm.id())) == ["tell me everything"]
 
 
-async def test_a_reply_too_large_for_grpc_parks_at_once_instead_of_retrying_forever(
+async def test_a_reply_too_large_parks_at_once_instead_of_retrying_forever(
     home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
 ) -> None:
-    # Over the gRPC message limit (64 MiB): refused by gRPC itself, before the core
-    # sees it. That status used to pass for XMTP's rate limit and was retried forever.
+    # 65 MiB: over the gRPC message limit, which used to pass for XMTP's rate limit and
+    # was retried forever. The content checks now refuse it first (text is at most
+    # 512 KiB); either refusal is deterministic, so the turn parks at once.
+    # (tests/core/test_error_classes.py checks the gRPC limit's classification.)
     huge = agent(
         """\
         note("end")
@@ -180,7 +182,7 @@ async def test_a_reply_too_large_for_grpc_parks_at_once_instead_of_retrying_fore
         await accept(bridge, dm)
         (record,) = await until(lambda: parked(home))
         assert record["attempts"] == 1
-        assert record["reason"].startswith("reply refused: internal: gRPC refused the call")
+        assert record["reason"].startswith("reply refused: invalid_argument: text must be at most")
         await alice.send(dm, "after")
         assert await texts_when(alice, dm, 3) == ["everything", "after", "fine: after"]
         await settled(bridge)
