@@ -64,7 +64,11 @@ async def test_backup_never_writes_through_a_planted_link(
     os.symlink(partial_victim, f"{target}.partial")
     target.symlink_to(target_victim)
     env = {**os.environ, "CONE_BACKUP_PASSPHRASE": "a passphrase"}
-    code, err = await run_cone(["backup", str(target), "--home", str(daemon.home)], env)
+    args = ["backup", str(target), "--home", str(daemon.home)]
+    code, err = await run_cone(args, env)
+    assert code == 4, err.decode()  # FILE exists (a link): kept unless --force
+    assert partial_victim.read_text() == target_victim.read_text() == "precious\n"
+    code, err = await run_cone([*args, "--force"], env)
     assert code == 0, err.decode()
     assert partial_victim.read_text() == target_victim.read_text() == "precious\n"
     assert not target.is_symlink() and target.stat().st_size > 0

@@ -25,8 +25,8 @@ from ._mcp import mcp_session
 
 EXPECTED_TOOLS = [
     "cone_identity", "cone_connect", "cone_send", "cone_reply", "cone_receive", "cone_ack",
-    "cone_requests", "cone_accept", "cone_block", "cone_sync", "cone_status", "cone_peek",
-    "cone_attachment",
+    "cone_requests", "cone_accept", "cone_block", "cone_sync", "cone_status",
+    "cone_attachment", "cone_peek",
 ]  # fmt: skip
 
 
