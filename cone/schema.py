@@ -192,6 +192,55 @@ _PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
     "Block": {"conversationId": {"required": True, **_hex("The conversation to block.")}},
     "Sync": {},
     "Status": {},
+    "Conversations": {
+        "consent": {"description": "Only conversations in this consent state; all when absent."},
+        "type": {"description": "Only direct (dm) or group conversations; all when absent."},
+        "limit": {
+            "minimum": limits.RECEIVE_LIMIT_MIN,
+            "maximum": limits.RECEIVE_LIMIT_MAX,
+            "default": limits.RECEIVE_LIMIT_DEFAULT,
+            "description": "At most this many conversations (1–1000). Default 50.",
+        },
+        "cursor": {
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "The cursor of the previous page, to get the next one.",
+        },
+        "consumer": {
+            **_CONSUMER,
+            "description": "The consumer whose pending counts are reported. Default `default`.",
+        },
+    },
+    "Messages": {
+        "conversationId": {"required": True, **_hex("The conversation whose history to read.")},
+        "before": _hex(
+            "Only messages before this messageId (exclusive): the previous page. "
+            "Newest first unless oldestFirst."
+        ),
+        "after": _hex(
+            "Only messages after this messageId (exclusive): the next page. "
+            "Oldest first unless oldestFirst is false."
+        ),
+        "limit": {
+            "minimum": limits.RECEIVE_LIMIT_MIN,
+            "maximum": limits.RECEIVE_LIMIT_MAX,
+            "default": limits.RECEIVE_LIMIT_DEFAULT,
+            "description": "At most this many messages (1–1000). Default 50.",
+        },
+        "oldestFirst": {
+            "description": (
+                "The page's order. Default: newest first, or oldest first when only "
+                "`after` is given."
+            )
+        },
+    },
+    "Contacts": {},
+    "Unblock": {
+        "conversationId": {
+            "required": True,
+            **_hex("The blocked conversation to turn back into a request."),
+        }
+    },
 }
 
 # One sentence or three per operation: the JSON-RPC reference and the MCP tool
@@ -239,6 +288,21 @@ _SUMMARIES: Final[dict[str, str]] = {
         "Operator health report: streams, last sync, inbox and outbox, consumers, and the "
         "identity's installation and update budgets."
     ),
+    "Conversations": (
+        "The conversations this identity is part of, newest first, a page at a time (pass "
+        "the returned cursor for the next page): type, consent, the peer or the group's "
+        "name and members, last message time and pending count."
+    ),
+    "Messages": (
+        "Read back an accepted conversation's history, including your own sent messages "
+        "(own: true) and messages already acknowledged. Page with before/after a messageId. "
+        "Reading history changes nothing: it does not receive or acknowledge."
+    ),
+    "Contacts": "The saved contacts: name, inbox id, address and the direct conversation.",
+    "Unblock": (
+        "Undo a block: the conversation becomes a request again (accept it to let its "
+        "messages in); for a direct conversation, the peer is unblocked everywhere."
+    ),
 }
 # RPCs the JSON surfaces do not offer, with the reason; every other RPC is a method
 # and a tool (a test holds this).
@@ -248,7 +312,9 @@ NOT_EXPOSED: Final[dict[str, str]] = {
 # Operations for operators rather than agents (documented as such).
 OPERATOR_RPCS: Final = frozenset({"Status"})
 # Operations that only read: safe to cancel, to repeat, and cancelled when input closes.
-READ_ONLY_RPCS: Final = frozenset({"Identity", "Receive", "Requests", "Status"})
+READ_ONLY_RPCS: Final = frozenset(
+    {"Identity", "Receive", "Requests", "Status", "Conversations", "Messages", "Contacts"}
+)
 # Operations that wait (long polls): cancelled, not awaited, when a session's input ends.
 LONG_POLL_RPCS: Final = frozenset({"Receive"})
 # A oneof the caller must set (the proto cannot say so).
@@ -284,6 +350,12 @@ def _enum_value(fd: FieldDescriptor, number: int) -> str:
     prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", fd.enum_type.name).upper() + "_"
     value = fd.enum_type.values_by_number.get(number)
     return value.name.removeprefix(prefix).lower() if value is not None else str(number)
+
+
+def _enum_number(fd: FieldDescriptor, name: str) -> int:
+    """The number of an enum value given by its short name (checked against the schema)."""
+    prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", fd.enum_type.name).upper() + "_"
+    return int(fd.enum_type.values_by_name[prefix + name.upper()].number)
 
 
 def _scalar_schema(fd: FieldDescriptor) -> JsonObject:
@@ -515,6 +587,8 @@ class Method:
                 getattr(request, fd.name).extend(value)
             elif fd.name == "data_json":
                 setattr(request, fd.name, _dump_data(value))
+            elif fd.type == FieldDescriptor.TYPE_ENUM:
+                setattr(request, fd.name, _enum_number(fd, value))
             else:
                 setattr(request, fd.name, value)
         for oneof, name in _REQUIRED_ONEOFS.get(self.rpc, {}).items():

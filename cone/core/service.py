@@ -17,6 +17,7 @@ from typing import Any
 from cone import PROTOCOL_VERSION
 from cone.core import validate
 from cone.core.backup import BackupMaker
+from cone.core.history import History
 from cone.core.ingest import Ingestor
 from cone.core.outbox import Outbox, SendResult, check_content, check_key
 from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
@@ -91,6 +92,8 @@ class Core:
         self.ingestor = Ingestor(store, engine, self._notify)
         self.outbox = Outbox(store, engine)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
+        # Conversations, history, contacts, unblock (cone/core/history.py).
+        self.history = History(store, engine)
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()

@@ -14,11 +14,12 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from cone.core.history import ConversationView, HistoryMessage
 from cone.core.outbox import SendResult
 from cone.core.service import Core
 from cone.errors import ConeError, Internal
 from cone.grpc_errors import to_status
-from cone.store import Kind, StoredMessage
+from cone.store import Consent, ContactRecord, Kind, StoredMessage
 from conepb.v1 import cone_pb2 as pb
 from conepb.v1 import cone_pb2_grpc
 
@@ -30,6 +31,13 @@ Handler = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
 
 BACKUP_CHUNK_BYTES = 1024 * 1024
 _KIND = {Kind.DM: pb.CONVERSATION_TYPE_DM, Kind.GROUP: pb.CONVERSATION_TYPE_GROUP}
+_KIND_OF = {number: kind for kind, number in _KIND.items()}
+_CONSENT = {
+    Consent.REQUESTED: pb.CONSENT_STATE_REQUESTED,
+    Consent.ACCEPTED: pb.CONSENT_STATE_ACCEPTED,
+    Consent.BLOCKED: pb.CONSENT_STATE_BLOCKED,
+}
+_CONSENT_OF = {number: consent for consent, number in _CONSENT.items()}
 
 
 def _ts(ns: int | None) -> Timestamp | None:
@@ -96,6 +104,43 @@ def message_to_pb(m: StoredMessage) -> pb.Message:
     if m.unreadable is not None:
         out.unreadable = m.unreadable
     return out
+
+
+def history_message_to_pb(h: HistoryMessage) -> pb.Message:
+    """A history message as the proto Message: Receive's shape, with own and deleted."""
+    out = message_to_pb(h.message)
+    if h.own:
+        out.own = True
+    if h.deleted:
+        out.deleted = True
+    return out
+
+
+def contact_to_pb(c: ContactRecord) -> pb.Contact:
+    """A saved contact as the proto Contact."""
+    return pb.Contact(
+        name=c.name, inbox_id=c.inbox_id, address=c.address, conversation_id=c.conversation_id
+    )
+
+
+def conversation_to_pb(v: ConversationView) -> pb.ConversationSummary:
+    """A listed conversation as the proto ConversationSummary."""
+    return pb.ConversationSummary(
+        conversation_id=v.id,
+        conversation_type=_KIND[v.kind],
+        consent=_CONSENT[v.consent],
+        peer_inbox_id=v.peer_inbox_id,
+        peer_address=v.peer_address,
+        contact_name=v.contact_name,
+        name=v.name,
+        description=v.description,
+        image_url=v.image_url,
+        member_count=v.member_count,
+        created_at=_ts(v.created_ns),
+        last_message_at=_ts(v.last_message_ns),
+        pending_messages=v.pending,
+        active=v.active,
+    )
 
 
 class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
@@ -277,3 +322,47 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             warnings=s.warnings,
             ingest_healed=s.ingest_healed,
         )
+
+    @_boundary
+    async def Conversations(
+        self, request: pb.ConversationsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ConversationsResponse:
+        consent = request.consent if request.HasField("consent") else None
+        kind = request.type if request.HasField("type") else None
+        views, cursor = await self.core.history.conversations(
+            consumer=request.consumer,
+            consent=_CONSENT_OF.get(consent) if consent else None,
+            kind=_KIND_OF.get(kind) if kind else None,
+            limit=request.limit if request.HasField("limit") else None,
+            cursor=request.cursor if request.HasField("cursor") else None,
+        )
+        return pb.ConversationsResponse(
+            conversations=[conversation_to_pb(v) for v in views], cursor=cursor
+        )
+
+    @_boundary
+    async def Messages(
+        self, request: pb.MessagesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.MessagesResponse:
+        found, more = await self.core.history.messages(
+            conversation_id=request.conversation_id,
+            before=request.before if request.HasField("before") else None,
+            after=request.after if request.HasField("after") else None,
+            limit=request.limit if request.HasField("limit") else None,
+            oldest_first=request.oldest_first if request.HasField("oldest_first") else None,
+        )
+        return pb.MessagesResponse(messages=[history_message_to_pb(h) for h in found], more=more)
+
+    @_boundary
+    async def Contacts(
+        self, request: pb.ContactsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ContactsResponse:
+        found = await self.core.history.contacts()
+        return pb.ContactsResponse(contacts=[contact_to_pb(c) for c in found])
+
+    @_boundary
+    async def Unblock(
+        self, request: pb.UnblockRequest, context: grpc.aio.ServicerContext
+    ) -> pb.UnblockResponse:
+        await self.core.history.unblock(request.conversation_id)
+        return pb.UnblockResponse(unblocked=True)

@@ -132,6 +132,11 @@ class Engine:
         self.installation_id: str = bytes(client.installation_id()).hex()
         self.address: str = wallet_address(wallet_key)
         self._streams: list[SupervisedStream] = []
+        # Groups, conversation details, deletions, installations (cone/engine/groups.py,
+        # which imports this module for `translate`).
+        from cone.engine.groups import Groups
+
+        self.groups = Groups(client, self.inbox_id, wallet_key)
 
     @classmethod
     async def open(

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from cone.store import conversations, inbox, meta, outbox
+from cone.store import conversations, history, inbox, meta, outbox
 from cone.store._db import Connection, open_database
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
@@ -125,6 +125,7 @@ __all__ = [
     "Store",
     "StoredMessage",
     "conversations",
+    "history",
     "inbox",
     "load_db_key",
     "meta",

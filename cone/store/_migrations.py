@@ -104,6 +104,45 @@ MIGRATIONS: Final[list[str]] = [
     ) WITHOUT ROWID;
     CREATE INDEX ingest_skipped_by_conversation ON ingest_skipped(conversation_id);
     """,
+    # 2 -> 3: history, groups, deletions and disappearing messages. A message whose
+    # sender deleted it, or whose conversation's disappearing setting expired it,
+    # keeps its row (its id stays known to ingest, a consumer can still ack it) with
+    # its content cleared and `removed` saying why.
+    """
+    ALTER TABLE messages ADD COLUMN removed TEXT;
+    ALTER TABLE messages ADD COLUMN removed_ns INTEGER;
+    -- History pages in the conversation's order: sent time, then id.
+    CREATE INDEX messages_by_history ON messages(conversation_id, sent_at_ns, id);
+    CREATE INDEX outbox_by_history ON outbox(conversation_id, created_ns, key)
+        WHERE message_id IS NOT NULL;
+    CREATE INDEX conversations_by_first_seen ON conversations(first_seen_ns, id);
+
+    -- A peer's deleteMessage, kept until (and after) the message it names arrives.
+    CREATE TABLE deletions (
+        message_id      TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL,
+        sender_inbox_id TEXT NOT NULL,
+        received_ns     INTEGER NOT NULL
+    ) WITHOUT ROWID;
+
+    -- Each conversation's disappearing-message setting, as libxmtp last reported it.
+    CREATE TABLE disappearing (
+        conversation_id TEXT PRIMARY KEY,
+        from_ns         INTEGER NOT NULL,
+        in_ns           INTEGER NOT NULL
+    ) WITHOUT ROWID;
+
+    -- createGroup keys: claimed before libxmtp makes the group, like send keys.
+    CREATE TABLE group_keys (
+        key         TEXT PRIMARY KEY,
+        request     TEXT NOT NULL,
+        group_id    TEXT,
+        state       TEXT NOT NULL,
+        last_error  TEXT,
+        created_ns  INTEGER NOT NULL,
+        settled_ns  INTEGER
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

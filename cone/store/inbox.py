@@ -12,14 +12,15 @@ from cone.store._db import Connection
 from cone.store.records import Consent, IncomingMessage, Kind, StoredMessage
 
 # Pending for a consumer: in an accepted conversation, not from a blocked inbox,
-# not acknowledged by that consumer. The receipt row (if any) comes along for its
-# delivery count.
+# not acknowledged by that consumer, not deleted or expired before this consumer
+# was handed it. The receipt row (if any) comes along for its delivery count.
 _PENDING = f"""
     FROM messages m
     JOIN conversations c ON c.id = m.conversation_id
     LEFT JOIN receipts r ON r.consumer = :consumer AND r.seq = m.seq
     WHERE c.consent = {int(Consent.ACCEPTED)}
       AND r.acked_ns IS NULL
+      AND (m.removed IS NULL OR r.deliveries > 0)
       AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)
 """
 

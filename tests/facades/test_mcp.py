@@ -26,6 +26,7 @@ from ._mcp import mcp_session
 EXPECTED_TOOLS = [
     "cone_identity", "cone_connect", "cone_send", "cone_reply", "cone_receive", "cone_ack",
     "cone_requests", "cone_accept", "cone_block", "cone_sync", "cone_status",
+    "cone_conversations", "cone_messages", "cone_contacts", "cone_unblock",
 ]  # fmt: skip
 
 

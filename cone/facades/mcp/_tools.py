@@ -51,6 +51,10 @@ _HINTS: Final[dict[str, dict[str, bool]]] = {
     "Block": {"idempotent_hint": True, "destructive_hint": True, "open_world_hint": True},
     "Sync": {"idempotent_hint": True, "destructive_hint": False, "open_world_hint": True},
     "Status": {"read_only_hint": True, "open_world_hint": False},
+    "Conversations": {"read_only_hint": True, "open_world_hint": False},
+    "Messages": {"read_only_hint": True, "open_world_hint": False},
+    "Contacts": {"read_only_hint": True, "open_world_hint": False},
+    "Unblock": {"idempotent_hint": True, "destructive_hint": False, "open_world_hint": True},
 }
 # What each tool's description adds to the shared summary for a model.
 _TEACH: Final[dict[str, str]] = {

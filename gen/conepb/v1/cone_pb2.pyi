@@ -139,7 +139,7 @@ class ReceiveRequest(_message.Message):
     def __init__(self, consumer: _Optional[str] = ..., limit: _Optional[int] = ..., wait_ms: _Optional[int] = ..., exclude_conversation_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries", "unreadable")
+    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries", "unreadable", "own", "deleted")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -153,6 +153,8 @@ class Message(_message.Message):
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     UNREADABLE_FIELD_NUMBER: _ClassVar[int]
+    OWN_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     conversation_id: str
     conversation_type: ConversationType
@@ -166,7 +168,9 @@ class Message(_message.Message):
     sequence: int
     deliveries: int
     unreadable: str
-    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ..., unreadable: _Optional[str] = ...) -> None: ...
+    own: bool
+    deleted: bool
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ..., unreadable: _Optional[str] = ..., own: _Optional[bool] = ..., deleted: _Optional[bool] = ...) -> None: ...
 
 class ReceiveResponse(_message.Message):
     __slots__ = ("messages", "more")
@@ -349,3 +353,101 @@ class BackupChunk(_message.Message):
     manifest: BackupManifest
     data: bytes
     def __init__(self, manifest: _Optional[_Union[BackupManifest, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class ConversationsRequest(_message.Message):
+    __slots__ = ("consent", "type", "limit", "cursor", "consumer")
+    CONSENT_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    consent: ConsentState
+    type: ConversationType
+    limit: int
+    cursor: str
+    consumer: str
+    def __init__(self, consent: _Optional[_Union[ConsentState, str]] = ..., type: _Optional[_Union[ConversationType, str]] = ..., limit: _Optional[int] = ..., cursor: _Optional[str] = ..., consumer: _Optional[str] = ...) -> None: ...
+
+class ConversationSummary(_message.Message):
+    __slots__ = ("conversation_id", "conversation_type", "consent", "peer_inbox_id", "peer_address", "contact_name", "name", "description", "image_url", "member_count", "created_at", "last_message_at", "pending_messages", "active")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    CONSENT_FIELD_NUMBER: _ClassVar[int]
+    PEER_INBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    CONTACT_NAME_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_URL_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_MESSAGE_AT_FIELD_NUMBER: _ClassVar[int]
+    PENDING_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    conversation_type: ConversationType
+    consent: ConsentState
+    peer_inbox_id: str
+    peer_address: str
+    contact_name: str
+    name: str
+    description: str
+    image_url: str
+    member_count: int
+    created_at: _timestamp_pb2.Timestamp
+    last_message_at: _timestamp_pb2.Timestamp
+    pending_messages: int
+    active: bool
+    def __init__(self, conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., consent: _Optional[_Union[ConsentState, str]] = ..., peer_inbox_id: _Optional[str] = ..., peer_address: _Optional[str] = ..., contact_name: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., image_url: _Optional[str] = ..., member_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_message_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending_messages: _Optional[int] = ..., active: _Optional[bool] = ...) -> None: ...
+
+class ConversationsResponse(_message.Message):
+    __slots__ = ("conversations", "cursor")
+    CONVERSATIONS_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    conversations: _containers.RepeatedCompositeFieldContainer[ConversationSummary]
+    cursor: str
+    def __init__(self, conversations: _Optional[_Iterable[_Union[ConversationSummary, _Mapping]]] = ..., cursor: _Optional[str] = ...) -> None: ...
+
+class MessagesRequest(_message.Message):
+    __slots__ = ("conversation_id", "before", "after", "limit", "oldest_first")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_FIRST_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    before: str
+    after: str
+    limit: int
+    oldest_first: bool
+    def __init__(self, conversation_id: _Optional[str] = ..., before: _Optional[str] = ..., after: _Optional[str] = ..., limit: _Optional[int] = ..., oldest_first: _Optional[bool] = ...) -> None: ...
+
+class MessagesResponse(_message.Message):
+    __slots__ = ("messages", "more")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[Message]
+    more: bool
+    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., more: _Optional[bool] = ...) -> None: ...
+
+class ContactsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ContactsResponse(_message.Message):
+    __slots__ = ("contacts",)
+    CONTACTS_FIELD_NUMBER: _ClassVar[int]
+    contacts: _containers.RepeatedCompositeFieldContainer[Contact]
+    def __init__(self, contacts: _Optional[_Iterable[_Union[Contact, _Mapping]]] = ...) -> None: ...
+
+class UnblockRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class UnblockResponse(_message.Message):
+    __slots__ = ("unblocked",)
+    UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
+    unblocked: bool
+    def __init__(self, unblocked: _Optional[bool] = ...) -> None: ...

@@ -96,6 +96,26 @@ class ConeServiceStub:
                 request_serializer=conepb_dot_v1_dot_cone__pb2.BackupRequest.SerializeToString,
                 response_deserializer=conepb_dot_v1_dot_cone__pb2.BackupChunk.FromString,
                 _registered_method=True)
+        self.Conversations = channel.unary_unary(
+                '/cone.v1.ConeService/Conversations',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.ConversationsRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.ConversationsResponse.FromString,
+                _registered_method=True)
+        self.Messages = channel.unary_unary(
+                '/cone.v1.ConeService/Messages',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.MessagesRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.MessagesResponse.FromString,
+                _registered_method=True)
+        self.Contacts = channel.unary_unary(
+                '/cone.v1.ConeService/Contacts',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.ContactsRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.ContactsResponse.FromString,
+                _registered_method=True)
+        self.Unblock = channel.unary_unary(
+                '/cone.v1.ConeService/Unblock',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.UnblockRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.UnblockResponse.FromString,
+                _registered_method=True)
 
 
 class ConeServiceServicer:
@@ -214,6 +234,46 @@ class ConeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Conversations(self, request, context):
+        """Conversations lists the conversations cone records, newest first (by when cone
+        first saw them), filtered by consent and type, a page at a time: pass the
+        returned `cursor` to get the next page. INVALID_ARGUMENT for a malformed cursor
+        or an out-of-range limit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Messages(self, request, context):
+        """Messages pages through one accepted conversation's history: the messages in
+        cone's inbox (acknowledged or not) and this identity's own messages sent through
+        cone. Reading history changes no receipt. NOT_FOUND (reason
+        `unknown_conversation`) for an unknown conversation or (reason `unknown_message`)
+        for a cursor id not in its history; FAILED_PRECONDITION (reason `not_accepted`)
+        for a request or a blocked conversation: content is shown only once accepted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Contacts(self, request, context):
+        """Contacts lists the saved contacts, by name then inbox id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Unblock(self, request, context):
+        """Unblock turns a blocked conversation back into a request (never silently into an
+        accepted one) and, for a DM, unblocks its peer inbox; XMTP's consent records for
+        both go back to unknown. Unblocking a request changes nothing.
+        NOT_FOUND (reason `unknown_conversation`) when the conversation is unknown;
+        FAILED_PRECONDITION (reason `not_blocked`) when it is accepted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -276,6 +336,26 @@ def add_ConeServiceServicer_to_server(servicer, server):
                     servicer.Backup,
                     request_deserializer=conepb_dot_v1_dot_cone__pb2.BackupRequest.FromString,
                     response_serializer=conepb_dot_v1_dot_cone__pb2.BackupChunk.SerializeToString,
+            ),
+            'Conversations': grpc.unary_unary_rpc_method_handler(
+                    servicer.Conversations,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.ConversationsRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.ConversationsResponse.SerializeToString,
+            ),
+            'Messages': grpc.unary_unary_rpc_method_handler(
+                    servicer.Messages,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.MessagesRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.MessagesResponse.SerializeToString,
+            ),
+            'Contacts': grpc.unary_unary_rpc_method_handler(
+                    servicer.Contacts,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.ContactsRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.ContactsResponse.SerializeToString,
+            ),
+            'Unblock': grpc.unary_unary_rpc_method_handler(
+                    servicer.Unblock,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.UnblockRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.UnblockResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -604,6 +684,114 @@ class ConeService:
             '/cone.v1.ConeService/Backup',
             conepb_dot_v1_dot_cone__pb2.BackupRequest.SerializeToString,
             conepb_dot_v1_dot_cone__pb2.BackupChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Conversations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Conversations',
+            conepb_dot_v1_dot_cone__pb2.ConversationsRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.ConversationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Messages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Messages',
+            conepb_dot_v1_dot_cone__pb2.MessagesRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.MessagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Contacts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Contacts',
+            conepb_dot_v1_dot_cone__pb2.ContactsRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.ContactsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Unblock(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Unblock',
+            conepb_dot_v1_dot_cone__pb2.UnblockRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.UnblockResponse.FromString,
             options,
             channel_credentials,
             insecure,
