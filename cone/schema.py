@@ -121,6 +121,13 @@ _DESTINATION: JsonObject = {
         "or (for send) a conversation id."
     ),
 }
+_MEMBERS: JsonObject = {
+    "required": True,
+    "minItems": 1,
+    "maxItems": 250,
+    "items": {"minLength": 1, "maxLength": limits.DESTINATION_MAX_CHARS},
+    "description": "Members: addresses, inbox ids or saved contact names (1–250).",
+}
 
 # The overlay: per RPC, per JSON parameter name, the constraints and description the
 # proto cannot carry. `required` is lifted into the object's `required` list.
@@ -235,6 +242,41 @@ _PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
         },
     },
     "Contacts": {},
+    "CreateGroup": {
+        "members": _MEMBERS,
+        "name": {"maxLength": 100, "description": "The group's name (at most 100 characters)."},
+        "description": {
+            "maxLength": 1000,
+            "description": "The group's description (at most 1000 characters).",
+        },
+        "imageUrl": {"maxLength": 2048, "description": "The group's image URL."},
+        "key": {
+            **_KEY,
+            "description": (
+                "The key: one group per key (1–256 characters). Reuse it when retrying: "
+                "a retry returns the same group with deduplicated true, never a second one."
+            ),
+        },
+    },
+    "Members": {"conversationId": {"required": True, **_hex("The group.")}},
+    "AddMembers": {
+        "conversationId": {"required": True, **_hex("The group.")},
+        "members": _MEMBERS,
+    },
+    "RemoveMembers": {
+        "conversationId": {"required": True, **_hex("The group.")},
+        "members": _MEMBERS,
+    },
+    "LeaveGroup": {"conversationId": {"required": True, **_hex("The group to leave.")}},
+    "UpdateGroup": {
+        "conversationId": {"required": True, **_hex("The group.")},
+        "name": {"maxLength": 100, "description": "A new name (at most 100 characters)."},
+        "description": {
+            "maxLength": 1000,
+            "description": "A new description (at most 1000 characters).",
+        },
+        "imageUrl": {"maxLength": 2048, "description": "A new image URL."},
+    },
     "Unblock": {
         "conversationId": {
             "required": True,
@@ -299,6 +341,15 @@ _SUMMARIES: Final[dict[str, str]] = {
         "Reading history changes nothing: it does not receive or acknowledge."
     ),
     "Contacts": "The saved contacts: name, inbox id, address and the direct conversation.",
+    "CreateGroup": (
+        "Create a group with members (addresses, inbox ids or contact names), accepted. "
+        "Requires a key: a retry with the same key returns the same group, never a second."
+    ),
+    "Members": "A group's members: inbox id, addresses and role (member, admin, super_admin).",
+    "AddMembers": "Add members to a group, if the group's permissions let you.",
+    "RemoveMembers": "Remove members from a group, if the group's permissions let you (by default admins only).",
+    "LeaveGroup": "Leave a group. Its messages stop entering receive at once.",
+    "UpdateGroup": "Change a group's name, description or image URL, if its permissions let you.",
     "Unblock": (
         "Undo a block: the conversation becomes a request again (accept it to let its "
         "messages in); for a direct conversation, the peer is unblocked everywhere."
@@ -313,7 +364,16 @@ NOT_EXPOSED: Final[dict[str, str]] = {
 OPERATOR_RPCS: Final = frozenset({"Status"})
 # Operations that only read: safe to cancel, to repeat, and cancelled when input closes.
 READ_ONLY_RPCS: Final = frozenset(
-    {"Identity", "Receive", "Requests", "Status", "Conversations", "Messages", "Contacts"}
+    {
+        "Identity",
+        "Receive",
+        "Requests",
+        "Status",
+        "Conversations",
+        "Messages",
+        "Contacts",
+        "Members",
+    }
 )
 # Operations that wait (long polls): cancelled, not awaited, when a session's input ends.
 LONG_POLL_RPCS: Final = frozenset({"Receive"})

@@ -87,6 +87,26 @@ class History:
                 cursor=cursor,
             )
         )
+        return await self._views(rows), next_cursor
+
+    async def one(self, conversation_id: str, consumer: str = "") -> ConversationView:
+        """One conversation as a listing shows it."""
+        rows, _ = await self._store.read(
+            functools.partial(
+                history.conversations,
+                consumer=validate.consumer(consumer),
+                consent=None,
+                kind=None,
+                limit=1,
+                cursor=None,
+                only=conversation_id,
+            )
+        )
+        if not rows:
+            await self._store.read(conversations.require, conversation_id)  # NotFound
+        return (await self._views(rows))[0]
+
+    async def _views(self, rows: list[history.ConversationRow]) -> list[ConversationView]:
         details = await self._engine.groups.details([r.conversation.id for r in rows])
         out = []
         for r in rows:
@@ -114,10 +134,10 @@ class History:
                     created_ns=d.created_ns if d else conv.first_seen_ns,
                     last_message_ns=r.last_message_ns,
                     pending=r.pending,
-                    active=d.active if d else True,
+                    active=(d.active if d else True) and not r.left,
                 )
             )
-        return out, next_cursor
+        return out
 
     async def messages(
         self,

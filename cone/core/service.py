@@ -17,6 +17,7 @@ from typing import Any
 from cone import PROTOCOL_VERSION
 from cone.core import validate
 from cone.core.backup import BackupMaker
+from cone.core.groups import Groups
 from cone.core.history import History
 from cone.core.ingest import Ingestor
 from cone.core.outbox import Outbox, SendResult, check_content, check_key
@@ -94,6 +95,8 @@ class Core:
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
         # Conversations, history, contacts, unblock (cone/core/history.py).
         self.history = History(store, engine)
+        # createGroup (keyed), members, add, remove, leave, update (cone/core/groups.py).
+        self.groups = Groups(store, engine, self.history, self.resolve_inbox, self._on_created)
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
@@ -153,6 +156,11 @@ class Core:
     def _on_conversation(self, info: ConversationInfo) -> None:
         self.ingestor.mark(info.id)
         self._follow_up(info.id)
+
+    def _on_created(self, conversation_id: str) -> None:
+        # A group this identity made: read it soon, as a new conversation.
+        self.ingestor.mark(conversation_id)
+        self._follow_up(conversation_id)
 
     def _on_consent(self, updates: list[ConsentUpdate]) -> None:
         self._in_background(self._apply_consent(updates))

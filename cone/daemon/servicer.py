@@ -17,6 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from cone.core.history import ConversationView, HistoryMessage
 from cone.core.outbox import SendResult
 from cone.core.service import Core
+from cone.engine.groups import Member, Role
 from cone.errors import ConeError, Internal
 from cone.grpc_errors import to_status
 from cone.store import Consent, ContactRecord, Kind, StoredMessage
@@ -104,6 +105,20 @@ def message_to_pb(m: StoredMessage) -> pb.Message:
     if m.unreadable is not None:
         out.unreadable = m.unreadable
     return out
+
+
+_ROLE = {
+    Role.MEMBER: pb.MEMBER_ROLE_MEMBER,
+    Role.ADMIN: pb.MEMBER_ROLE_ADMIN,
+    Role.SUPER_ADMIN: pb.MEMBER_ROLE_SUPER_ADMIN,
+}
+
+
+def members_to_pb(members: list[Member]) -> list[pb.Member]:
+    """Group members as proto Members."""
+    return [
+        pb.Member(inbox_id=m.inbox_id, addresses=m.addresses, role=_ROLE[m.role]) for m in members
+    ]
 
 
 def history_message_to_pb(h: HistoryMessage) -> pb.Message:
@@ -366,3 +381,58 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     ) -> pb.UnblockResponse:
         await self.core.history.unblock(request.conversation_id)
         return pb.UnblockResponse(unblocked=True)
+
+    @_boundary
+    async def CreateGroup(
+        self, request: pb.CreateGroupRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreateGroupResponse:
+        created = await self.core.groups.create(
+            members=list(request.members),
+            name=request.name if request.HasField("name") else None,
+            description=request.description if request.HasField("description") else None,
+            image_url=request.image_url if request.HasField("image_url") else None,
+            key=request.key,
+        )
+        return pb.CreateGroupResponse(
+            group=conversation_to_pb(created.group), deduplicated=created.deduplicated
+        )
+
+    @_boundary
+    async def Members(
+        self, request: pb.MembersRequest, context: grpc.aio.ServicerContext
+    ) -> pb.MembersResponse:
+        found = await self.core.groups.members(request.conversation_id)
+        return pb.MembersResponse(members=members_to_pb(found))
+
+    @_boundary
+    async def AddMembers(
+        self, request: pb.AddMembersRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AddMembersResponse:
+        found = await self.core.groups.add(request.conversation_id, list(request.members))
+        return pb.AddMembersResponse(members=members_to_pb(found))
+
+    @_boundary
+    async def RemoveMembers(
+        self, request: pb.RemoveMembersRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RemoveMembersResponse:
+        found = await self.core.groups.remove(request.conversation_id, list(request.members))
+        return pb.RemoveMembersResponse(members=members_to_pb(found))
+
+    @_boundary
+    async def LeaveGroup(
+        self, request: pb.LeaveGroupRequest, context: grpc.aio.ServicerContext
+    ) -> pb.LeaveGroupResponse:
+        await self.core.groups.leave(request.conversation_id)
+        return pb.LeaveGroupResponse(left=True)
+
+    @_boundary
+    async def UpdateGroup(
+        self, request: pb.UpdateGroupRequest, context: grpc.aio.ServicerContext
+    ) -> pb.UpdateGroupResponse:
+        view = await self.core.groups.update(
+            request.conversation_id,
+            name=request.name if request.HasField("name") else None,
+            description=request.description if request.HasField("description") else None,
+            image_url=request.image_url if request.HasField("image_url") else None,
+        )
+        return pb.UpdateGroupResponse(group=conversation_to_pb(view))

@@ -116,6 +116,8 @@ MIGRATIONS: Final[list[str]] = [
     CREATE INDEX outbox_by_history ON outbox(conversation_id, created_ns, key)
         WHERE message_id IS NOT NULL;
     CREATE INDEX conversations_by_first_seen ON conversations(first_seen_ns, id);
+    -- Set when this identity leaves a group: the last inbox sequence delivered from it.
+    ALTER TABLE conversations ADD COLUMN left_seq INTEGER;
 
     -- A peer's deleteMessage, kept until (and after) the message it names arrives.
     CREATE TABLE deletions (

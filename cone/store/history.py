@@ -46,6 +46,7 @@ class ConversationRow:
     contact_address: str | None
     last_message_ns: int | None
     pending: int
+    left: bool
 
 
 # Inbox rows and own rows in one shape: (t, id, seq, sender, type, text, data, reply,
@@ -155,11 +156,15 @@ def conversations(
     kind: Kind | None,
     limit: int,
     cursor: str | None,
+    only: str | None = None,
 ) -> tuple[list[ConversationRow], str | None]:
     """A page of conversations, newest first (by first seen, then id), and the cursor
-    of the next page (None at the end)."""
+    of the next page (None at the end). `only` picks one conversation by id."""
     where: list[str] = []
     params: dict[str, object] = {"n": limit + 1}
+    if only is not None:
+        where.append("c.id = :only")
+        params["only"] = only
     if consent is not None:
         where.append("c.consent = :consent")
         params["consent"] = int(consent)
@@ -172,7 +177,7 @@ def conversations(
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     rows = conn.execute(
         "SELECT c.id, c.type, c.peer_inbox_id, c.consent, c.first_seen_ns, c.ingested_ns,"
-        " k.name, k.address FROM conversations c"
+        " k.name, k.address, c.left_seq FROM conversations c"
         " LEFT JOIN contacts k ON c.type = 1 AND k.conversation_id = c.id"
         f"{clause} ORDER BY c.first_seen_ns DESC, c.id DESC LIMIT :n",
         params,
@@ -188,6 +193,7 @@ def conversations(
                 contact_address=r[7],
                 last_message_ns=_last_message_ns(conn, conv.id),
                 pending=_pending(conn, conv, consumer),
+                left=r[8] is not None,
             )
         )
     next_cursor = _cursor(out[-1].conversation) if len(rows) > limit and out else None
@@ -214,9 +220,11 @@ def _pending(conn: Connection, conv: Conversation, consumer: str) -> int:
         return 0
     (n,) = conn.execute(
         "SELECT count(*) FROM messages m"
+        " JOIN conversations c ON c.id = m.conversation_id"
         " LEFT JOIN receipts r ON r.consumer = ? AND r.seq = m.seq"
         " WHERE m.conversation_id = ? AND r.acked_ns IS NULL"
         " AND (m.removed IS NULL OR r.deliveries > 0)"
+        " AND (c.left_seq IS NULL OR m.seq <= c.left_seq)"
         " AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)",
         (consumer, conv.id),
     ).fetchone()

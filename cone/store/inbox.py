@@ -13,7 +13,8 @@ from cone.store.records import Consent, IncomingMessage, Kind, StoredMessage
 
 # Pending for a consumer: in an accepted conversation, not from a blocked inbox,
 # not acknowledged by that consumer, not deleted or expired before this consumer
-# was handed it. The receipt row (if any) comes along for its delivery count.
+# was handed it, not taken in after this identity left its group. The receipt row
+# (if any) comes along for its delivery count.
 _PENDING = f"""
     FROM messages m
     JOIN conversations c ON c.id = m.conversation_id
@@ -21,6 +22,7 @@ _PENDING = f"""
     WHERE c.consent = {int(Consent.ACCEPTED)}
       AND r.acked_ns IS NULL
       AND (m.removed IS NULL OR r.deliveries > 0)
+      AND (c.left_seq IS NULL OR m.seq <= c.left_seq)
       AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)
 """
 

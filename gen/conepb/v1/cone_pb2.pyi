@@ -22,6 +22,13 @@ class ConsentState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONSENT_STATE_REQUESTED: _ClassVar[ConsentState]
     CONSENT_STATE_ACCEPTED: _ClassVar[ConsentState]
     CONSENT_STATE_BLOCKED: _ClassVar[ConsentState]
+
+class MemberRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MEMBER_ROLE_UNSPECIFIED: _ClassVar[MemberRole]
+    MEMBER_ROLE_MEMBER: _ClassVar[MemberRole]
+    MEMBER_ROLE_ADMIN: _ClassVar[MemberRole]
+    MEMBER_ROLE_SUPER_ADMIN: _ClassVar[MemberRole]
 CONVERSATION_TYPE_UNSPECIFIED: ConversationType
 CONVERSATION_TYPE_DM: ConversationType
 CONVERSATION_TYPE_GROUP: ConversationType
@@ -29,6 +36,10 @@ CONSENT_STATE_UNSPECIFIED: ConsentState
 CONSENT_STATE_REQUESTED: ConsentState
 CONSENT_STATE_ACCEPTED: ConsentState
 CONSENT_STATE_BLOCKED: ConsentState
+MEMBER_ROLE_UNSPECIFIED: MemberRole
+MEMBER_ROLE_MEMBER: MemberRole
+MEMBER_ROLE_ADMIN: MemberRole
+MEMBER_ROLE_SUPER_ADMIN: MemberRole
 
 class IdentityRequest(_message.Message):
     __slots__ = ()
@@ -451,3 +462,105 @@ class UnblockResponse(_message.Message):
     UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
     unblocked: bool
     def __init__(self, unblocked: _Optional[bool] = ...) -> None: ...
+
+class Member(_message.Message):
+    __slots__ = ("inbox_id", "addresses", "role")
+    INBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    inbox_id: str
+    addresses: _containers.RepeatedScalarFieldContainer[str]
+    role: MemberRole
+    def __init__(self, inbox_id: _Optional[str] = ..., addresses: _Optional[_Iterable[str]] = ..., role: _Optional[_Union[MemberRole, str]] = ...) -> None: ...
+
+class CreateGroupRequest(_message.Message):
+    __slots__ = ("members", "name", "description", "image_url", "key")
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_URL_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedScalarFieldContainer[str]
+    name: str
+    description: str
+    image_url: str
+    key: str
+    def __init__(self, members: _Optional[_Iterable[str]] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., image_url: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+
+class CreateGroupResponse(_message.Message):
+    __slots__ = ("group", "deduplicated")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
+    group: ConversationSummary
+    deduplicated: bool
+    def __init__(self, group: _Optional[_Union[ConversationSummary, _Mapping]] = ..., deduplicated: _Optional[bool] = ...) -> None: ...
+
+class MembersRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class MembersResponse(_message.Message):
+    __slots__ = ("members",)
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedCompositeFieldContainer[Member]
+    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ...) -> None: ...
+
+class AddMembersRequest(_message.Message):
+    __slots__ = ("conversation_id", "members")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    members: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, conversation_id: _Optional[str] = ..., members: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AddMembersResponse(_message.Message):
+    __slots__ = ("members",)
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedCompositeFieldContainer[Member]
+    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ...) -> None: ...
+
+class RemoveMembersRequest(_message.Message):
+    __slots__ = ("conversation_id", "members")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    members: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, conversation_id: _Optional[str] = ..., members: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RemoveMembersResponse(_message.Message):
+    __slots__ = ("members",)
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedCompositeFieldContainer[Member]
+    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ...) -> None: ...
+
+class LeaveGroupRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class LeaveGroupResponse(_message.Message):
+    __slots__ = ("left",)
+    LEFT_FIELD_NUMBER: _ClassVar[int]
+    left: bool
+    def __init__(self, left: _Optional[bool] = ...) -> None: ...
+
+class UpdateGroupRequest(_message.Message):
+    __slots__ = ("conversation_id", "name", "description", "image_url")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_URL_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    name: str
+    description: str
+    image_url: str
+    def __init__(self, conversation_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., image_url: _Optional[str] = ...) -> None: ...
+
+class UpdateGroupResponse(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: ConversationSummary
+    def __init__(self, group: _Optional[_Union[ConversationSummary, _Mapping]] = ...) -> None: ...

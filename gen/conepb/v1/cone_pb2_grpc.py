@@ -116,6 +116,36 @@ class ConeServiceStub:
                 request_serializer=conepb_dot_v1_dot_cone__pb2.UnblockRequest.SerializeToString,
                 response_deserializer=conepb_dot_v1_dot_cone__pb2.UnblockResponse.FromString,
                 _registered_method=True)
+        self.CreateGroup = channel.unary_unary(
+                '/cone.v1.ConeService/CreateGroup',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.CreateGroupRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.CreateGroupResponse.FromString,
+                _registered_method=True)
+        self.Members = channel.unary_unary(
+                '/cone.v1.ConeService/Members',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.MembersRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.MembersResponse.FromString,
+                _registered_method=True)
+        self.AddMembers = channel.unary_unary(
+                '/cone.v1.ConeService/AddMembers',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.AddMembersRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.AddMembersResponse.FromString,
+                _registered_method=True)
+        self.RemoveMembers = channel.unary_unary(
+                '/cone.v1.ConeService/RemoveMembers',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.RemoveMembersRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.RemoveMembersResponse.FromString,
+                _registered_method=True)
+        self.LeaveGroup = channel.unary_unary(
+                '/cone.v1.ConeService/LeaveGroup',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.LeaveGroupRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.LeaveGroupResponse.FromString,
+                _registered_method=True)
+        self.UpdateGroup = channel.unary_unary(
+                '/cone.v1.ConeService/UpdateGroup',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupResponse.FromString,
+                _registered_method=True)
 
 
 class ConeServiceServicer:
@@ -274,6 +304,62 @@ class ConeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateGroup(self, request, context):
+        """CreateGroup makes a group with the given members, accepted, keyed like Send: the
+        key is recorded before libxmtp makes the group, so a retry with the same key
+        returns the same group (`deduplicated` set), and a crash at any point never makes
+        two. NOT_FOUND when a member does not resolve; ALREADY_EXISTS (reason
+        `key_conflict`) when the key was used for other members; UNAVAILABLE when the
+        network cannot be reached (retry with the same key).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Members(self, request, context):
+        """Members lists a group's members with their addresses and roles.
+        NOT_FOUND (reason `unknown_conversation`); FAILED_PRECONDITION (reason
+        `not_a_group`) for a DM.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddMembers(self, request, context):
+        """AddMembers adds inboxes to a group; members already in it are left as they are.
+        FAILED_PRECONDITION (reason `not_permitted`) when the group's policy does not let
+        this identity add members, (reason `not_a_member`) after leaving the group.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveMembers(self, request, context):
+        """RemoveMembers removes inboxes from a group; ones not in it are ignored.
+        FAILED_PRECONDITION (reason `not_permitted`) when the group's policy does not let
+        this identity remove members (by default only admins may).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LeaveGroup(self, request, context):
+        """LeaveGroup asks to leave a group. Delivery ends at once: messages cone takes in
+        from the group after this call never enter Receive.
+        FAILED_PRECONDITION (reason `not_a_member`) when already gone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateGroup(self, request, context):
+        """UpdateGroup changes a group's name, description or image URL (those given).
+        FAILED_PRECONDITION (reason `not_permitted`) when the group's policy refuses it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -356,6 +442,36 @@ def add_ConeServiceServicer_to_server(servicer, server):
                     servicer.Unblock,
                     request_deserializer=conepb_dot_v1_dot_cone__pb2.UnblockRequest.FromString,
                     response_serializer=conepb_dot_v1_dot_cone__pb2.UnblockResponse.SerializeToString,
+            ),
+            'CreateGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateGroup,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.CreateGroupRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.CreateGroupResponse.SerializeToString,
+            ),
+            'Members': grpc.unary_unary_rpc_method_handler(
+                    servicer.Members,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.MembersRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.MembersResponse.SerializeToString,
+            ),
+            'AddMembers': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddMembers,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.AddMembersRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.AddMembersResponse.SerializeToString,
+            ),
+            'RemoveMembers': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveMembers,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.RemoveMembersRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.RemoveMembersResponse.SerializeToString,
+            ),
+            'LeaveGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.LeaveGroup,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.LeaveGroupRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.LeaveGroupResponse.SerializeToString,
+            ),
+            'UpdateGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateGroup,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -792,6 +908,168 @@ class ConeService:
             '/cone.v1.ConeService/Unblock',
             conepb_dot_v1_dot_cone__pb2.UnblockRequest.SerializeToString,
             conepb_dot_v1_dot_cone__pb2.UnblockResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/CreateGroup',
+            conepb_dot_v1_dot_cone__pb2.CreateGroupRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.CreateGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Members(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Members',
+            conepb_dot_v1_dot_cone__pb2.MembersRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.MembersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddMembers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/AddMembers',
+            conepb_dot_v1_dot_cone__pb2.AddMembersRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.AddMembersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveMembers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/RemoveMembers',
+            conepb_dot_v1_dot_cone__pb2.RemoveMembersRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.RemoveMembersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LeaveGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/LeaveGroup',
+            conepb_dot_v1_dot_cone__pb2.LeaveGroupRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.LeaveGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/UpdateGroup',
+            conepb_dot_v1_dot_cone__pb2.UpdateGroupRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.UpdateGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,
