@@ -31,9 +31,8 @@ _CURSOR_MAX = 200
 class HistoryMessage:
     """One message of a conversation's history."""
 
-    message: StoredMessage
+    message: StoredMessage  # `removed` set for a deleted message (expired ones are omitted)
     own: bool
-    deleted: bool
 
 
 @dataclass(frozen=True)
@@ -208,7 +207,7 @@ def _message(conversation_id: str, kind: Kind, r: history.HistoryRow) -> History
             deliveries=0,
             unreadable=decoded.unreadable,
         )
-        return HistoryMessage(stored, own=True, deleted=False)
+        return HistoryMessage(stored, own=True)
     stored = StoredMessage(
         seq=r.seq,
         id=r.id,
@@ -223,5 +222,6 @@ def _message(conversation_id: str, kind: Kind, r: history.HistoryRow) -> History
         fallback=r.fallback,
         deliveries=0,
         unreadable=r.unreadable,
+        removed=r.removed,
     )
-    return HistoryMessage(stored, own=False, deleted=r.removed is not None)
+    return HistoryMessage(stored, own=False)

@@ -21,6 +21,7 @@ from cone.core.groups import Groups
 from cone.core.history import History
 from cone.core.ingest import Ingestor
 from cone.core.outbox import Outbox, SendResult, check_content, check_key
+from cone.core.retention import Retention
 from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
 from cone.engine.streams import StreamHealth
 from cone.errors import FailedPrecondition, NotFound, Unavailable
@@ -97,6 +98,11 @@ class Core:
         self.history = History(store, engine)
         # createGroup (keyed), members, add, remove, leave, update (cone/core/groups.py).
         self.groups = Groups(store, engine, self.history, self.resolve_inbox, self._on_created)
+        # Peers' deletions and disappearing settings (cone/core/retention.py).
+        self.retention = Retention(
+            store, engine, lambda: [c.id for c in engine.conversations()], catchup_interval_s
+        )
+        self.ingestor.after_commit = self.retention.after_commit
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
@@ -110,6 +116,7 @@ class Core:
         up periodically. Reconciling first keeps what libxmtp stored before a crash
         ahead of what arrives after it, in inbox order."""
         await self.ingestor.start()
+        await self.retention.start()
         await self.ingestor.reconcile(full=True)
         await self.engine.start_streams(
             on_message=self.ingestor.accept,
@@ -133,6 +140,7 @@ class Core:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.outbox.stop()
+        await self.retention.stop()
         await self.ingestor.stop()
         await self.engine.close()
 

@@ -104,6 +104,10 @@ def message_to_pb(m: StoredMessage) -> pb.Message:
         out.fallback = m.fallback
     if m.unreadable is not None:
         out.unreadable = m.unreadable
+    if m.removed == "deleted":
+        out.deleted = True
+    elif m.removed == "expired":
+        out.expired = True
     return out
 
 
@@ -126,8 +130,6 @@ def history_message_to_pb(h: HistoryMessage) -> pb.Message:
     out = message_to_pb(h.message)
     if h.own:
         out.own = True
-    if h.deleted:
-        out.deleted = True
     return out
 
 

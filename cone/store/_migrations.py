@@ -116,6 +116,11 @@ MIGRATIONS: Final[list[str]] = [
     CREATE INDEX outbox_by_history ON outbox(conversation_id, created_ns, key)
         WHERE message_id IS NOT NULL;
     CREATE INDEX conversations_by_first_seen ON conversations(first_seen_ns, id);
+    -- Messages whose content is still held, by time: what disappearing settings expire.
+    CREATE INDEX messages_live_by_time ON messages(conversation_id, sent_at_ns)
+        WHERE removed IS NULL;
+    -- An own message expired by its conversation's disappearing setting.
+    ALTER TABLE outbox ADD COLUMN expired_ns INTEGER;
     -- Set when this identity leaves a group: the last inbox sequence delivered from it.
     ALTER TABLE conversations ADD COLUMN left_seq INTEGER;
 

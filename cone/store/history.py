@@ -59,7 +59,7 @@ _INBOX = (
 _OWN = (
     "SELECT created_ns AS t, message_id AS id, 0, :own, content_type, NULL, NULL, NULL,"
     " NULL, NULL, NULL, payload FROM outbox"
-    " WHERE conversation_id = :cid AND message_id IS NOT NULL"
+    " WHERE conversation_id = :cid AND message_id IS NOT NULL AND expired_ns IS NULL"
 )
 
 
@@ -207,7 +207,8 @@ def _last_message_ns(conn: Connection, conversation_id: str) -> int | None:
         (conversation_id,),
     ).fetchone()
     (own,) = conn.execute(
-        "SELECT max(created_ns) FROM outbox WHERE conversation_id = ? AND message_id IS NOT NULL",
+        "SELECT max(created_ns) FROM outbox WHERE conversation_id = ? AND message_id IS NOT NULL"
+        " AND expired_ns IS NULL",
         (conversation_id,),
     ).fetchone()
     times = [t for t in (inbound, own) if t is not None]

@@ -112,7 +112,7 @@ def take_pending(
     rows = conn.execute(
         "SELECT m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
         " m.content_type, m.text, m.data_json, m.reply_to, m.fallback,"
-        " coalesce(r.deliveries, 0) + 1, m.unreadable"
+        " coalesce(r.deliveries, 0) + 1, m.unreadable, m.removed"
         f" {_PENDING}{exclusion} ORDER BY m.seq LIMIT :limit",
         params,
     ).fetchall()
@@ -139,6 +139,7 @@ def take_pending(
             fallback=row[10],
             deliveries=row[11],
             unreadable=row[12],
+            removed=row[13],
         )
         for row in rows
     ]

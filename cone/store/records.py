@@ -67,6 +67,8 @@ class StoredMessage:
     fallback: str | None
     deliveries: int
     unreadable: str | None = None
+    # `deleted` or `expired` once the content was removed (cone/store/retention.py).
+    removed: str | None = None
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ class ReceiveRequest(_message.Message):
     def __init__(self, consumer: _Optional[str] = ..., limit: _Optional[int] = ..., wait_ms: _Optional[int] = ..., exclude_conversation_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries", "unreadable", "own", "deleted")
+    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries", "unreadable", "own", "deleted", "expired")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -166,6 +166,7 @@ class Message(_message.Message):
     UNREADABLE_FIELD_NUMBER: _ClassVar[int]
     OWN_FIELD_NUMBER: _ClassVar[int]
     DELETED_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     conversation_id: str
     conversation_type: ConversationType
@@ -181,7 +182,8 @@ class Message(_message.Message):
     unreadable: str
     own: bool
     deleted: bool
-    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ..., unreadable: _Optional[str] = ..., own: _Optional[bool] = ..., deleted: _Optional[bool] = ...) -> None: ...
+    expired: bool
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ..., unreadable: _Optional[str] = ..., own: _Optional[bool] = ..., deleted: _Optional[bool] = ..., expired: _Optional[bool] = ...) -> None: ...
 
 class ReceiveResponse(_message.Message):
     __slots__ = ("messages", "more")
