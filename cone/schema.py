@@ -277,6 +277,19 @@ _PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
         },
         "imageUrl": {"maxLength": 2048, "description": "A new image URL."},
     },
+    "RevokeInstallations": {
+        "installationIds": {
+            "maxItems": 10,
+            "items": {"pattern": limits.HEX_ID_PATTERN, "maxLength": 128},
+            "description": (
+                "Installation ids (hex) of this inbox to revoke, not this one's. "
+                "Give these or allExceptThis."
+            ),
+        },
+        "allExceptThis": {
+            "description": "Revoke every installation of this inbox except this one.",
+        },
+    },
     "Unblock": {
         "conversationId": {
             "required": True,
@@ -350,6 +363,10 @@ _SUMMARIES: Final[dict[str, str]] = {
     "RemoveMembers": "Remove members from a group, if the group's permissions let you (by default admins only).",
     "LeaveGroup": "Leave a group. Its messages stop entering receive at once.",
     "UpdateGroup": "Change a group's name, description or image URL, if its permissions let you.",
+    "RevokeInstallations": (
+        "Revoke other installations of this identity's inbox (XMTP allows 10), by id or "
+        "all except this one. For operators: `status` reports the count."
+    ),
     "Unblock": (
         "Undo a block: the conversation becomes a request again (accept it to let its "
         "messages in); for a direct conversation, the peer is unblocked everywhere."
@@ -361,7 +378,7 @@ NOT_EXPOSED: Final[dict[str, str]] = {
     "Backup": "a server stream of file bytes: use `cone backup`, not a JSON call",
 }
 # Operations for operators rather than agents (documented as such).
-OPERATOR_RPCS: Final = frozenset({"Status"})
+OPERATOR_RPCS: Final = frozenset({"Status", "RevokeInstallations"})
 # Operations that only read: safe to cancel, to repeat, and cancelled when input closes.
 READ_ONLY_RPCS: Final = frozenset(
     {

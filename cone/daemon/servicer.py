@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from cone.core import installations
 from cone.core.history import ConversationView, HistoryMessage
 from cone.core.outbox import SendResult
 from cone.core.service import Core
@@ -438,3 +439,12 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             image_url=request.image_url if request.HasField("image_url") else None,
         )
         return pb.UpdateGroupResponse(group=conversation_to_pb(view))
+
+    @_boundary
+    async def RevokeInstallations(
+        self, request: pb.RevokeInstallationsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RevokeInstallationsResponse:
+        revoked, left = await installations.revoke(
+            self.core.engine, list(request.installation_ids), request.all_except_this
+        )
+        return pb.RevokeInstallationsResponse(revoked_installation_ids=revoked, installations=left)

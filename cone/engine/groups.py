@@ -370,17 +370,25 @@ class Groups:
         state = await _call(self._client.inbox_state(True), NETWORK_CALL_S, "reading the inbox")
         return [bytes(i.id).hex() for i in state.installations]
 
-    async def revoke(self, installation_ids: list[str] | None) -> list[str]:
+    async def revoke(self, installation_ids: list[str] | None) -> tuple[list[str], int]:
         """Revoke these installations (None: every other one), signed with the wallet;
-        returns the ids revoked."""
+        returns the ids revoked and how many installations are left.
+        NotFound(unknown_installation) for an id the inbox does not have."""
         own = bytes(self._client.installation_id()).hex()
         current = await self.installations()
         if installation_ids is None:
             targets = [i for i in current if i != own]
         else:
-            targets = [i for i in installation_ids if i in current]
+            unknown = [i for i in installation_ids if i not in current]
+            if unknown:
+                raise NotFound(
+                    f"installation {unknown[0]} is not one of this inbox's installations",
+                    reason="unknown_installation",
+                    field="installationIds",
+                )
+            targets = list(dict.fromkeys(installation_ids))
         if not targets:
-            return []
+            return [], len(current)
         request = await _call(
             self._client.revoke_installations([bytes.fromhex(i) for i in targets]),
             NETWORK_CALL_S,
@@ -394,7 +402,7 @@ class Groups:
             NETWORK_CALL_S,
             "publishing the revocation",
         )
-        return targets
+        return targets, len(await self.installations())
 
 
 __all__ = ["Action", "Details", "Groups", "Member", "Role"]

@@ -28,7 +28,7 @@ EXPECTED_TOOLS = [
     "cone_requests", "cone_accept", "cone_block", "cone_sync", "cone_status",
     "cone_conversations", "cone_messages", "cone_contacts", "cone_unblock",
     "cone_creategroup", "cone_members", "cone_addmembers", "cone_removemembers",
-    "cone_leavegroup", "cone_updategroup",
+    "cone_leavegroup", "cone_updategroup", "cone_revokeinstallations",
 ]  # fmt: skip
 
 

@@ -29,8 +29,12 @@ def test_the_schema_is_in_step_with_the_proto() -> None:
 
 def test_the_contract_methods_are_all_there() -> None:
     contract = "identity connect send reply receive ack requests accept block sync".split()
+    contract += (
+        "conversations messages contacts unblock createGroup addMembers removeMembers "
+        "leaveGroup updateGroup members revokeInstallations"
+    ).split()  # issue 15
     assert set(contract) <= set(methods())
-    assert [m.name for m in methods().values() if m.operator] == ["status"]
+    assert [m.name for m in methods().values() if m.operator] == ["status", "revokeInstallations"]
 
 
 @pytest.mark.parametrize("name", list(methods()))

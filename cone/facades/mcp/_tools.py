@@ -61,6 +61,11 @@ _HINTS: Final[dict[str, dict[str, bool]]] = {
     "RemoveMembers": {"idempotent_hint": True, "destructive_hint": True, "open_world_hint": True},
     "LeaveGroup": {"idempotent_hint": True, "destructive_hint": True, "open_world_hint": True},
     "UpdateGroup": {"idempotent_hint": True, "destructive_hint": False, "open_world_hint": True},
+    "RevokeInstallations": {
+        "idempotent_hint": True,
+        "destructive_hint": True,
+        "open_world_hint": True,
+    },
 }
 # What each tool's description adds to the shared summary for a model.
 _TEACH: Final[dict[str, str]] = {
@@ -72,6 +77,7 @@ _TEACH: Final[dict[str, str]] = {
     "Reply": " Requires a key.",
     "Ack": " Only ack what you have acted on; unacked messages are received again.",
     "Status": " For operators.",
+    "RevokeInstallations": " For operators.",
     "CreateGroup": " Requires a key.",
 }
 

@@ -566,3 +566,19 @@ class UpdateGroupResponse(_message.Message):
     GROUP_FIELD_NUMBER: _ClassVar[int]
     group: ConversationSummary
     def __init__(self, group: _Optional[_Union[ConversationSummary, _Mapping]] = ...) -> None: ...
+
+class RevokeInstallationsRequest(_message.Message):
+    __slots__ = ("installation_ids", "all_except_this")
+    INSTALLATION_IDS_FIELD_NUMBER: _ClassVar[int]
+    ALL_EXCEPT_THIS_FIELD_NUMBER: _ClassVar[int]
+    installation_ids: _containers.RepeatedScalarFieldContainer[str]
+    all_except_this: bool
+    def __init__(self, installation_ids: _Optional[_Iterable[str]] = ..., all_except_this: _Optional[bool] = ...) -> None: ...
+
+class RevokeInstallationsResponse(_message.Message):
+    __slots__ = ("revoked_installation_ids", "installations")
+    REVOKED_INSTALLATION_IDS_FIELD_NUMBER: _ClassVar[int]
+    INSTALLATIONS_FIELD_NUMBER: _ClassVar[int]
+    revoked_installation_ids: _containers.RepeatedScalarFieldContainer[str]
+    installations: int
+    def __init__(self, revoked_installation_ids: _Optional[_Iterable[str]] = ..., installations: _Optional[int] = ...) -> None: ...

@@ -146,6 +146,11 @@ class ConeServiceStub:
                 request_serializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupRequest.SerializeToString,
                 response_deserializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupResponse.FromString,
                 _registered_method=True)
+        self.RevokeInstallations = channel.unary_unary(
+                '/cone.v1.ConeService/RevokeInstallations',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsResponse.FromString,
+                _registered_method=True)
 
 
 class ConeServiceServicer:
@@ -360,6 +365,17 @@ class ConeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RevokeInstallations(self, request, context):
+        """RevokeInstallations revokes other installations of this inbox (XMTP allows 10),
+        signed with the identity's wallet: the given ones, or every one but this.
+        INVALID_ARGUMENT when neither or both are given, or the list names this
+        installation; NOT_FOUND (reason `unknown_installation`) for an id the inbox does
+        not have; UNAVAILABLE when the network cannot be reached.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -472,6 +488,11 @@ def add_ConeServiceServicer_to_server(servicer, server):
                     servicer.UpdateGroup,
                     request_deserializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupRequest.FromString,
                     response_serializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupResponse.SerializeToString,
+            ),
+            'RevokeInstallations': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeInstallations,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1070,6 +1091,33 @@ class ConeService:
             '/cone.v1.ConeService/UpdateGroup',
             conepb_dot_v1_dot_cone__pb2.UpdateGroupRequest.SerializeToString,
             conepb_dot_v1_dot_cone__pb2.UpdateGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeInstallations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/RevokeInstallations',
+            conepb_dot_v1_dot_cone__pb2.RevokeInstallationsRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.RevokeInstallationsResponse.FromString,
             options,
             channel_credentials,
             insecure,
