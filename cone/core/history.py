@@ -107,14 +107,22 @@ class History:
 
     async def _views(self, rows: list[history.ConversationRow]) -> list[ConversationView]:
         details = await self._engine.groups.details([r.conversation.id for r in rows])
+        unknown = [
+            r.conversation.peer_inbox_id
+            for r in rows
+            if r.conversation.kind is Kind.DM
+            and r.contact_address is None
+            and r.conversation.peer_inbox_id
+        ]
+        addresses = await self._engine.groups.addresses(unknown)
         out = []
         for r in rows:
             conv = r.conversation
             d = details.get(conv.id)
             address = r.contact_address
             members = None
-            if conv.kind is Kind.DM and address is None and conv.peer_inbox_id:
-                found = await self._engine.addresses_of(conv.peer_inbox_id)
+            if conv.kind is Kind.DM and address is None:
+                found = addresses.get(conv.peer_inbox_id)
                 address = found[0] if found else None
             if conv.kind is Kind.GROUP and d is not None:
                 members = await self._engine.groups.member_count(conv.id)
@@ -156,7 +164,7 @@ class History:
         limit = validate.receive_limit(limit)
         if oldest_first is None:
             oldest_first = after is not None and before is None
-        rows, more = await self._store.read(
+        rows, more, kind = await self._store.read(
             functools.partial(
                 history.messages,
                 conversation_id=conversation_id,
@@ -167,12 +175,7 @@ class History:
                 oldest_first=oldest_first,
             )
         )
-        conv_kind = await self._kind(conversation_id)
-        return [_message(conversation_id, conv_kind, r) for r in rows], more
-
-    async def _kind(self, conversation_id: str) -> Kind:
-        conv = await self._store.read(conversations.require, conversation_id)
-        return conv.kind
+        return [_message(conversation_id, kind, r) for r in rows], more
 
     async def contacts(self) -> list[ContactRecord]:
         """The saved contacts."""

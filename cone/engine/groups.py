@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine.engine import translate
-from cone.errors import FailedPrecondition, NotFound, Unavailable
+from cone.errors import ConeError, FailedPrecondition, NotFound, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +180,20 @@ class Groups:
             return out
 
         return await _offload(read, LOCAL_CALL_S, "reading conversation details")
+
+    async def addresses(self, inbox_ids: list[str]) -> dict[str, list[str]]:
+        """The addresses of these inboxes that libxmtp knows locally (one call)."""
+        if not inbox_ids:
+            return {}
+        try:
+            states = await _call(
+                self._client.addresses_from_inbox_id(False, inbox_ids),
+                LOCAL_CALL_S,
+                "reading addresses",
+            )
+        except ConeError:
+            return {}
+        return {s.inbox_id: [i.identifier for i in s.account_identities] for s in states}
 
     async def member_count(self, conversation_id: str) -> int:
         """How many inboxes are members of a group (libxmtp's local state)."""

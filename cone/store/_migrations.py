@@ -113,7 +113,7 @@ MIGRATIONS: Final[list[str]] = [
     ALTER TABLE messages ADD COLUMN removed_ns INTEGER;
     -- History pages in the conversation's order: sent time, then id.
     CREATE INDEX messages_by_history ON messages(conversation_id, sent_at_ns, id);
-    CREATE INDEX outbox_by_history ON outbox(conversation_id, created_ns, key)
+    CREATE INDEX outbox_by_history ON outbox(conversation_id, created_ns, message_id)
         WHERE message_id IS NOT NULL;
     CREATE INDEX conversations_by_first_seen ON conversations(first_seen_ns, id);
     -- Messages whose content is still held, by time: what disappearing settings expire.

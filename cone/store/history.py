@@ -51,16 +51,24 @@ class ConversationRow:
 
 # Inbox rows and own rows in one shape: (t, id, seq, sender, type, text, data, reply,
 # fallback, unreadable, removed, payload). Expired messages are gone from history.
+# Each side is bounded, ordered and limited on its own index; the page is their merge.
 _INBOX = (
     "SELECT sent_at_ns AS t, id, seq, sender_inbox_id, content_type, text, data_json,"
     " reply_to, fallback, unreadable, removed, NULL AS payload FROM messages"
     " WHERE conversation_id = :cid AND (removed IS NULL OR removed != 'expired')"
+    " {bounds} ORDER BY sent_at_ns {order}, id {order} LIMIT :n"
 )
 _OWN = (
     "SELECT created_ns AS t, message_id AS id, 0, :own, content_type, NULL, NULL, NULL,"
     " NULL, NULL, NULL, payload FROM outbox"
     " WHERE conversation_id = :cid AND message_id IS NOT NULL AND expired_ns IS NULL"
+    " {bounds} ORDER BY created_ns {order}, message_id {order} LIMIT :n"
 )
+
+
+def _arm(template: str, time_column: str, id_column: str, bounds: list[str], order: str) -> str:
+    where = "".join(f" AND ({time_column}, {id_column}) {b}" for b in bounds)
+    return f"SELECT * FROM ({template.format(bounds=where, order=order)})"
 
 
 def _position(conn: Connection, conversation_id: str, message_id: str, field: str) -> int:
@@ -92,8 +100,9 @@ def messages(
     after: str | None,
     limit: int,
     oldest_first: bool,
-) -> tuple[list[HistoryRow], bool]:
-    """A page of an accepted conversation's history and whether more lie beyond it."""
+) -> tuple[list[HistoryRow], bool, Kind]:
+    """A page of an accepted conversation's history, whether more lie beyond it, and
+    the conversation's kind."""
     conv = require(conn, conversation_id)
     if conv.consent is not Consent.ACCEPTED:
         state = "a request" if conv.consent is Consent.REQUESTED else "blocked"
@@ -106,15 +115,15 @@ def messages(
     bounds = []
     if after is not None:
         params["at"], params["aid"] = _position(conn, conversation_id, after, "after"), after
-        bounds.append("(t, id) > (:at, :aid)")
+        bounds.append("> (:at, :aid)")
     if before is not None:
         params["bt"], params["bid"] = _position(conn, conversation_id, before, "before"), before
-        bounds.append("(t, id) < (:bt, :bid)")
-    where = f" WHERE {' AND '.join(bounds)}" if bounds else ""
+        bounds.append("< (:bt, :bid)")
     order = "ASC" if oldest_first else "DESC"
+    inbound = _arm(_INBOX, "sent_at_ns", "id", bounds, order)
+    own = _arm(_OWN, "created_ns", "message_id", bounds, order)
     rows = conn.execute(
-        f"SELECT * FROM ({_INBOX} UNION ALL {_OWN}){where} ORDER BY t {order}, id {order} LIMIT :n",
-        params,
+        f"{inbound} UNION ALL {own} ORDER BY 1 {order}, 2 {order} LIMIT :n", params
     ).fetchall()
     more = len(rows) > limit
     out = [
@@ -134,7 +143,7 @@ def messages(
         )
         for r in rows[:limit]
     ]
-    return out, more
+    return out, more, conv.kind
 
 
 def _cursor(conv: Conversation) -> str:
