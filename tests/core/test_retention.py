@@ -130,3 +130,34 @@ async def test_a_two_second_disappearing_setting_expires_cones_copies(
     assert on_disk(db, key, b"lasting words")
     assert not on_disk(db, key, b"ephemeral words")
     assert not on_disk(db, key, b"own ephemeral")
+
+
+async def test_a_deletion_of_someone_elses_message_is_ignored(
+    daemon: DaemonProcess, alice: Peer, devnet: str, tmp_path: Path
+) -> None:
+    bob = await Peer.create(devnet, tmp_path, "bob")
+    ident = await daemon.client.identity()
+    group = await alice.group_with(bob)
+    await group.add_members([ident.inbox_id])
+    gid = bytes(group.id()).hex()
+
+    async def known() -> bool:
+        await daemon.client.call("Sync", pb.SyncRequest())
+        found = (await daemon.client.call("Conversations", pb.ConversationsRequest())).conversations
+        return any(c.conversation_id == gid for c in found)
+
+    await until(known)
+    await daemon.client.call("Accept", pb.AcceptRequest(conversation_id=gid))
+    await bob.client.conversations().sync()
+    bobs = await bob.send(bob.conversation(group.id()), "bob's own words")
+    forged = ffi.encode_delete_message(ffi.FfiDeleteMessage(message_id=bobs.hex()))
+    await group.sync()
+    await group.send(forged, ffi.FfiSendMessageOpts(should_push=False))
+    await alice.send(group, "after the forged deletion")
+    got = await receive_n(daemon.client, 2)
+    assert [m.text for m in got] == ["bob's own words", "after the forged deletion"]
+    history = await _history(daemon, gid)
+    assert [(m.text, m.deleted) for m in history] == [
+        ("bob's own words", False),
+        ("after the forged deletion", False),
+    ]
