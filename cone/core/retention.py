@@ -139,6 +139,8 @@ class Retention:
 
     async def expire_now(self) -> int:
         """Clear what is due; how many messages."""
+        if not self._settings:
+            return 0  # no conversation disappears: no write at all
         removed = await self._store.write(retention.expire, time.time_ns())
         if removed:
             log.info("%d message(s) expired by disappearing settings", removed)
@@ -150,7 +152,7 @@ class Retention:
             self._wake.clear()
             try:
                 await self.expire_now()
-                due = await self._store.read(retention.next_due)
+                due = await self._store.read(retention.next_due) if self._settings else None
             except Exception:  # the worker's boundary: a failed pass must not end expiry
                 log.exception("expiring messages failed; trying again shortly")
                 due = None

@@ -49,6 +49,13 @@ async def _call(call: Awaitable[T], seconds: float, doing: str) -> T:
     except TimeoutError:
         raise Unavailable(f"{doing} did not finish in {seconds:.0f} s") from None
     except ffi.FfiError as exc:
+        if "GroupInactive" in str(exc):
+            # Removed (or left) before cone's local state knew it.
+            raise FailedPrecondition(
+                f"{doing} failed: this identity is no longer a member of the group",
+                reason="not_a_member",
+                field="conversationId",
+            ) from exc
         raise translate(exc, doing) from exc
 
 

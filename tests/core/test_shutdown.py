@@ -148,11 +148,24 @@ async def test_a_second_sigterm_exits_at_once(home: Path, devnet: str) -> None:
     async with DaemonProcess(home, devnet, {"CONE_TEST_HOLD_LOOP_S": "600"}) as daemon:
         assert daemon.proc is not None
         daemon.proc.send_signal(signal.SIGTERM)
+        # Two signals sent back to back can merge into one while the first is still
+        # pending in the kernel: send the second once the first has been taken.
+        await until(lambda: _taken(daemon.proc.pid, signal.SIGTERM))
         code = await daemon.stop()
         assert (code, daemon.needed_kill) == (FORCED, False)
         # The second signal ended it, not the bound.
         assert "SIGTERM again; exiting now" in daemon.stderr()
         assert "did not stop within" not in daemon.stderr()
+
+
+async def _taken(pid: int, sig: signal.Signals) -> bool:
+    """Whether no `sig` is pending for the process (delivered to a handler by now)."""
+    status = await asyncio.to_thread(Path(f"/proc/{pid}/status").read_text)
+    pending = 0
+    for line in status.splitlines():
+        if line.startswith(("SigPnd:", "ShdPnd:")):
+            pending |= int(line.split()[1], 16)
+    return not pending & (1 << (sig - 1))
 
 
 async def _async(value: bool) -> bool:
