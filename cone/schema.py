@@ -196,6 +196,13 @@ _DESTINATION: JsonObject = {
         "or (for send) a conversation id."
     ),
 }
+_MEMBERS: JsonObject = {
+    "required": True,
+    "minItems": 1,
+    "maxItems": 250,
+    "items": {"minLength": 1, "maxLength": limits.DESTINATION_MAX_CHARS},
+    "description": "Members: addresses, inbox ids or saved contact names (1–250).",
+}
 
 # The overlay: per RPC, per JSON parameter name, the constraints and description the
 # proto cannot carry. `required` is lifted into the object's `required` list.
@@ -313,6 +320,103 @@ _PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
             "description": "How long to wait for a first message, in milliseconds (0–30000).",
         },
     },
+    "Conversations": {
+        "consent": {"description": "Only conversations in this consent state; all when absent."},
+        "type": {"description": "Only direct (dm) or group conversations; all when absent."},
+        "limit": {
+            "minimum": limits.RECEIVE_LIMIT_MIN,
+            "maximum": limits.RECEIVE_LIMIT_MAX,
+            "default": limits.RECEIVE_LIMIT_DEFAULT,
+            "description": "At most this many conversations (1–1000). Default 50.",
+        },
+        "cursor": {
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "The cursor of the previous page, to get the next one.",
+        },
+        "consumer": {
+            **_CONSUMER,
+            "description": "The consumer whose pending counts are reported. Default `default`.",
+        },
+    },
+    "Messages": {
+        "conversationId": {"required": True, **_hex("The conversation whose history to read.")},
+        "before": _hex(
+            "Only messages before this messageId (exclusive): the previous page. "
+            "Newest first unless oldestFirst."
+        ),
+        "after": _hex(
+            "Only messages after this messageId (exclusive): the next page. "
+            "Oldest first unless oldestFirst is false."
+        ),
+        "limit": {
+            "minimum": limits.RECEIVE_LIMIT_MIN,
+            "maximum": limits.RECEIVE_LIMIT_MAX,
+            "default": limits.RECEIVE_LIMIT_DEFAULT,
+            "description": "At most this many messages (1–1000). Default 50.",
+        },
+        "oldestFirst": {
+            "description": (
+                "The page's order. Default: newest first, or oldest first when only "
+                "`after` is given."
+            )
+        },
+    },
+    "Contacts": {},
+    "CreateGroup": {
+        "members": _MEMBERS,
+        "name": {"maxLength": 100, "description": "The group's name (at most 100 characters)."},
+        "description": {
+            "maxLength": 1000,
+            "description": "The group's description (at most 1000 characters).",
+        },
+        "imageUrl": {"maxLength": 2048, "description": "The group's image URL."},
+        "key": {
+            **_KEY,
+            "description": (
+                "The key: one group per key (1–256 characters). Reuse it when retrying: "
+                "a retry returns the same group with deduplicated true, never a second one."
+            ),
+        },
+    },
+    "Members": {"conversationId": {"required": True, **_hex("The group.")}},
+    "AddMembers": {
+        "conversationId": {"required": True, **_hex("The group.")},
+        "members": _MEMBERS,
+    },
+    "RemoveMembers": {
+        "conversationId": {"required": True, **_hex("The group.")},
+        "members": _MEMBERS,
+    },
+    "LeaveGroup": {"conversationId": {"required": True, **_hex("The group to leave.")}},
+    "UpdateGroup": {
+        "conversationId": {"required": True, **_hex("The group.")},
+        "name": {"maxLength": 100, "description": "A new name (at most 100 characters)."},
+        "description": {
+            "maxLength": 1000,
+            "description": "A new description (at most 1000 characters).",
+        },
+        "imageUrl": {"maxLength": 2048, "description": "A new image URL."},
+    },
+    "RevokeInstallations": {
+        "installationIds": {
+            "maxItems": 10,
+            "items": {"pattern": limits.HEX_ID_PATTERN, "maxLength": 128},
+            "description": (
+                "Installation ids (hex) of this inbox to revoke, not this one's. "
+                "Give these or allExceptThis."
+            ),
+        },
+        "allExceptThis": {
+            "description": "Revoke every installation of this inbox except this one.",
+        },
+    },
+    "Unblock": {
+        "conversationId": {
+            "required": True,
+            **_hex("The blocked conversation to turn back into a request."),
+        }
+    },
 }
 
 # One sentence or three per operation: the JSON-RPC reference and the MCP tool
@@ -372,6 +476,34 @@ _SUMMARIES: Final[dict[str, str]] = {
         "acknowledged or counted as delivered), e.g. to watch the inbox. To follow, pass "
         "the last message's sequence (or headSequence) as afterSequence."
     ),
+    "Conversations": (
+        "The conversations this identity is part of, newest first, a page at a time (pass "
+        "the returned cursor for the next page): type, consent, the peer or the group's "
+        "name and members, last message time and pending count."
+    ),
+    "Messages": (
+        "Read back an accepted conversation's history, including your own sent messages "
+        "(own: true) and messages already acknowledged. Page with before/after a messageId. "
+        "Reading history changes nothing: it does not receive or acknowledge."
+    ),
+    "Contacts": "The saved contacts: name, inbox id, address and the direct conversation.",
+    "CreateGroup": (
+        "Create a group with members (addresses, inbox ids or contact names), accepted. "
+        "Requires a key: a retry with the same key returns the same group, never a second."
+    ),
+    "Members": "A group's members: inbox id, addresses and role (member, admin, super_admin).",
+    "AddMembers": "Add members to a group, if the group's permissions let you.",
+    "RemoveMembers": "Remove members from a group, if the group's permissions let you (by default admins only).",
+    "LeaveGroup": "Leave a group. Its messages stop entering receive at once.",
+    "UpdateGroup": "Change a group's name, description or image URL, if its permissions let you.",
+    "RevokeInstallations": (
+        "Revoke other installations of this identity's inbox (XMTP allows 10), by id or "
+        "all except this one. For operators: `status` reports the count."
+    ),
+    "Unblock": (
+        "Undo a block: the conversation becomes a request again (accept it to let its "
+        "messages in); for a direct conversation, the peer is unblocked everywhere."
+    ),
 }
 # RPCs the JSON surfaces do not offer, with the reason; every other RPC is a method
 # and a tool (a test holds this).
@@ -379,10 +511,21 @@ NOT_EXPOSED: Final[dict[str, str]] = {
     "Backup": "a server stream of file bytes: use `cone backup`, not a JSON call",
 }
 # Operations for operators rather than agents (documented as such).
-OPERATOR_RPCS: Final = frozenset({"Status"})
+OPERATOR_RPCS: Final = frozenset({"Status", "RevokeInstallations"})
 # Operations that only read: safe to cancel, to repeat, and cancelled when input closes.
 READ_ONLY_RPCS: Final = frozenset(
-    {"Identity", "Receive", "Requests", "Status", "Peek", "Attachment"}
+    {
+        "Identity",
+        "Receive",
+        "Requests",
+        "Status",
+        "Peek",
+        "Attachment",
+        "Conversations",
+        "Messages",
+        "Contacts",
+        "Members",
+    }
 )
 # Operations that wait (long polls): cancelled, not awaited, when a session's input ends.
 LONG_POLL_RPCS: Final = frozenset({"Receive", "Peek"})
@@ -425,6 +568,12 @@ def _enum_value(fd: FieldDescriptor, number: int) -> str:
     prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", fd.enum_type.name).upper() + "_"
     value = fd.enum_type.values_by_number.get(number)
     return value.name.removeprefix(prefix).lower() if value is not None else str(number)
+
+
+def _enum_number(fd: FieldDescriptor, name: str) -> int:
+    """The number of an enum value given by its short name (checked against the schema)."""
+    prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", fd.enum_type.name).upper() + "_"
+    return int(fd.enum_type.values_by_name[prefix + name.upper()].number)
 
 
 def _scalar_schema(fd: FieldDescriptor) -> JsonObject:
@@ -719,9 +868,6 @@ class Method:
                 getattr(request, fd.name).extend(value)
             elif fd.name in _JSON_TEXT:
                 setattr(request, fd.name, _dump_data(value))
-            elif fd.type == FieldDescriptor.TYPE_MESSAGE:
-                getattr(request, fd.name).SetInParent()
-                _to_message(getattr(request, fd.name), value)
             else:
                 setattr(request, fd.name, value)
         if self.rpc in _EXACTLY_ONE:

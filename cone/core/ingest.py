@@ -29,7 +29,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -174,6 +174,9 @@ class Ingestor:
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self.healed = 0
+        # Called after each commit with the messages read for a conversation (deletions
+        # and disappearing settings, cone/core/retention.py); None: nothing to call.
+        self.after_commit: Callable[[str, list[RawMessage]], Awaitable[None]] | None = None
 
     async def start(self) -> None:
         """Load the healed count and start the worker."""
@@ -366,6 +369,14 @@ class Ingestor:
         self, cid: str, raws: list[RawMessage], floor_ns: int | None = None
     ) -> list[str]:
         """Commit the messages cone has not read yet; returns the ids that entered the inbox."""
+        new = await self._commit_unread(cid, raws, floor_ns)
+        if self.after_commit is not None and raws:
+            await self.after_commit(cid, raws)
+        return new
+
+    async def _commit_unread(
+        self, cid: str, raws: list[RawMessage], floor_ns: int | None
+    ) -> list[str]:
         known = await self._store.read(inbox.known_ids, [r.id for r in raws]) if raws else set()
         rows: list[IncomingMessage] = []
         skipped: list[str] = []

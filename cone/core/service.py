@@ -20,8 +20,11 @@ from cone.core import validate
 from cone.core.attachments import Fetcher
 from cone.core.backup import BackupMaker
 from cone.core.content import Outgoing
+from cone.core.groups import Groups
+from cone.core.history import History
 from cone.core.ingest import Ingestor
 from cone.core.outbox import Outbox, SendResult, check_content, check_key
+from cone.core.retention import Retention
 from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
 from cone.engine.streams import StreamHealth
 from cone.errors import ConeError, FailedPrecondition, NotFound, StateError, Unavailable
@@ -101,6 +104,13 @@ class Core:
         self.outbox = Outbox(store, engine)
         self.fetcher = Fetcher(store, self._wake_receivers)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
+        # Conversations, history, contacts, unblock (cone/core/history.py).
+        self.history = History(store, engine)
+        # createGroup (keyed), members, add, remove, leave, update (cone/core/groups.py).
+        self.groups = Groups(store, engine, self.history, self.resolve_inbox, self._on_created)
+        # Peers' deletions and disappearing settings (cone/core/retention.py).
+        self.retention = Retention(store, engine, self._conversation_ids, catchup_interval_s)
+        self.ingestor.after_commit = self.retention.after_commit
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
         self._catch_up_now = asyncio.Event()
@@ -116,6 +126,7 @@ class Core:
         up periodically. Reconciling first keeps what libxmtp stored before a crash
         ahead of what arrives after it, in inbox order."""
         await self.ingestor.start()
+        await self.retention.start()
         await self.ingestor.reconcile(full=True)
         await self.engine.start_streams(
             on_message=self.ingestor.accept,
@@ -141,6 +152,7 @@ class Core:
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.outbox.stop()
         await self.fetcher.stop()
+        await self.retention.stop()
         await self.ingestor.stop()
         await self.engine.close()
 
@@ -160,6 +172,9 @@ class Core:
             except Exception:  # the loop's boundary: a failed pass must not end catch-up
                 log.exception("catch-up failed unexpectedly; trying again next period")
 
+    async def _conversation_ids(self) -> list[str]:
+        return [c.id for c in await self.engine.conversations()]
+
     def _on_stream_restart(self) -> None:
         # Whatever the gap skipped is read back from libxmtp's database; a stream that
         # reopens while the network was down means it is back: catch up now.
@@ -177,6 +192,11 @@ class Core:
         self._arrival = asyncio.Event()
 
     def _on_conversation(self, conversation_id: str) -> None:
+        self.ingestor.mark(conversation_id)
+        self._follow_up(conversation_id)
+
+    def _on_created(self, conversation_id: str) -> None:
+        # A group this identity made: read it soon, as a new conversation.
         self.ingestor.mark(conversation_id)
         self._follow_up(conversation_id)
 

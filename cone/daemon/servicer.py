@@ -15,12 +15,15 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from cone.core import installations
 from cone.core.content import AttachmentPart, Outgoing, Reaction
+from cone.core.history import ConversationView, HistoryMessage
 from cone.core.outbox import SendResult
 from cone.core.service import Core
+from cone.engine.groups import Member, Role
 from cone.errors import ConeError, Internal, InvalidArgument
 from cone.grpc_errors import to_status
-from cone.store import Kind, StoredAttachment, StoredMessage
+from cone.store import Consent, ContactRecord, Kind, StoredAttachment, StoredMessage
 from conepb.v1 import cone_pb2 as pb
 from conepb.v1 import cone_pb2_grpc
 
@@ -37,6 +40,13 @@ _NETWORK_STATES = {
     "unreachable": pb.NETWORK_STATE_UNREACHABLE,
     "v3_cutover": pb.NETWORK_STATE_V3_CUTOVER,
 }
+_KIND_OF = {number: kind for kind, number in _KIND.items()}
+_CONSENT = {
+    Consent.REQUESTED: pb.CONSENT_STATE_REQUESTED,
+    Consent.ACCEPTED: pb.CONSENT_STATE_ACCEPTED,
+    Consent.BLOCKED: pb.CONSENT_STATE_BLOCKED,
+}
+_CONSENT_OF = {number: consent for consent, number in _CONSENT.items()}
 
 
 def _ts(ns: int | None) -> Timestamp | None:
@@ -170,7 +180,60 @@ def message_to_pb(m: StoredMessage) -> pb.Message:
         out.attachment.CopyFrom(_attachment_pb(m.attachments[0]))
     elif m.attachments_kind == 2:
         out.attachments.extend(_attachment_pb(a) for a in m.attachments)
+    if m.removed == "deleted":
+        out.deleted = True
+    elif m.removed == "expired":
+        out.expired = True
     return out
+
+
+_ROLE = {
+    Role.MEMBER: pb.MEMBER_ROLE_MEMBER,
+    Role.ADMIN: pb.MEMBER_ROLE_ADMIN,
+    Role.SUPER_ADMIN: pb.MEMBER_ROLE_SUPER_ADMIN,
+}
+
+
+def members_to_pb(members: list[Member]) -> list[pb.Member]:
+    """Group members as proto Members."""
+    return [
+        pb.Member(inbox_id=m.inbox_id, addresses=m.addresses, role=_ROLE[m.role]) for m in members
+    ]
+
+
+def history_message_to_pb(h: HistoryMessage) -> pb.Message:
+    """A history message as the proto Message: Receive's shape, with own and deleted."""
+    out = message_to_pb(h.message)
+    if h.own:
+        out.own = True
+    return out
+
+
+def contact_to_pb(c: ContactRecord) -> pb.Contact:
+    """A saved contact as the proto Contact."""
+    return pb.Contact(
+        name=c.name, inbox_id=c.inbox_id, address=c.address, conversation_id=c.conversation_id
+    )
+
+
+def conversation_to_pb(v: ConversationView) -> pb.ConversationSummary:
+    """A listed conversation as the proto ConversationSummary."""
+    return pb.ConversationSummary(
+        conversation_id=v.id,
+        conversation_type=_KIND[v.kind],
+        consent=_CONSENT[v.consent],
+        peer_inbox_id=v.peer_inbox_id,
+        peer_address=v.peer_address,
+        contact_name=v.contact_name,
+        name=v.name,
+        description=v.description,
+        image_url=v.image_url,
+        member_count=v.member_count,
+        created_at=_ts(v.created_ns),
+        last_message_at=_ts(v.last_message_ns),
+        pending_messages=v.pending,
+        active=v.active,
+    )
 
 
 class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
@@ -383,3 +446,111 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             ingest_healed=s.ingest_healed,
             network_state=_NETWORK_STATES[s.network],
         )
+
+    @_boundary
+    async def Conversations(
+        self, request: pb.ConversationsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ConversationsResponse:
+        consent = request.consent if request.HasField("consent") else None
+        kind = request.type if request.HasField("type") else None
+        views, cursor = await self.core.history.conversations(
+            consumer=request.consumer,
+            consent=_CONSENT_OF.get(consent) if consent else None,
+            kind=_KIND_OF.get(kind) if kind else None,
+            limit=request.limit if request.HasField("limit") else None,
+            cursor=request.cursor if request.HasField("cursor") else None,
+        )
+        return pb.ConversationsResponse(
+            conversations=[conversation_to_pb(v) for v in views], cursor=cursor
+        )
+
+    @_boundary
+    async def Messages(
+        self, request: pb.MessagesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.MessagesResponse:
+        found, more = await self.core.history.messages(
+            conversation_id=request.conversation_id,
+            before=request.before if request.HasField("before") else None,
+            after=request.after if request.HasField("after") else None,
+            limit=request.limit if request.HasField("limit") else None,
+            oldest_first=request.oldest_first if request.HasField("oldest_first") else None,
+        )
+        return pb.MessagesResponse(messages=[history_message_to_pb(h) for h in found], more=more)
+
+    @_boundary
+    async def Contacts(
+        self, request: pb.ContactsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ContactsResponse:
+        found = await self.core.history.contacts()
+        return pb.ContactsResponse(contacts=[contact_to_pb(c) for c in found])
+
+    @_boundary
+    async def Unblock(
+        self, request: pb.UnblockRequest, context: grpc.aio.ServicerContext
+    ) -> pb.UnblockResponse:
+        await self.core.history.unblock(request.conversation_id)
+        return pb.UnblockResponse(unblocked=True)
+
+    @_boundary
+    async def CreateGroup(
+        self, request: pb.CreateGroupRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreateGroupResponse:
+        created = await self.core.groups.create(
+            members=list(request.members),
+            name=request.name if request.HasField("name") else None,
+            description=request.description if request.HasField("description") else None,
+            image_url=request.image_url if request.HasField("image_url") else None,
+            key=request.key,
+        )
+        return pb.CreateGroupResponse(
+            group=conversation_to_pb(created.group), deduplicated=created.deduplicated
+        )
+
+    @_boundary
+    async def Members(
+        self, request: pb.MembersRequest, context: grpc.aio.ServicerContext
+    ) -> pb.MembersResponse:
+        found = await self.core.groups.members(request.conversation_id)
+        return pb.MembersResponse(members=members_to_pb(found))
+
+    @_boundary
+    async def AddMembers(
+        self, request: pb.AddMembersRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AddMembersResponse:
+        found = await self.core.groups.add(request.conversation_id, list(request.members))
+        return pb.AddMembersResponse(members=members_to_pb(found))
+
+    @_boundary
+    async def RemoveMembers(
+        self, request: pb.RemoveMembersRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RemoveMembersResponse:
+        found = await self.core.groups.remove(request.conversation_id, list(request.members))
+        return pb.RemoveMembersResponse(members=members_to_pb(found))
+
+    @_boundary
+    async def LeaveGroup(
+        self, request: pb.LeaveGroupRequest, context: grpc.aio.ServicerContext
+    ) -> pb.LeaveGroupResponse:
+        await self.core.groups.leave(request.conversation_id)
+        return pb.LeaveGroupResponse(left=True)
+
+    @_boundary
+    async def UpdateGroup(
+        self, request: pb.UpdateGroupRequest, context: grpc.aio.ServicerContext
+    ) -> pb.UpdateGroupResponse:
+        view = await self.core.groups.update(
+            request.conversation_id,
+            name=request.name if request.HasField("name") else None,
+            description=request.description if request.HasField("description") else None,
+            image_url=request.image_url if request.HasField("image_url") else None,
+        )
+        return pb.UpdateGroupResponse(group=conversation_to_pb(view))
+
+    @_boundary
+    async def RevokeInstallations(
+        self, request: pb.RevokeInstallationsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RevokeInstallationsResponse:
+        revoked, left = await installations.revoke(
+            self.core.engine, list(request.installation_ids), request.all_except_this
+        )
+        return pb.RevokeInstallationsResponse(revoked_installation_ids=revoked, installations=left)

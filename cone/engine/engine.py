@@ -181,6 +181,11 @@ class Engine:
         self._cutover = False
         self._probed_at = -PROBE_EVERY_S
         self._probes: set[asyncio.Task[bool]] = set()
+        # Groups, conversation details, deletions, installations (cone/engine/groups.py,
+        # which imports this module for `translate`).
+        from cone.engine.groups import Groups
+
+        self.groups = Groups(client, self.inbox_id, wallet_key, offload)
 
     @classmethod
     async def open(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cone.errors import StateError, storage_full
-from cone.store import attachments, conversations, inbox, meta, outbox
+from cone.store import attachments, conversations, history, inbox, meta, outbox
 from cone.store._db import Connection, DatabaseError, open_database
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
@@ -178,6 +178,7 @@ __all__ = [
     "StoredMessage",
     "attachments",
     "conversations",
+    "history",
     "inbox",
     "load_db_key",
     "meta",

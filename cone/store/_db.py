@@ -79,6 +79,10 @@ def open_database(path: Path, key: bytes) -> sqlcipher.Connection:
         conn.execute("PRAGMA busy_timeout = 5000")
         # Temporary tables and indices stay in memory, never as plaintext on disk.
         conn.execute("PRAGMA temp_store = MEMORY")
+        # Deleted and cleared content is overwritten, not left in free space: a peer's
+        # deletion or a disappearing setting takes the content off the disk. (SQLCipher
+        # turns this on with the key already; it is stated here as the contract.)
+        conn.execute("PRAGMA secure_delete = ON")
         # Damage further in would otherwise surface only when that page is read, as
         # odd failures of whichever call reads it: check every page now (a read of the
         # whole file, about a second per few hundred MB).

@@ -134,6 +134,52 @@ MIGRATIONS: Final[list[str]] = [
     -- A reaction or reply to this identity's own message names it as the sender.
     CREATE INDEX outbox_by_message ON outbox(message_id) WHERE message_id IS NOT NULL;
     """,
+    # 3 -> 4: history, groups, deletions and disappearing messages. A message whose
+    # sender deleted it, or whose conversation's disappearing setting expired it,
+    # keeps its row (its id stays known to ingest, a consumer can still ack it) with
+    # its content cleared and `removed` saying why.
+    """
+    ALTER TABLE messages ADD COLUMN removed TEXT;
+    ALTER TABLE messages ADD COLUMN removed_ns INTEGER;
+    -- History pages in the conversation's order: sent time, then id.
+    CREATE INDEX messages_by_history ON messages(conversation_id, sent_at_ns, id);
+    CREATE INDEX outbox_by_history ON outbox(conversation_id, created_ns, message_id)
+        WHERE message_id IS NOT NULL;
+    CREATE INDEX conversations_by_first_seen ON conversations(first_seen_ns, id);
+    -- Messages whose content is still held, by time: what disappearing settings expire.
+    CREATE INDEX messages_live_by_time ON messages(conversation_id, sent_at_ns)
+        WHERE removed IS NULL;
+    -- An own message expired by its conversation's disappearing setting.
+    ALTER TABLE outbox ADD COLUMN expired_ns INTEGER;
+    -- Set when this identity leaves a group: the last inbox sequence delivered from it.
+    ALTER TABLE conversations ADD COLUMN left_seq INTEGER;
+
+    -- A peer's deleteMessage, kept until (and after) the message it names arrives.
+    CREATE TABLE deletions (
+        message_id      TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL,
+        sender_inbox_id TEXT NOT NULL,
+        received_ns     INTEGER NOT NULL
+    ) WITHOUT ROWID;
+
+    -- Each conversation's disappearing-message setting, as libxmtp last reported it.
+    CREATE TABLE disappearing (
+        conversation_id TEXT PRIMARY KEY,
+        from_ns         INTEGER NOT NULL,
+        in_ns           INTEGER NOT NULL
+    ) WITHOUT ROWID;
+
+    -- createGroup keys: claimed before libxmtp makes the group, like send keys.
+    CREATE TABLE group_keys (
+        key         TEXT PRIMARY KEY,
+        request     TEXT NOT NULL,
+        group_id    TEXT,
+        state       TEXT NOT NULL,
+        last_error  TEXT,
+        created_ns  INTEGER NOT NULL,
+        settled_ns  INTEGER
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

@@ -15,14 +15,17 @@ from cone.store._db import Connection
 from cone.store.records import Consent, IncomingMessage, Kind, StoredAttachment, StoredMessage
 
 # Pending for a consumer: in an accepted conversation, not from a blocked inbox,
-# not acknowledged by that consumer. The receipt row (if any) comes along for its
-# delivery count.
+# not acknowledged by that consumer, not deleted or expired before this consumer
+# was handed it, not taken in after this identity left its group. The receipt row
+# (if any) comes along for its delivery count.
 _PENDING = f"""
     FROM messages m
     JOIN conversations c ON c.id = m.conversation_id
     LEFT JOIN receipts r ON r.consumer = :consumer AND r.seq = m.seq
     WHERE c.consent = {int(Consent.ACCEPTED)}
       AND r.acked_ns IS NULL
+      AND (m.removed IS NULL OR r.deliveries > 0)
+      AND (c.left_seq IS NULL OR m.seq <= c.left_seq)
       AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)
 """
 
@@ -160,7 +163,7 @@ _COLUMNS: Final = (
     " m.content_type, m.text, m.data_json, m.reply_to, m.fallback"
 )
 # After the delivery count: the columns of later schema versions.
-_EXTRA: Final = "m.unreadable, m.reaction_json, m.content_json, m.attachments_kind"
+_EXTRA: Final = "m.unreadable, m.reaction_json, m.content_json, m.attachments_kind, m.removed"
 
 
 def _fitting(
@@ -235,6 +238,7 @@ def _stored(row: Any, files: tuple[StoredAttachment, ...]) -> StoredMessage:
         content_json=row[14],
         attachments=files,
         attachments_kind=row[15],
+        removed=row[16],
     )
 
 

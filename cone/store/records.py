@@ -102,6 +102,8 @@ class StoredMessage:
     content_json: str | None = None
     attachments: tuple[StoredAttachment, ...] = ()
     attachments_kind: int | None = None
+    # `deleted` or `expired` once the content was removed (cone/store/retention.py).
+    removed: str | None = None
 
 
 @dataclass(frozen=True)

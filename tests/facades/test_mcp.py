@@ -27,6 +27,9 @@ EXPECTED_TOOLS = [
     "cone_identity", "cone_connect", "cone_send", "cone_reply", "cone_receive", "cone_ack",
     "cone_requests", "cone_accept", "cone_block", "cone_sync", "cone_status",
     "cone_attachment", "cone_peek",
+    "cone_conversations", "cone_messages", "cone_contacts", "cone_unblock",
+    "cone_creategroup", "cone_members", "cone_addmembers", "cone_removemembers",
+    "cone_leavegroup", "cone_updategroup", "cone_revokeinstallations",
 ]  # fmt: skip
 
 

@@ -29,8 +29,12 @@ def test_the_schema_is_in_step_with_the_proto() -> None:
 
 def test_the_contract_methods_are_all_there() -> None:
     contract = "identity connect send reply receive ack requests accept block sync".split()
+    contract += (
+        "conversations messages contacts unblock createGroup addMembers removeMembers "
+        "leaveGroup updateGroup members revokeInstallations"
+    ).split()  # issue 15
     assert set(contract) <= set(methods())
-    assert [m.name for m in methods().values() if m.operator] == ["status"]
+    assert [m.name for m in methods().values() if m.operator] == ["status", "revokeInstallations"]
 
 
 @pytest.mark.parametrize("name", list(methods()))
@@ -148,3 +152,12 @@ def test_a_default_response_matches_its_result_schema(name: str) -> None:
     result = method.to_result(method.response_type())
     jsonschema.validate(result, method.result_schema)
     json.dumps(result, allow_nan=False)
+
+
+def test_enum_parameters_take_their_short_names() -> None:
+    request = methods()["conversations"].to_request({"consent": "blocked", "type": "dm"})
+    assert request.consent == pb.CONSENT_STATE_BLOCKED
+    assert request.type == pb.CONVERSATION_TYPE_DM
+    with pytest.raises(InvalidArgument) as err:
+        methods()["conversations"].to_request({"consent": "maybe"})
+    assert err.value.field == "consent"

@@ -53,6 +53,21 @@ _HINTS: Final[dict[str, dict[str, bool]]] = {
     "Status": {"read_only_hint": True, "open_world_hint": False},
     "Peek": {"read_only_hint": True, "open_world_hint": False},
     "Attachment": {"read_only_hint": True, "open_world_hint": False},
+    "Conversations": {"read_only_hint": True, "open_world_hint": False},
+    "Messages": {"read_only_hint": True, "open_world_hint": False},
+    "Contacts": {"read_only_hint": True, "open_world_hint": False},
+    "Unblock": {"idempotent_hint": True, "destructive_hint": False, "open_world_hint": True},
+    "CreateGroup": {"idempotent_hint": True, "destructive_hint": False, "open_world_hint": True},
+    "Members": {"read_only_hint": True, "open_world_hint": False},
+    "AddMembers": {"idempotent_hint": True, "destructive_hint": False, "open_world_hint": True},
+    "RemoveMembers": {"idempotent_hint": True, "destructive_hint": True, "open_world_hint": True},
+    "LeaveGroup": {"idempotent_hint": True, "destructive_hint": True, "open_world_hint": True},
+    "UpdateGroup": {"idempotent_hint": True, "destructive_hint": False, "open_world_hint": True},
+    "RevokeInstallations": {
+        "idempotent_hint": True,
+        "destructive_hint": True,
+        "open_world_hint": True,
+    },
 }
 # What each tool's description adds to the shared summary for a model.
 _TEACH: Final[dict[str, str]] = {
@@ -64,6 +79,8 @@ _TEACH: Final[dict[str, str]] = {
     "Reply": " Requires a key.",
     "Ack": " Only ack what you have acted on; unacked messages are received again.",
     "Status": " For operators.",
+    "RevokeInstallations": " For operators.",
+    "CreateGroup": " Requires a key.",
 }
 
 

@@ -42,6 +42,13 @@ class NetworkState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NETWORK_STATE_REACHABLE: _ClassVar[NetworkState]
     NETWORK_STATE_UNREACHABLE: _ClassVar[NetworkState]
     NETWORK_STATE_V3_CUTOVER: _ClassVar[NetworkState]
+
+class MemberRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MEMBER_ROLE_UNSPECIFIED: _ClassVar[MemberRole]
+    MEMBER_ROLE_MEMBER: _ClassVar[MemberRole]
+    MEMBER_ROLE_ADMIN: _ClassVar[MemberRole]
+    MEMBER_ROLE_SUPER_ADMIN: _ClassVar[MemberRole]
 CONVERSATION_TYPE_UNSPECIFIED: ConversationType
 CONVERSATION_TYPE_DM: ConversationType
 CONVERSATION_TYPE_GROUP: ConversationType
@@ -60,6 +67,10 @@ NETWORK_STATE_UNSPECIFIED: NetworkState
 NETWORK_STATE_REACHABLE: NetworkState
 NETWORK_STATE_UNREACHABLE: NetworkState
 NETWORK_STATE_V3_CUTOVER: NetworkState
+MEMBER_ROLE_UNSPECIFIED: MemberRole
+MEMBER_ROLE_MEMBER: MemberRole
+MEMBER_ROLE_ADMIN: MemberRole
+MEMBER_ROLE_SUPER_ADMIN: MemberRole
 
 class Reaction(_message.Message):
     __slots__ = ("message_id", "emoji", "action", "schema", "reference_inbox_id")
@@ -224,7 +235,7 @@ class ReceiveRequest(_message.Message):
     def __init__(self, consumer: _Optional[str] = ..., limit: _Optional[int] = ..., wait_ms: _Optional[int] = ..., exclude_conversation_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries", "unreadable", "reaction", "attachment", "attachments", "content_json")
+    __slots__ = ("message_id", "conversation_id", "conversation_type", "sender_inbox_id", "sent_at", "content_type", "text", "data_json", "reply_to", "fallback", "sequence", "deliveries", "unreadable", "reaction", "attachment", "attachments", "content_json", "own", "deleted", "expired")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -242,6 +253,9 @@ class Message(_message.Message):
     ATTACHMENT_FIELD_NUMBER: _ClassVar[int]
     ATTACHMENTS_FIELD_NUMBER: _ClassVar[int]
     CONTENT_JSON_FIELD_NUMBER: _ClassVar[int]
+    OWN_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     conversation_id: str
     conversation_type: ConversationType
@@ -259,7 +273,10 @@ class Message(_message.Message):
     attachment: Attachment
     attachments: _containers.RepeatedCompositeFieldContainer[Attachment]
     content_json: str
-    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ..., unreadable: _Optional[str] = ..., reaction: _Optional[_Union[Reaction, _Mapping]] = ..., attachment: _Optional[_Union[Attachment, _Mapping]] = ..., attachments: _Optional[_Iterable[_Union[Attachment, _Mapping]]] = ..., content_json: _Optional[str] = ...) -> None: ...
+    own: bool
+    deleted: bool
+    expired: bool
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., sender_inbox_id: _Optional[str] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., text: _Optional[str] = ..., data_json: _Optional[str] = ..., reply_to: _Optional[str] = ..., fallback: _Optional[str] = ..., sequence: _Optional[int] = ..., deliveries: _Optional[int] = ..., unreadable: _Optional[str] = ..., reaction: _Optional[_Union[Reaction, _Mapping]] = ..., attachment: _Optional[_Union[Attachment, _Mapping]] = ..., attachments: _Optional[_Iterable[_Union[Attachment, _Mapping]]] = ..., content_json: _Optional[str] = ..., own: _Optional[bool] = ..., deleted: _Optional[bool] = ..., expired: _Optional[bool] = ...) -> None: ...
 
 class ReceiveResponse(_message.Message):
     __slots__ = ("messages", "more")
@@ -488,3 +505,219 @@ class PeekResponse(_message.Message):
     more: bool
     head_sequence: int
     def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., more: _Optional[bool] = ..., head_sequence: _Optional[int] = ...) -> None: ...
+
+class ConversationsRequest(_message.Message):
+    __slots__ = ("consent", "type", "limit", "cursor", "consumer")
+    CONSENT_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    consent: ConsentState
+    type: ConversationType
+    limit: int
+    cursor: str
+    consumer: str
+    def __init__(self, consent: _Optional[_Union[ConsentState, str]] = ..., type: _Optional[_Union[ConversationType, str]] = ..., limit: _Optional[int] = ..., cursor: _Optional[str] = ..., consumer: _Optional[str] = ...) -> None: ...
+
+class ConversationSummary(_message.Message):
+    __slots__ = ("conversation_id", "conversation_type", "consent", "peer_inbox_id", "peer_address", "contact_name", "name", "description", "image_url", "member_count", "created_at", "last_message_at", "pending_messages", "active")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    CONSENT_FIELD_NUMBER: _ClassVar[int]
+    PEER_INBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    CONTACT_NAME_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_URL_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_MESSAGE_AT_FIELD_NUMBER: _ClassVar[int]
+    PENDING_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    conversation_type: ConversationType
+    consent: ConsentState
+    peer_inbox_id: str
+    peer_address: str
+    contact_name: str
+    name: str
+    description: str
+    image_url: str
+    member_count: int
+    created_at: _timestamp_pb2.Timestamp
+    last_message_at: _timestamp_pb2.Timestamp
+    pending_messages: int
+    active: bool
+    def __init__(self, conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., consent: _Optional[_Union[ConsentState, str]] = ..., peer_inbox_id: _Optional[str] = ..., peer_address: _Optional[str] = ..., contact_name: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., image_url: _Optional[str] = ..., member_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_message_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending_messages: _Optional[int] = ..., active: _Optional[bool] = ...) -> None: ...
+
+class ConversationsResponse(_message.Message):
+    __slots__ = ("conversations", "cursor")
+    CONVERSATIONS_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    conversations: _containers.RepeatedCompositeFieldContainer[ConversationSummary]
+    cursor: str
+    def __init__(self, conversations: _Optional[_Iterable[_Union[ConversationSummary, _Mapping]]] = ..., cursor: _Optional[str] = ...) -> None: ...
+
+class MessagesRequest(_message.Message):
+    __slots__ = ("conversation_id", "before", "after", "limit", "oldest_first")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_FIRST_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    before: str
+    after: str
+    limit: int
+    oldest_first: bool
+    def __init__(self, conversation_id: _Optional[str] = ..., before: _Optional[str] = ..., after: _Optional[str] = ..., limit: _Optional[int] = ..., oldest_first: _Optional[bool] = ...) -> None: ...
+
+class MessagesResponse(_message.Message):
+    __slots__ = ("messages", "more")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[Message]
+    more: bool
+    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., more: _Optional[bool] = ...) -> None: ...
+
+class ContactsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ContactsResponse(_message.Message):
+    __slots__ = ("contacts",)
+    CONTACTS_FIELD_NUMBER: _ClassVar[int]
+    contacts: _containers.RepeatedCompositeFieldContainer[Contact]
+    def __init__(self, contacts: _Optional[_Iterable[_Union[Contact, _Mapping]]] = ...) -> None: ...
+
+class UnblockRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class UnblockResponse(_message.Message):
+    __slots__ = ("unblocked",)
+    UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
+    unblocked: bool
+    def __init__(self, unblocked: _Optional[bool] = ...) -> None: ...
+
+class Member(_message.Message):
+    __slots__ = ("inbox_id", "addresses", "role")
+    INBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    inbox_id: str
+    addresses: _containers.RepeatedScalarFieldContainer[str]
+    role: MemberRole
+    def __init__(self, inbox_id: _Optional[str] = ..., addresses: _Optional[_Iterable[str]] = ..., role: _Optional[_Union[MemberRole, str]] = ...) -> None: ...
+
+class CreateGroupRequest(_message.Message):
+    __slots__ = ("members", "name", "description", "image_url", "key")
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_URL_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedScalarFieldContainer[str]
+    name: str
+    description: str
+    image_url: str
+    key: str
+    def __init__(self, members: _Optional[_Iterable[str]] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., image_url: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+
+class CreateGroupResponse(_message.Message):
+    __slots__ = ("group", "deduplicated")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
+    group: ConversationSummary
+    deduplicated: bool
+    def __init__(self, group: _Optional[_Union[ConversationSummary, _Mapping]] = ..., deduplicated: _Optional[bool] = ...) -> None: ...
+
+class MembersRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class MembersResponse(_message.Message):
+    __slots__ = ("members",)
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedCompositeFieldContainer[Member]
+    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ...) -> None: ...
+
+class AddMembersRequest(_message.Message):
+    __slots__ = ("conversation_id", "members")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    members: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, conversation_id: _Optional[str] = ..., members: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AddMembersResponse(_message.Message):
+    __slots__ = ("members",)
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedCompositeFieldContainer[Member]
+    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ...) -> None: ...
+
+class RemoveMembersRequest(_message.Message):
+    __slots__ = ("conversation_id", "members")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    members: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, conversation_id: _Optional[str] = ..., members: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RemoveMembersResponse(_message.Message):
+    __slots__ = ("members",)
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedCompositeFieldContainer[Member]
+    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ...) -> None: ...
+
+class LeaveGroupRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class LeaveGroupResponse(_message.Message):
+    __slots__ = ("left",)
+    LEFT_FIELD_NUMBER: _ClassVar[int]
+    left: bool
+    def __init__(self, left: _Optional[bool] = ...) -> None: ...
+
+class UpdateGroupRequest(_message.Message):
+    __slots__ = ("conversation_id", "name", "description", "image_url")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_URL_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    name: str
+    description: str
+    image_url: str
+    def __init__(self, conversation_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., image_url: _Optional[str] = ...) -> None: ...
+
+class UpdateGroupResponse(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: ConversationSummary
+    def __init__(self, group: _Optional[_Union[ConversationSummary, _Mapping]] = ...) -> None: ...
+
+class RevokeInstallationsRequest(_message.Message):
+    __slots__ = ("installation_ids", "all_except_this")
+    INSTALLATION_IDS_FIELD_NUMBER: _ClassVar[int]
+    ALL_EXCEPT_THIS_FIELD_NUMBER: _ClassVar[int]
+    installation_ids: _containers.RepeatedScalarFieldContainer[str]
+    all_except_this: bool
+    def __init__(self, installation_ids: _Optional[_Iterable[str]] = ..., all_except_this: _Optional[bool] = ...) -> None: ...
+
+class RevokeInstallationsResponse(_message.Message):
+    __slots__ = ("revoked_installation_ids", "installations")
+    REVOKED_INSTALLATION_IDS_FIELD_NUMBER: _ClassVar[int]
+    INSTALLATIONS_FIELD_NUMBER: _ClassVar[int]
+    revoked_installation_ids: _containers.RepeatedScalarFieldContainer[str]
+    installations: int
+    def __init__(self, revoked_installation_ids: _Optional[_Iterable[str]] = ..., installations: _Optional[int] = ...) -> None: ...

@@ -106,6 +106,61 @@ class ConeServiceStub:
                 request_serializer=conepb_dot_v1_dot_cone__pb2.PeekRequest.SerializeToString,
                 response_deserializer=conepb_dot_v1_dot_cone__pb2.PeekResponse.FromString,
                 _registered_method=True)
+        self.Conversations = channel.unary_unary(
+                '/cone.v1.ConeService/Conversations',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.ConversationsRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.ConversationsResponse.FromString,
+                _registered_method=True)
+        self.Messages = channel.unary_unary(
+                '/cone.v1.ConeService/Messages',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.MessagesRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.MessagesResponse.FromString,
+                _registered_method=True)
+        self.Contacts = channel.unary_unary(
+                '/cone.v1.ConeService/Contacts',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.ContactsRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.ContactsResponse.FromString,
+                _registered_method=True)
+        self.Unblock = channel.unary_unary(
+                '/cone.v1.ConeService/Unblock',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.UnblockRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.UnblockResponse.FromString,
+                _registered_method=True)
+        self.CreateGroup = channel.unary_unary(
+                '/cone.v1.ConeService/CreateGroup',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.CreateGroupRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.CreateGroupResponse.FromString,
+                _registered_method=True)
+        self.Members = channel.unary_unary(
+                '/cone.v1.ConeService/Members',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.MembersRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.MembersResponse.FromString,
+                _registered_method=True)
+        self.AddMembers = channel.unary_unary(
+                '/cone.v1.ConeService/AddMembers',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.AddMembersRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.AddMembersResponse.FromString,
+                _registered_method=True)
+        self.RemoveMembers = channel.unary_unary(
+                '/cone.v1.ConeService/RemoveMembers',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.RemoveMembersRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.RemoveMembersResponse.FromString,
+                _registered_method=True)
+        self.LeaveGroup = channel.unary_unary(
+                '/cone.v1.ConeService/LeaveGroup',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.LeaveGroupRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.LeaveGroupResponse.FromString,
+                _registered_method=True)
+        self.UpdateGroup = channel.unary_unary(
+                '/cone.v1.ConeService/UpdateGroup',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupResponse.FromString,
+                _registered_method=True)
+        self.RevokeInstallations = channel.unary_unary(
+                '/cone.v1.ConeService/RevokeInstallations',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsResponse.FromString,
+                _registered_method=True)
 
 
 class ConeServiceServicer:
@@ -248,6 +303,113 @@ class ConeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Conversations(self, request, context):
+        """Conversations lists the conversations cone records, newest first (by when cone
+        first saw them), filtered by consent and type, a page at a time: pass the
+        returned `cursor` to get the next page. INVALID_ARGUMENT for a malformed cursor
+        or an out-of-range limit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Messages(self, request, context):
+        """Messages pages through one accepted conversation's history: the messages in
+        cone's inbox (acknowledged or not) and this identity's own messages sent through
+        cone. Reading history changes no receipt. NOT_FOUND (reason
+        `unknown_conversation`) for an unknown conversation or (reason `unknown_message`)
+        for a cursor id not in its history; FAILED_PRECONDITION (reason `not_accepted`)
+        for a request or a blocked conversation: content is shown only once accepted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Contacts(self, request, context):
+        """Contacts lists the saved contacts, by name then inbox id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Unblock(self, request, context):
+        """Unblock turns a blocked conversation back into a request (never silently into an
+        accepted one) and, for a DM, unblocks its peer inbox; XMTP's consent records for
+        both go back to unknown. Unblocking a request changes nothing.
+        NOT_FOUND (reason `unknown_conversation`) when the conversation is unknown;
+        FAILED_PRECONDITION (reason `not_blocked`) when it is accepted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateGroup(self, request, context):
+        """CreateGroup makes a group with the given members, accepted, keyed like Send: the
+        key is recorded before libxmtp makes the group, so a retry with the same key
+        returns the same group (`deduplicated` set), and a crash at any point never makes
+        two. NOT_FOUND when a member does not resolve; ALREADY_EXISTS (reason
+        `key_conflict`) when the key was used for other members; UNAVAILABLE when the
+        network cannot be reached (retry with the same key).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Members(self, request, context):
+        """Members lists a group's members with their addresses and roles.
+        NOT_FOUND (reason `unknown_conversation`); FAILED_PRECONDITION (reason
+        `not_a_group`) for a DM.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddMembers(self, request, context):
+        """AddMembers adds inboxes to a group; members already in it are left as they are.
+        FAILED_PRECONDITION (reason `not_permitted`) when the group's policy does not let
+        this identity add members, (reason `not_a_member`) after leaving the group.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveMembers(self, request, context):
+        """RemoveMembers removes inboxes from a group; ones not in it are ignored.
+        FAILED_PRECONDITION (reason `not_permitted`) when the group's policy does not let
+        this identity remove members (by default only admins may).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LeaveGroup(self, request, context):
+        """LeaveGroup asks to leave a group. Delivery ends at once: messages cone takes in
+        from the group after this call never enter Receive.
+        FAILED_PRECONDITION (reason `not_a_member`) when already gone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateGroup(self, request, context):
+        """UpdateGroup changes a group's name, description or image URL (those given).
+        FAILED_PRECONDITION (reason `not_permitted`) when the group's policy refuses it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeInstallations(self, request, context):
+        """RevokeInstallations revokes other installations of this inbox (XMTP allows 10),
+        signed with the identity's wallet: the given ones, or every one but this.
+        INVALID_ARGUMENT when neither or both are given, or the list names this
+        installation; NOT_FOUND (reason `unknown_installation`) for an id the inbox does
+        not have; UNAVAILABLE when the network cannot be reached.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -320,6 +482,61 @@ def add_ConeServiceServicer_to_server(servicer, server):
                     servicer.Peek,
                     request_deserializer=conepb_dot_v1_dot_cone__pb2.PeekRequest.FromString,
                     response_serializer=conepb_dot_v1_dot_cone__pb2.PeekResponse.SerializeToString,
+            ),
+            'Conversations': grpc.unary_unary_rpc_method_handler(
+                    servicer.Conversations,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.ConversationsRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.ConversationsResponse.SerializeToString,
+            ),
+            'Messages': grpc.unary_unary_rpc_method_handler(
+                    servicer.Messages,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.MessagesRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.MessagesResponse.SerializeToString,
+            ),
+            'Contacts': grpc.unary_unary_rpc_method_handler(
+                    servicer.Contacts,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.ContactsRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.ContactsResponse.SerializeToString,
+            ),
+            'Unblock': grpc.unary_unary_rpc_method_handler(
+                    servicer.Unblock,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.UnblockRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.UnblockResponse.SerializeToString,
+            ),
+            'CreateGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateGroup,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.CreateGroupRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.CreateGroupResponse.SerializeToString,
+            ),
+            'Members': grpc.unary_unary_rpc_method_handler(
+                    servicer.Members,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.MembersRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.MembersResponse.SerializeToString,
+            ),
+            'AddMembers': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddMembers,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.AddMembersRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.AddMembersResponse.SerializeToString,
+            ),
+            'RemoveMembers': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveMembers,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.RemoveMembersRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.RemoveMembersResponse.SerializeToString,
+            ),
+            'LeaveGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.LeaveGroup,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.LeaveGroupRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.LeaveGroupResponse.SerializeToString,
+            ),
+            'UpdateGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateGroup,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.UpdateGroupResponse.SerializeToString,
+            ),
+            'RevokeInstallations': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeInstallations,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -702,6 +919,303 @@ class ConeService:
             '/cone.v1.ConeService/Peek',
             conepb_dot_v1_dot_cone__pb2.PeekRequest.SerializeToString,
             conepb_dot_v1_dot_cone__pb2.PeekResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Conversations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Conversations',
+            conepb_dot_v1_dot_cone__pb2.ConversationsRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.ConversationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Messages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Messages',
+            conepb_dot_v1_dot_cone__pb2.MessagesRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.MessagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Contacts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Contacts',
+            conepb_dot_v1_dot_cone__pb2.ContactsRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.ContactsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Unblock(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Unblock',
+            conepb_dot_v1_dot_cone__pb2.UnblockRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.UnblockResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/CreateGroup',
+            conepb_dot_v1_dot_cone__pb2.CreateGroupRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.CreateGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Members(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Members',
+            conepb_dot_v1_dot_cone__pb2.MembersRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.MembersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddMembers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/AddMembers',
+            conepb_dot_v1_dot_cone__pb2.AddMembersRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.AddMembersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveMembers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/RemoveMembers',
+            conepb_dot_v1_dot_cone__pb2.RemoveMembersRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.RemoveMembersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LeaveGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/LeaveGroup',
+            conepb_dot_v1_dot_cone__pb2.LeaveGroupRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.LeaveGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/UpdateGroup',
+            conepb_dot_v1_dot_cone__pb2.UpdateGroupRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.UpdateGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeInstallations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/RevokeInstallations',
+            conepb_dot_v1_dot_cone__pb2.RevokeInstallationsRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.RevokeInstallationsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,222 @@
+"""History benchmarks: `messages` paging and `conversations` listing, each against the
+same queries on plain SQLite in the same run.
+
+    python -m bench history [--conversations 1000] [--messages 10000] [--page 100]
+
+- conversations: list every one of N conversations (half with a saved contact, a few
+  messages each) a page of 50 at a time over cone.sock, against the same SQL
+  (`cone.store.history.conversations`) on plain SQLite, in process.
+- messages: page through one conversation of M messages (every tenth one cone's own,
+  from the outbox) both ways, `limit` per page, over cone.sock, against the same SQL
+  (`cone.store.history.messages`) on plain SQLite, in process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from cone.core import content
+from cone.devnet import Devnet
+from cone.store import (
+    Connection,
+    Consent,
+    ContactRecord,
+    IncomingMessage,
+    Kind,
+    Store,
+    conversations,
+    history,
+    inbox,
+)
+from cone.store._migrations import migrate
+from conepb.v1 import cone_pb2 as pb
+from support.daemons import DaemonProcess, short_home
+from support.state import store_key
+
+BIG = "b1" * 16
+SENDER = "ab" * 32
+OWN = "cd" * 32
+PRODUCTION_PACE = {"CONE_CATCHUP_S": "30"}
+
+
+def fill(conn: Connection, n_conversations: int, n_messages: int) -> None:
+    """N accepted conversations with 3 messages each, half with a contact; one more
+    conversation with M messages, every tenth one an own message in the outbox."""
+    rows: list[IncomingMessage] = []
+    for c in range(n_conversations):
+        cid = f"{c:032x}"
+        peer = f"{c:064x}"
+        conversations.ensure(conn, cid, Kind.DM, peer, Consent.ACCEPTED, 1_000 + c)
+        if c % 2 == 0:
+            conversations.save_contact(conn, ContactRecord(peer, f"c{c}", f"0x{c:040x}", cid))
+        rows += [
+            IncomingMessage(
+                id=f"f{c:031x}{i:032x}",
+                conversation_id=cid,
+                sender_inbox_id=peer,
+                sent_at_ns=10_000 + i,
+                content_type=content.TEXT,
+                text=f"message {i} of conversation {c}",
+            )
+            for i in range(3)
+        ]
+    inbox.insert_messages(conn, rows)
+    conversations.ensure(conn, BIG, Kind.DM, SENDER, Consent.ACCEPTED, 1)
+    big = []
+    for i in range(n_messages):
+        if i % 10 == 9:
+            _, payload = content.encode(text=f"own message {i}", key=f"k{i}")
+            conn.execute(
+                "INSERT INTO outbox (key, conversation_id, destination, content_type, payload,"
+                " message_id, state, created_ns, settled_ns)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'settled', ?, ?)",
+                (f"k{i}", BIG, BIG, content.TEXT, payload, f"{i:064x}", 1_000_000 + i, 0),
+            )
+        else:
+            big.append(
+                IncomingMessage(
+                    id=f"{i:064x}",
+                    conversation_id=BIG,
+                    sender_inbox_id=SENDER,
+                    sent_at_ns=1_000_000 + i,
+                    content_type=content.TEXT,
+                    text=f"history message {i}",
+                )
+            )
+    inbox.insert_messages(conn, big)
+
+
+def _plain(n_conversations: int, n_messages: int, work: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(work / "plain.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    migrate(conn)  # type: ignore[arg-type]  # the same DB-API surface
+    conn.execute("BEGIN IMMEDIATE")
+    fill(conn, n_conversations, n_messages)  # type: ignore[arg-type]
+    conn.execute("COMMIT")
+    return conn
+
+
+def _timed(pages: list[float]) -> str:
+    return f"p50 {statistics.median(pages) * 1000:.2f} ms/page"
+
+
+async def _walk_conversations(call: Callable[[str | None], Any]) -> tuple[int, float, list[float]]:
+    seen, cursor, pages = 0, None, []
+    start = time.perf_counter()
+    while True:
+        t = time.perf_counter()
+        found, cursor = await call(cursor)
+        pages.append(time.perf_counter() - t)
+        seen += len(found)
+        if cursor is None:
+            return seen, time.perf_counter() - start, pages
+
+
+async def _walk_messages(
+    call: Callable[[str | None, bool], Any], oldest_first: bool
+) -> tuple[int, float, list[float]]:
+    seen, cursor, pages = 0, None, []
+    start = time.perf_counter()
+    while True:
+        t = time.perf_counter()
+        found, more = await call(cursor, oldest_first)
+        pages.append(time.perf_counter() - t)
+        seen += len(found)
+        if not more:
+            return seen, time.perf_counter() - start, pages
+        cursor = found[-1]
+
+
+async def _main(args: argparse.Namespace) -> None:
+    n_conv, n_msg, page = args.conversations, args.messages, args.page
+    home = short_home()
+    async with Devnet(port=0) as url, DaemonProcess(home, url, PRODUCTION_PACE) as d:
+        await d.stop()
+        store = Store.open(home / "cone.db", store_key(home))
+        try:
+            store.write_now(fill, n_conv, n_msg)
+        finally:
+            store.close()
+        await d.start()
+
+        async def cone_conversations(cursor: str | None) -> tuple[list[Any], str | None]:
+            request = pb.ConversationsRequest(limit=50)
+            if cursor is not None:
+                request.cursor = cursor
+            r = await d.client.call("Conversations", request)
+            return list(r.conversations), r.cursor if r.HasField("cursor") else None
+
+        async def cone_messages(cursor: str | None, oldest: bool) -> tuple[list[str], bool]:
+            request = pb.MessagesRequest(conversation_id=BIG, limit=page, oldest_first=oldest)
+            if cursor is not None:
+                setattr(request, "after" if oldest else "before", cursor)
+            r = await d.client.call("Messages", request)
+            return [m.message_id for m in r.messages], r.more
+
+        conv = await _walk_conversations(cone_conversations)
+        fwd = await _walk_messages(cone_messages, True)
+        back = await _walk_messages(cone_messages, False)
+
+    with tempfile.TemporaryDirectory() as work:
+        plain = _plain(n_conv, n_msg, Path(work))
+
+        async def plain_conversations(cursor: str | None) -> tuple[list[Any], str | None]:
+            return history.conversations(
+                plain,  # type: ignore[arg-type]
+                consumer="default", consent=None, kind=None, limit=50, cursor=cursor,
+            )  # fmt: skip
+
+        async def plain_messages(cursor: str | None, oldest: bool) -> tuple[list[str], bool]:
+            query = functools.partial(
+                history.messages,
+                plain,  # type: ignore[arg-type]
+                conversation_id=BIG, own_inbox_id=OWN, limit=page, oldest_first=oldest,
+            )  # fmt: skip
+            rows, more, _ = query(
+                after=cursor if oldest else None, before=None if oldest else cursor
+            )
+            for r in rows:  # what the daemon does too: decode own messages' payloads
+                if r.own_payload is not None:
+                    content.decode(r.own_payload)
+            return [r.id for r in rows], more
+
+        base_conv = await _walk_conversations(plain_conversations)
+        base_fwd = await _walk_messages(plain_messages, True)
+        base_back = await _walk_messages(plain_messages, False)
+        plain.close()
+
+    def line(
+        what: str, cone: tuple[int, float, list[float]], base: tuple[int, float, list[float]]
+    ) -> None:
+        print(
+            f"{what}: cone {cone[0] / cone[1]:,.0f}/s ({cone[1]:.2f} s, {_timed(cone[2])}); "
+            f"plain SQLite {base[0] / base[1]:,.0f}/s ({base[1]:.3f} s, {_timed(base[2])}); "
+            f"{cone[1] / base[1]:.1f}x the time"
+        )
+
+    assert conv[0] == base_conv[0] == n_conv + 1
+    assert fwd[0] == back[0] == base_fwd[0] == n_msg, (fwd[0], back[0], base_fwd[0], base_back[0])
+    line(f"conversations: {conv[0]} listed, 50 a page", conv, base_conv)
+    line(f"messages oldest first: {n_msg}, {page} a page", fwd, base_fwd)
+    line(f"messages newest first: {n_msg}, {page} a page", back, base_back)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench history", description=__doc__)
+    parser.add_argument("--conversations", type=int, default=1000)
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--page", type=int, default=100)
+    asyncio.run(_main(parser.parse_args(argv)))

@@ -1,0 +1,23 @@
+"""Failpoints: named places where a test can stop a real process to crash it there.
+
+With `CONE_FAILPOINT=<name>` and `CONE_FAILPOINT_FILE=<path>` in its environment, a
+process that reaches the failpoint `<name>` creates the file and then waits forever,
+so that a test can `kill -9` it at exactly that point. Without them (always, outside
+tests) `reached` returns at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+
+async def reached(name: str) -> None:
+    """Stop here forever when the environment names this failpoint."""
+    if os.environ.get("CONE_FAILPOINT") != name:
+        return
+    marker = os.environ.get("CONE_FAILPOINT_FILE")
+    if marker:
+        await asyncio.to_thread(Path(marker).touch)
+    await asyncio.Event().wait()

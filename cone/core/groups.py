@@ -1,0 +1,252 @@
+"""Groups: create (keyed), members, add, remove, leave, update.
+
+`createGroup` follows the send-key protocol (cone/core/outbox.py):
+
+1. The key and its canonical request are committed before libxmtp makes anything.
+2. libxmtp makes the group in its own database only (`create_group_optimistic`),
+   tagged with an `app_data` marker derived from the key. A crash before step 3
+   finds that group again by its marker, so a key never gets a second group.
+3. The group id is recorded with the key, the group is recorded in cone's store as
+   accepted, and XMTP's consent record allows it.
+4. The members are added: this publishes the group and its welcomes. Adding them
+   again is harmless (libxmtp skips members already in it), so a crash before the
+   key settles only repeats this step on the next call with the key.
+
+A failure in step 4 (network) is returned as UNAVAILABLE; the key keeps its group and
+the caller retries with the same key. Until then the group exists only on this
+device: nobody else sees it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from cone import _failpoints
+from cone.core import validate
+from cone.core.history import ConversationView, History
+from cone.core.outbox import check_key
+from cone.engine.engine import Engine
+from cone.engine.groups import Action, Member
+from cone.errors import ConeError, Conflict, FailedPrecondition, InvalidArgument, NotFound
+from cone.store import Consent, Kind, Store, conversations
+from cone.store import groups as group_keys
+
+log = logging.getLogger(__name__)
+
+MEMBERS_MAX = 250
+NAME_MAX_CHARS = 100
+DESCRIPTION_MAX_CHARS = 1000
+IMAGE_URL_MAX_CHARS = 2048
+_MARKER_PREFIX = "cone.group:"
+
+
+@dataclass(frozen=True)
+class Created:
+    """What CreateGroup returns."""
+
+    group: ConversationView
+    deduplicated: bool
+
+
+def _text(value: str | None, field: str, most: int) -> str | None:
+    if value is not None and len(value) > most:
+        raise InvalidArgument(f"{field} must be at most {most} characters", field=field)
+    return value
+
+
+def _members(values: list[str]) -> list[str]:
+    if not 1 <= len(values) <= MEMBERS_MAX:
+        raise InvalidArgument(f"members must hold 1–{MEMBERS_MAX} entries", field="members")
+    return [validate.destination(v, "members") for v in values]
+
+
+def marker(own_inbox_id: str, key: str) -> str:
+    """The `app_data` a key's group carries: the key is not readable from it."""
+    digest = hashlib.sha256(f"{own_inbox_id}\0{key}".encode()).hexdigest()[:32]
+    return _MARKER_PREFIX + digest
+
+
+class Groups:
+    """Group operations for one identity."""
+
+    def __init__(
+        self,
+        store: Store,
+        engine: Engine,
+        history: History,
+        resolve: Callable[[str], Awaitable[tuple[str, str | None]]],
+        on_new_group: Callable[[str], None],
+    ) -> None:
+        self._store = store
+        self._engine = engine
+        self._history = history
+        self._resolve = resolve
+        self._on_new_group = on_new_group
+
+    async def _inboxes(self, members: list[str]) -> list[str]:
+        """Inbox ids for members given as addresses, inbox ids or contact names."""
+        out: list[str] = []
+        for m in _members(members):
+            inbox_id, _ = await self._resolve(m)
+            if inbox_id != self._engine.inbox_id and inbox_id not in out:
+                out.append(inbox_id)
+        return out
+
+    async def create(
+        self,
+        *,
+        members: list[str],
+        name: str | None,
+        description: str | None,
+        image_url: str | None,
+        key: str,
+    ) -> Created:
+        """One group per key (see the module docstring)."""
+        check_key(key)
+        name = _text(name, "name", NAME_MAX_CHARS)
+        description = _text(description, "description", DESCRIPTION_MAX_CHARS)
+        image_url = _text(image_url, "imageUrl", IMAGE_URL_MAX_CHARS)
+        inboxes = await self._inboxes(members)
+        request = json.dumps(
+            {"members": sorted(inboxes), "name": name, "description": description,
+             "imageUrl": image_url},
+            sort_keys=True,
+        )  # fmt: skip
+        rec, new = await self._store.write(group_keys.claim, key, request, time.time_ns())
+        if not new:
+            first = json.loads(rec.request)
+            if first["members"] != sorted(inboxes):
+                raise Conflict(
+                    f"key {key!r} was first used to create a group with other members",
+                    reason="key_conflict",
+                    field="key",
+                )
+            if rec.state == "settled" and rec.group_id:
+                return Created(await self._history.one(rec.group_id), deduplicated=True)
+            # The first request's metadata wins, as a send key's first payload does.
+            name, description, image_url = first["name"], first["description"], first["imageUrl"]
+        group_id = rec.group_id
+        if group_id is None:
+            tag = marker(self._engine.inbox_id, key)
+            group_id = await self._engine.groups.find_created(tag)
+            if group_id is None:
+                group_id = await self._engine.groups.create_local(
+                    name=name, description=description, image_url=image_url, app_data=tag
+                )
+                await _failpoints.reached("group_created")
+            await self._store.write(group_keys.set_group, key, group_id)
+        now = time.time_ns()
+        await self._store.write(
+            conversations.ensure, group_id, Kind.GROUP, "", Consent.ACCEPTED, now
+        )
+        await self._engine.set_consent(conversation_id=group_id, allowed=True)
+        if rec.state != "settled":
+            await _failpoints.reached("group_recorded")
+            try:
+                await self._engine.groups.add_members(group_id, inboxes)
+            except ConeError as exc:
+                await self._store.write(group_keys.fail, key, exc.message)
+                raise
+            await self._store.write(group_keys.settle, key, time.time_ns())
+            self._on_new_group(group_id)
+        return Created(await self._history.one(group_id), deduplicated=not new)
+
+    async def _group(self, conversation_id: str) -> None:
+        """The conversation must be a group cone records."""
+        validate.hex_id(conversation_id, "conversationId")
+        conv = await self._store.read(conversations.get, conversation_id)
+        if conv is None:
+            raise NotFound(
+                f"conversation {conversation_id} is not known to this inbox: run sync first",
+                reason="unknown_conversation",
+                field="conversationId",
+            )
+        if conv.kind is not Kind.GROUP:
+            raise FailedPrecondition(
+                f"conversation {conversation_id} is a DM, not a group",
+                reason="not_a_group",
+                field="conversationId",
+            )
+
+    async def members(self, conversation_id: str) -> list[Member]:
+        """A group's members."""
+        await self._group(conversation_id)
+        return await self._engine.groups.members(conversation_id)
+
+    async def add(self, conversation_id: str, members: list[str]) -> list[Member]:
+        """Add members (the group's policy permitting); returns the members after."""
+        await self._group(conversation_id)
+        inboxes = await self._inboxes(members)
+        await self._engine.groups.check(conversation_id, Action.ADD_MEMBERS)
+        current = {m.inbox_id for m in await self._engine.groups.members(conversation_id)}
+        missing = [i for i in inboxes if i not in current]
+        if missing:
+            await self._engine.groups.add_members(conversation_id, missing)
+        return await self._engine.groups.members(conversation_id)
+
+    async def remove(self, conversation_id: str, members: list[str]) -> list[Member]:
+        """Remove members (the group's policy permitting); returns the members after."""
+        await self._group(conversation_id)
+        inboxes = await self._inboxes_to_remove(members)
+        await self._engine.groups.check(conversation_id, Action.REMOVE_MEMBERS)
+        current = {m.inbox_id for m in await self._engine.groups.members(conversation_id)}
+        present = [i for i in inboxes if i in current]
+        if present:
+            await self._engine.groups.remove_members(conversation_id, present)
+        return await self._engine.groups.members(conversation_id)
+
+    async def _inboxes_to_remove(self, members: list[str]) -> list[str]:
+        out: list[str] = []
+        for m in _members(members):
+            inbox_id, _ = await self._resolve(m)
+            if inbox_id == self._engine.inbox_id:
+                raise InvalidArgument(
+                    "members names this identity: use leaveGroup to leave", field="members"
+                )
+            out.append(inbox_id)
+        return out
+
+    async def leave(self, conversation_id: str) -> None:
+        """Leave a group; delivery from it ends now."""
+        await self._group(conversation_id)
+        details = await self._engine.groups.details([conversation_id])
+        if conversation_id in details and not details[conversation_id].active:
+            raise FailedPrecondition(
+                f"this identity is no longer a member of group {conversation_id}",
+                reason="not_a_member",
+                field="conversationId",
+            )
+        await self._store.write(group_keys.leave, conversation_id)
+        await self._engine.groups.leave(conversation_id)
+
+    async def update(
+        self,
+        conversation_id: str,
+        *,
+        name: str | None,
+        description: str | None,
+        image_url: str | None,
+    ) -> ConversationView:
+        """Change the given metadata (the group's policy permitting)."""
+        await self._group(conversation_id)
+        name = _text(name, "name", NAME_MAX_CHARS)
+        description = _text(description, "description", DESCRIPTION_MAX_CHARS)
+        image_url = _text(image_url, "imageUrl", IMAGE_URL_MAX_CHARS)
+        if name is None and description is None and image_url is None:
+            raise InvalidArgument("give at least one of name, description and imageUrl")
+        for value, action in (
+            (name, Action.UPDATE_NAME),
+            (description, Action.UPDATE_DESCRIPTION),
+            (image_url, Action.UPDATE_IMAGE),
+        ):
+            if value is not None:
+                await self._engine.groups.check(conversation_id, action)
+        await self._engine.groups.update(
+            conversation_id, name=name, description=description, image_url=image_url
+        )
+        return await self._history.one(conversation_id)

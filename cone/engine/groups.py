@@ -1,0 +1,451 @@
+"""Groups, conversation details, deletions and installations, over libxmtp 1.10.
+
+Part of the engine (the only importer of xmtp-bindings). Every libxmtp call here is
+bounded: synchronous ones run on a worker thread, asynchronous ones under a timeout,
+so none blocks the event loop or waits forever. libxmtp's errors become ConeErrors.
+
+libxmtp reports a change a group's policy refuses only as a generic sync error (the
+reason, `InsufficientPermissions`, goes to its log), so each change is checked
+against the group's permission policy first and refused with a clear reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, TypeVar
+
+from xmtp_bindings import xmtpv3 as ffi
+
+from cone.engine._offload import Offload
+from cone.engine.engine import translate
+from cone.errors import ConeError, FailedPrecondition, NotFound
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+LOCAL_CALL_S = 30.0
+NETWORK_CALL_S = 120.0
+DELETE_MESSAGE_TYPE = "xmtp.org/deleteMessage"
+
+
+def _not_a_member(exc: BaseException, doing: str) -> ConeError | None:
+    if "GroupInactive" in str(exc):
+        # Removed (or left) before cone's local state knew it.
+        return FailedPrecondition(
+            f"{doing} failed: this identity is no longer a member of the group",
+            reason="not_a_member",
+            field="conversationId",
+        )
+    return None
+
+
+class Role(Enum):
+    """A member's permission level in a group."""
+
+    MEMBER = 0
+    ADMIN = 1
+    SUPER_ADMIN = 2
+
+
+class Action(Enum):
+    """A group change, named for its permission policy."""
+
+    ADD_MEMBERS = "add_member_policy"
+    REMOVE_MEMBERS = "remove_member_policy"
+    UPDATE_NAME = "update_group_name_policy"
+    UPDATE_DESCRIPTION = "update_group_description_policy"
+    UPDATE_IMAGE = "update_group_image_url_square_policy"
+
+
+_ACTION_WORDS = {
+    Action.ADD_MEMBERS: "add members",
+    Action.REMOVE_MEMBERS: "remove members",
+    Action.UPDATE_NAME: "change the name",
+    Action.UPDATE_DESCRIPTION: "change the description",
+    Action.UPDATE_IMAGE: "change the image",
+}
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member of a group: its inbox, addresses and role."""
+
+    inbox_id: str
+    addresses: list[str]
+    role: Role
+
+
+@dataclass(frozen=True)
+class Details:
+    """What libxmtp knows of a conversation beyond cone's record."""
+
+    id: str
+    is_group: bool
+    created_ns: int
+    active: bool
+    name: str | None
+    description: str | None
+    image_url: str | None
+    disappearing: tuple[int, int] | None  # (from_ns, in_ns)
+
+
+def _settings(conv: Any) -> tuple[int, int] | None:
+    s = conv.conversation_message_disappearing_settings()
+    if s is None or s.in_ns <= 0:
+        return None
+    return int(s.from_ns), int(s.in_ns)
+
+
+def _details(conv: Any) -> Details:
+    is_group = conv.conversation_type() == ffi.FfiConversationType.GROUP
+    return Details(
+        id=bytes(conv.id()).hex(),
+        is_group=is_group,
+        created_ns=int(conv.created_at_ns()),
+        active=bool(conv.is_active()),
+        name=conv.group_name() if is_group else None,
+        description=conv.group_description() if is_group else None,
+        image_url=conv.group_image_url_square() if is_group else None,
+        disappearing=_settings(conv),
+    )
+
+
+def _create_options(
+    name: str | None, description: str | None, image_url: str | None, app_data: str
+) -> Any:
+    return ffi.FfiCreateGroupOptions(
+        permissions=None,
+        group_name=name,
+        group_image_url_square=image_url,
+        group_description=description,
+        custom_permission_policy_set=None,
+        message_disappearing_settings=None,
+        app_data=app_data,
+    )
+
+
+class Groups:
+    """Group and conversation operations on one libxmtp client."""
+
+    def __init__(self, client: Any, inbox_id: str, wallet_key: bytes, offload: Offload) -> None:
+        self._client = client
+        self._inbox_id = inbox_id
+        self._wallet_key = wallet_key
+        self._x = offload
+
+    async def _offload(self, fn: Callable[[], T], seconds: float, doing: str) -> T:
+        """A synchronous libxmtp call on the engine's offload, bounded."""
+        try:
+            return await self._x.run_sync(fn, seconds, doing)
+        except ffi.FfiError as exc:
+            raise translate(exc, doing) from exc
+
+    async def _call(self, make: Callable[[], Awaitable[T]], seconds: float, doing: str) -> T:
+        """An asynchronous libxmtp call, made and awaited on the engine's offload (libxmtp
+        works on the thread that polls it), bounded."""
+        try:
+            return await self._x.run(make, seconds, doing)
+        except ffi.FfiError as exc:
+            raise _not_a_member(exc, doing) or translate(exc, doing) from exc
+
+    async def _conversation(self, conversation_id: str) -> Any:
+        return await self._offload(
+            lambda: self._conversation_now(conversation_id), LOCAL_CALL_S, "reading a conversation"
+        )
+
+    def _conversation_now(self, conversation_id: str) -> Any:
+        try:
+            return self._client.conversation(bytes.fromhex(conversation_id))
+        except (ffi.FfiError, ValueError):
+            raise NotFound(
+                f"conversation {conversation_id} is not known to this inbox: run sync first",
+                reason="unknown_conversation",
+                field="conversationId",
+            ) from None
+
+    async def _group(self, conversation_id: str) -> Any:
+        return await self._offload(
+            lambda: self._group_now(conversation_id), LOCAL_CALL_S, "reading a group"
+        )
+
+    def _group_now(self, conversation_id: str) -> Any:
+        conv = self._conversation_now(conversation_id)
+        if conv.conversation_type() != ffi.FfiConversationType.GROUP:
+            raise FailedPrecondition(
+                f"conversation {conversation_id} is a DM, not a group",
+                reason="not_a_group",
+                field="conversationId",
+            )
+        return conv
+
+    # --- details -------------------------------------------------------------------
+
+    async def details(self, conversation_ids: list[str]) -> dict[str, Details]:
+        """Details of the conversations libxmtp knows among these (one thread hop)."""
+
+        def read() -> dict[str, Details]:
+            out = {}
+            for cid in conversation_ids:
+                try:
+                    out[cid] = _details(self._client.conversation(bytes.fromhex(cid)))
+                except (ffi.FfiError, ValueError):
+                    continue
+            return out
+
+        return await self._offload(read, LOCAL_CALL_S, "reading conversation details")
+
+    async def addresses(self, inbox_ids: list[str]) -> dict[str, list[str]]:
+        """The addresses of these inboxes that libxmtp knows locally (one call)."""
+        if not inbox_ids:
+            return {}
+        try:
+            states = await self._call(
+                lambda: self._client.addresses_from_inbox_id(False, inbox_ids),
+                LOCAL_CALL_S,
+                "reading addresses",
+            )
+        except ConeError:
+            return {}
+        return {s.inbox_id: [i.identifier for i in s.account_identities] for s in states}
+
+    async def member_count(self, conversation_id: str) -> int:
+        """How many inboxes are members of a group (libxmtp's local state)."""
+        conv = await self._conversation(conversation_id)
+        members = await self._call(lambda: conv.list_members(), LOCAL_CALL_S, "listing members")
+        return len(members)
+
+    async def members(self, conversation_id: str) -> list[Member]:
+        """The members of a group with their addresses and roles."""
+        conv = await self._group(conversation_id)
+        found = await self._call(lambda: conv.list_members(), LOCAL_CALL_S, "listing members")
+        return sorted(
+            (
+                Member(
+                    inbox_id=m.inbox_id,
+                    addresses=[i.identifier for i in m.account_identifiers],
+                    role=Role(m.permission_level.value),
+                )
+                for m in found
+            ),
+            key=lambda m: (-m.role.value, m.inbox_id),
+        )
+
+    async def disappearing(self, conversation_ids: list[str]) -> dict[str, tuple[int, int]]:
+        """The disappearing-message settings in force among these conversations."""
+        found = await self.details(conversation_ids)
+        return {cid: d.disappearing for cid, d in found.items() if d.disappearing is not None}
+
+    # --- creating a group, keyed ------------------------------------------------------
+
+    async def find_created(self, app_data: str) -> str | None:
+        """The group this identity made locally with this `app_data`, if any: how a
+        createGroup key finds its group again after a crash before its record."""
+
+        def scan() -> str | None:
+            opts = ffi.FfiListConversationsOptions(
+                created_after_ns=None,
+                created_before_ns=None,
+                last_activity_before_ns=None,
+                last_activity_after_ns=None,
+                order_by=None,
+                limit=None,
+                consent_states=None,
+                include_duplicate_dms=False,
+            )
+            for item in self._client.conversations().list_groups(opts):
+                conv = item.conversation()
+                if conv.app_data() == app_data and conv.added_by_inbox_id() == self._inbox_id:
+                    return bytes(conv.id()).hex()
+            return None
+
+        return await self._offload(scan, LOCAL_CALL_S, "looking for a created group")
+
+    async def create_local(
+        self, *, name: str | None, description: str | None, image_url: str | None, app_data: str
+    ) -> str:
+        """Make a group in libxmtp's database only (nothing is published yet); its id."""
+        opts = _create_options(name, description, image_url, app_data)
+
+        def create() -> str:
+            return bytes(self._client.conversations().create_group_optimistic(opts).id()).hex()
+
+        return await self._offload(create, LOCAL_CALL_S, "creating a group")
+
+    # --- changing a group ---------------------------------------------------------------
+
+    def role_of(self, conv: Any, inbox_id: str) -> Role:
+        """An inbox's role in a group."""
+        if conv.is_super_admin(inbox_id):
+            return Role.SUPER_ADMIN
+        if conv.is_admin(inbox_id):
+            return Role.ADMIN
+        return Role.MEMBER
+
+    async def check(self, conversation_id: str, action: Action) -> None:
+        """FailedPrecondition(not_permitted) when the group's policy refuses this
+        identity the change; FailedPrecondition(not_a_member) once it has left."""
+
+        def decide() -> tuple[Any, Role, bool]:
+            conv = self._group_now(conversation_id)
+            policy = getattr(conv.group_permissions().policy_set(), action.value)
+            return policy, self.role_of(conv, self._inbox_id), bool(conv.is_active())
+
+        policy, role, active = await self._offload(
+            decide, LOCAL_CALL_S, "reading group permissions"
+        )
+        if not active:
+            raise FailedPrecondition(
+                f"this identity is no longer a member of group {conversation_id}",
+                reason="not_a_member",
+                field="conversationId",
+            )
+        P = ffi.FfiPermissionPolicy
+        allowed = (
+            policy == P.ALLOW
+            or (policy == P.ADMIN and role is not Role.MEMBER)
+            or (policy == P.SUPER_ADMIN and role is Role.SUPER_ADMIN)
+        )
+        if allowed:
+            return
+        who = {
+            P.ADMIN: "only admins and super admins",
+            P.SUPER_ADMIN: "only super admins",
+            P.DENY: "nobody",
+        }.get(policy, "not this identity")
+        raise FailedPrecondition(
+            f"not permitted: in group {conversation_id} {who} may "
+            f"{_ACTION_WORDS[action]}, and this identity is {role.name.lower().replace('_', ' ')}",
+            reason="not_permitted",
+            field="conversationId",
+        )
+
+    async def add_members(self, conversation_id: str, inbox_ids: list[str]) -> list[str]:
+        """Add inboxes (publishing the commit and welcomes); the ones newly added."""
+        conv = await self._group(conversation_id)
+        result = await self._call(
+            lambda: conv.add_members(inbox_ids), NETWORK_CALL_S, "adding members"
+        )
+        return sorted(result.added_members)
+
+    async def remove_members(self, conversation_id: str, inbox_ids: list[str]) -> None:
+        """Remove inboxes from a group."""
+        conv = await self._group(conversation_id)
+        await self._call(lambda: conv.remove_members(inbox_ids), NETWORK_CALL_S, "removing members")
+
+    async def leave(self, conversation_id: str) -> None:
+        """Ask to leave a group; its admins' clients remove this inbox."""
+        conv = await self._group(conversation_id)
+        await self._call(lambda: conv.leave_group(), NETWORK_CALL_S, "leaving the group")
+
+    async def update(
+        self,
+        conversation_id: str,
+        *,
+        name: str | None,
+        description: str | None,
+        image_url: str | None,
+    ) -> None:
+        """Change the given fields of a group's metadata."""
+        conv = await self._group(conversation_id)
+        if name is not None:
+            await self._call(
+                lambda: conv.update_group_name(name), NETWORK_CALL_S, "renaming the group"
+            )
+        if description is not None:
+            await self._call(
+                lambda: conv.update_group_description(description),
+                NETWORK_CALL_S,
+                "changing the group's description",
+            )
+        if image_url is not None:
+            await self._call(
+                lambda: conv.update_group_image_url_square(image_url),
+                NETWORK_CALL_S,
+                "changing the group's image",
+            )
+
+    async def reset_consent(self, *, conversation_id: str, peer_inbox_id: str | None) -> None:
+        """Set XMTP's consent records for a conversation (and a DM's peer) back to unknown."""
+        state = ffi.FfiConsentState.UNKNOWN
+        records = [
+            ffi.FfiConsent(
+                entity_type=ffi.FfiConsentEntityType.CONVERSATION_ID,
+                state=state,
+                entity=conversation_id,
+            )
+        ]
+        if peer_inbox_id:
+            records.append(
+                ffi.FfiConsent(
+                    entity_type=ffi.FfiConsentEntityType.INBOX_ID, state=state, entity=peer_inbox_id
+                )
+            )
+        await self._call(
+            lambda: self._client.set_consent_states(records),
+            NETWORK_CALL_S,
+            "recording consent in XMTP",
+        )
+
+    # --- deletions --------------------------------------------------------------------
+
+    @staticmethod
+    def deleted_message_id(encoded_content: bytes) -> str | None:
+        """The message id a deleteMessage content names, or None for anything else."""
+        try:
+            decoded = ffi.decode_delete_message(encoded_content)
+        except ffi.FfiError:
+            return None
+        target = str(decoded.message_id).lower()
+        return target if target and all(c in "0123456789abcdef" for c in target) else None
+
+    # --- installations ------------------------------------------------------------------
+
+    async def installations(self) -> list[str]:
+        """This inbox's installation ids (hex), from the network."""
+        state = await self._call(
+            lambda: self._client.inbox_state(True), NETWORK_CALL_S, "reading the inbox"
+        )
+        return [bytes(i.id).hex() for i in state.installations]
+
+    async def revoke(self, installation_ids: list[str] | None) -> tuple[list[str], int]:
+        """Revoke these installations (None: every other one), signed with the wallet;
+        returns the ids revoked and how many installations are left.
+        NotFound(unknown_installation) for an id the inbox does not have."""
+        own = bytes(self._client.installation_id()).hex()
+        current = await self.installations()
+        if installation_ids is None:
+            targets = [i for i in current if i != own]
+        else:
+            unknown = [i for i in installation_ids if i not in current]
+            if unknown:
+                raise NotFound(
+                    f"installation {unknown[0]} is not one of this inbox's installations",
+                    reason="unknown_installation",
+                    field="installationIds",
+                )
+            targets = list(dict.fromkeys(installation_ids))
+        if not targets:
+            return [], len(current)
+        request = await self._call(
+            lambda: self._client.revoke_installations([bytes.fromhex(i) for i in targets]),
+            NETWORK_CALL_S,
+            "preparing the revocation",
+        )
+        text = await self._call(
+            lambda: request.signature_text(), LOCAL_CALL_S, "reading the revocation"
+        )
+        signature = ffi.ethereum_sign_recoverable(text.encode(), self._wallet_key, True)
+        await self._call(lambda: request.add_ecdsa_signature(signature), LOCAL_CALL_S, "signing")
+        await self._call(
+            lambda: self._client.apply_signature_request(request),
+            NETWORK_CALL_S,
+            "publishing the revocation",
+        )
+        return targets, len(await self.installations())
+
+
+__all__ = ["Action", "Details", "Groups", "Member", "Role"]

@@ -1,0 +1,271 @@
+"""History: conversation listings, a conversation's messages, contacts, unblocking.
+
+Reading here never changes a receipt. Every function takes an open connection inside
+the caller's transaction (or a read).
+
+History order is a total order that never changes once a message is stored: the
+sender's sent time, then the message id. Inbox messages and this identity's own
+messages (the outbox's published keys) are merged in that order; an own message is
+placed at the time cone first took its key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cone.errors import FailedPrecondition, InvalidArgument, NotFound
+from cone.store._db import Connection
+from cone.store.conversations import require
+from cone.store.records import Consent, ContactRecord, Conversation, Kind
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One message of a conversation's history, before its content is decoded."""
+
+    id: str
+    seq: int  # 0 for an own message
+    sender_inbox_id: str
+    sent_at_ns: int
+    content_type: str
+    text: str | None
+    data_json: str | None
+    reply_to: str | None
+    fallback: str | None
+    unreadable: str | None
+    removed: str | None
+    own_payload: bytes | None  # an own message's encoded content, decoded by the core
+
+
+@dataclass(frozen=True)
+class ConversationRow:
+    """One conversation of a listing, with what cone's store knows of it."""
+
+    conversation: Conversation
+    contact_name: str | None
+    contact_address: str | None
+    last_message_ns: int | None
+    pending: int
+    left: bool
+
+
+# Inbox rows and own rows in one shape: (t, id, seq, sender, type, text, data, reply,
+# fallback, unreadable, removed, payload). Expired messages are gone from history.
+# Each side is bounded, ordered and limited on its own index; the page is their merge.
+_INBOX = (
+    "SELECT sent_at_ns AS t, id, seq, sender_inbox_id, content_type, text, data_json,"
+    " reply_to, fallback, unreadable, removed, NULL AS payload FROM messages"
+    " WHERE conversation_id = :cid AND (removed IS NULL OR removed != 'expired')"
+    " {bounds} ORDER BY sent_at_ns {order}, id {order} LIMIT :n"
+)
+_OWN = (
+    "SELECT created_ns AS t, message_id AS id, 0, :own, content_type, NULL, NULL, NULL,"
+    " NULL, NULL, NULL, payload FROM outbox"
+    " WHERE conversation_id = :cid AND message_id IS NOT NULL AND expired_ns IS NULL"
+    " {bounds} ORDER BY created_ns {order}, message_id {order} LIMIT :n"
+)
+
+
+def _arm(template: str, time_column: str, id_column: str, bounds: list[str], order: str) -> str:
+    where = "".join(f" AND ({time_column}, {id_column}) {b}" for b in bounds)
+    return f"SELECT * FROM ({template.format(bounds=where, order=order)})"
+
+
+def _position(conn: Connection, conversation_id: str, message_id: str, field: str) -> int:
+    """The sent time of a message of this conversation's history (for a cursor)."""
+    row = conn.execute(
+        "SELECT sent_at_ns FROM messages WHERE id = ? AND conversation_id = ?",
+        (message_id, conversation_id),
+    ).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT created_ns FROM outbox WHERE message_id = ? AND conversation_id = ?",
+            (message_id, conversation_id),
+        ).fetchone()
+    if row is None:
+        raise NotFound(
+            f"message {message_id} is not in the history of conversation {conversation_id}",
+            reason="unknown_message",
+            field=field,
+        )
+    return int(row[0])
+
+
+def messages(
+    conn: Connection,
+    *,
+    conversation_id: str,
+    own_inbox_id: str,
+    before: str | None,
+    after: str | None,
+    limit: int,
+    oldest_first: bool,
+) -> tuple[list[HistoryRow], bool, Kind]:
+    """A page of an accepted conversation's history, whether more lie beyond it, and
+    the conversation's kind."""
+    conv = require(conn, conversation_id)
+    if conv.consent is not Consent.ACCEPTED:
+        state = "a request" if conv.consent is Consent.REQUESTED else "blocked"
+        raise FailedPrecondition(
+            f"conversation {conversation_id} is {state}: its content is shown once accepted",
+            reason="not_accepted",
+            field="conversationId",
+        )
+    params: dict[str, object] = {"cid": conversation_id, "own": own_inbox_id, "n": limit + 1}
+    bounds = []
+    if after is not None:
+        params["at"], params["aid"] = _position(conn, conversation_id, after, "after"), after
+        bounds.append("> (:at, :aid)")
+    if before is not None:
+        params["bt"], params["bid"] = _position(conn, conversation_id, before, "before"), before
+        bounds.append("< (:bt, :bid)")
+    order = "ASC" if oldest_first else "DESC"
+    inbound = _arm(_INBOX, "sent_at_ns", "id", bounds, order)
+    own = _arm(_OWN, "created_ns", "message_id", bounds, order)
+    rows = conn.execute(
+        f"{inbound} UNION ALL {own} ORDER BY 1 {order}, 2 {order} LIMIT :n", params
+    ).fetchall()
+    more = len(rows) > limit
+    out = [
+        HistoryRow(
+            id=r[1],
+            seq=r[2],
+            sender_inbox_id=r[3],
+            sent_at_ns=r[0],
+            content_type=r[4],
+            text=r[5],
+            data_json=r[6],
+            reply_to=r[7],
+            fallback=r[8],
+            unreadable=r[9],
+            removed=r[10],
+            own_payload=r[11],
+        )
+        for r in rows[:limit]
+    ]
+    return out, more, conv.kind
+
+
+def _cursor(conv: Conversation) -> str:
+    return f"{conv.first_seen_ns}.{conv.id}"
+
+
+def _parse_cursor(cursor: str) -> tuple[int, str]:
+    ns, _, cid = cursor.partition(".")
+    if not ns.isdigit() or not cid or len(cid) > 128:
+        raise InvalidArgument("cursor is not one this method returned", field="cursor")
+    return int(ns), cid
+
+
+def conversations(
+    conn: Connection,
+    *,
+    consumer: str,
+    consent: Consent | None,
+    kind: Kind | None,
+    limit: int,
+    cursor: str | None,
+    only: str | None = None,
+) -> tuple[list[ConversationRow], str | None]:
+    """A page of conversations, newest first (by first seen, then id), and the cursor
+    of the next page (None at the end). `only` picks one conversation by id."""
+    where: list[str] = []
+    params: dict[str, object] = {"n": limit + 1}
+    if only is not None:
+        where.append("c.id = :only")
+        params["only"] = only
+    if consent is not None:
+        where.append("c.consent = :consent")
+        params["consent"] = int(consent)
+    if kind is not None:
+        where.append("c.type = :kind")
+        params["kind"] = int(kind)
+    if cursor is not None:
+        params["cns"], params["cid"] = _parse_cursor(cursor)
+        where.append("(c.first_seen_ns, c.id) < (:cns, :cid)")
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    rows = conn.execute(
+        "SELECT c.id, c.type, c.peer_inbox_id, c.consent, c.first_seen_ns, c.ingested_ns,"
+        " k.name, k.address, c.left_seq FROM conversations c"
+        " LEFT JOIN contacts k ON c.type = 1 AND k.conversation_id = c.id"
+        f"{clause} ORDER BY c.first_seen_ns DESC, c.id DESC LIMIT :n",
+        params,
+    ).fetchall()
+    page = rows[:limit]
+    out = []
+    for r in page:
+        conv = Conversation(r[0], Kind(r[1]), r[2], Consent(r[3]), r[4], r[5])
+        out.append(
+            ConversationRow(
+                conversation=conv,
+                contact_name=r[6],
+                contact_address=r[7],
+                last_message_ns=_last_message_ns(conn, conv.id),
+                pending=_pending(conn, conv, consumer),
+                left=r[8] is not None,
+            )
+        )
+    next_cursor = _cursor(out[-1].conversation) if len(rows) > limit and out else None
+    return out, next_cursor
+
+
+def _last_message_ns(conn: Connection, conversation_id: str) -> int | None:
+    (inbound,) = conn.execute(
+        "SELECT max(sent_at_ns) FROM messages WHERE conversation_id = ?"
+        " AND (removed IS NULL OR removed != 'expired')",
+        (conversation_id,),
+    ).fetchone()
+    (own,) = conn.execute(
+        "SELECT max(created_ns) FROM outbox WHERE conversation_id = ? AND message_id IS NOT NULL"
+        " AND expired_ns IS NULL",
+        (conversation_id,),
+    ).fetchone()
+    times = [t for t in (inbound, own) if t is not None]
+    return max(times) if times else None
+
+
+def _pending(conn: Connection, conv: Conversation, consumer: str) -> int:
+    """Pending for the consumer as Receive counts it (see store.inbox)."""
+    if conv.consent is not Consent.ACCEPTED:
+        return 0
+    (n,) = conn.execute(
+        "SELECT count(*) FROM messages m"
+        " JOIN conversations c ON c.id = m.conversation_id"
+        " LEFT JOIN receipts r ON r.consumer = ? AND r.seq = m.seq"
+        " WHERE m.conversation_id = ? AND r.acked_ns IS NULL"
+        " AND (m.removed IS NULL OR r.deliveries > 0)"
+        " AND (c.left_seq IS NULL OR m.seq <= c.left_seq)"
+        " AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)",
+        (consumer, conv.id),
+    ).fetchone()
+    return int(n)
+
+
+def contacts(conn: Connection) -> list[ContactRecord]:
+    """Every saved contact, named ones first by name, then by inbox id."""
+    rows = conn.execute(
+        "SELECT inbox_id, name, address, conversation_id FROM contacts"
+        " ORDER BY name IS NULL, name, inbox_id"
+    ).fetchall()
+    return [ContactRecord(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+def unblock(conn: Connection, conversation_id: str) -> Conversation:
+    """A blocked conversation becomes a request again; a DM's peer inbox is unblocked.
+
+    A request stays as it is; an accepted conversation is FailedPrecondition(not_blocked).
+    """
+    conv = require(conn, conversation_id)
+    if conv.consent is Consent.ACCEPTED:
+        raise FailedPrecondition(
+            f"conversation {conversation_id} is accepted, not blocked: block it first, "
+            "or leave it as it is",
+            reason="not_blocked",
+            field="conversationId",
+        )
+    conn.execute(
+        "UPDATE conversations SET consent = ? WHERE id = ?", (int(Consent.REQUESTED), conv.id)
+    )
+    if conv.kind is Kind.DM:
+        conn.execute("DELETE FROM blocked_inboxes WHERE inbox_id = ?", (conv.peer_inbox_id,))
+    return require(conn, conv.id)
