@@ -868,6 +868,11 @@ class Method:
                 getattr(request, fd.name).extend(value)
             elif fd.name in _JSON_TEXT:
                 setattr(request, fd.name, _dump_data(value))
+            elif fd.type == FieldDescriptor.TYPE_MESSAGE:
+                getattr(request, fd.name).SetInParent()
+                _to_message(getattr(request, fd.name), value)
+            elif fd.type == FieldDescriptor.TYPE_ENUM:
+                setattr(request, fd.name, _enum_number(fd, value))
             else:
                 setattr(request, fd.name, value)
         if self.rpc in _EXACTLY_ONE:
