@@ -164,6 +164,8 @@ class Core:
     def _on_conversation(self, info: ConversationInfo) -> None:
         self.ingestor.mark(info.id)
         self._follow_up(info.id)
+        # A new conversation may come with a disappearing setting already on.
+        self._in_background(self.retention.refresh_quietly([info.id]))
 
     def _on_created(self, conversation_id: str) -> None:
         # A group this identity made: read it soon, as a new conversation.
