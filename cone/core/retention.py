@@ -7,8 +7,8 @@
   ignored.
 - **Disappearing messages.** A conversation's setting (from libxmtp: messages sent
   from `from_ns` on disappear `in_ns` after they were sent) is read at start, when a
-  conversation's metadata changes (a `group_updated` message is taken in), and at
-  every catch-up period; messages then expire in cone's store on the same schedule
+  conversation appears, when its metadata changes (a `group_updated` message is taken
+  in), and at every catch-up period; messages then expire in cone's store on the same schedule
   (inbox messages by their sent time, own messages by the time cone took their key).
 
 What a consumer sees (store.inbox): a removed message it was never handed is
