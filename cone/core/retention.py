@@ -7,8 +7,8 @@
   ignored.
 - **Disappearing messages.** A conversation's setting (from libxmtp: messages sent
   from `from_ns` on disappear `in_ns` after they were sent) is read at start, when a
-  conversation's metadata changes (a `group_updated` message is taken in), and at
-  every catch-up period; messages then expire in cone's store on the same schedule
+  conversation appears, when its metadata changes (a `group_updated` message is taken
+  in), and at every catch-up period; messages then expire in cone's store on the same schedule
   (inbox messages by their sent time, own messages by the time cone took their key).
 
 What a consumer sees (store.inbox): a removed message it was never handed is
@@ -129,13 +129,20 @@ class Retention:
             self._settings = await self._store.read(retention.disappearing)
             self._wake.set()
 
+    async def refresh_quietly(self, conversation_ids: list[str]) -> None:
+        """`refresh`, logging a failure (the next catch-up period reads it again)."""
+        try:
+            await self.refresh(conversation_ids)
+        except ConeError as exc:
+            log.warning("reading disappearing settings failed: %s", exc)
+
     async def _refresh_forever(self) -> None:
         while True:
             await asyncio.sleep(self._refresh_interval_s)
             try:
-                await self.refresh(await self._conversation_ids())
-            except ConeError as exc:  # the next period tries again
-                log.warning("reading disappearing settings failed: %s", exc)
+                await self.refresh_quietly(await self._conversation_ids())
+            except Exception:  # the worker's boundary: a failed pass must not end it
+                log.exception("reading disappearing settings failed; trying next period")
 
     async def expire_now(self) -> int:
         """Clear what is due; how many messages."""

@@ -194,6 +194,8 @@ class Core:
     def _on_conversation(self, conversation_id: str) -> None:
         self.ingestor.mark(conversation_id)
         self._follow_up(conversation_id)
+        # A new conversation may come with a disappearing setting already on.
+        self._in_background(self.retention.refresh_quietly([conversation_id]))
 
     def _on_created(self, conversation_id: str) -> None:
         # A group this identity made: read it soon, as a new conversation.

@@ -14,7 +14,17 @@ from collections.abc import Iterable
 
 from cone.store._db import Connection
 
-_CLEAR = "text = NULL, data_json = NULL, fallback = NULL"
+# Everything a message carries of its content (its files are in `attachments`).
+_CLEAR = "text = NULL, data_json = NULL, fallback = NULL, reaction_json = NULL, content_json = NULL"
+
+
+def _drop_files(conn: Connection, conversation_id: str) -> None:
+    """Remove the files of the conversation's removed messages (bytes and remote keys)."""
+    conn.execute(
+        "DELETE FROM attachments WHERE message_id IN"
+        " (SELECT id FROM messages WHERE conversation_id = ? AND removed IS NOT NULL)",
+        (conversation_id,),
+    )
 
 
 def record_deletions(
@@ -44,6 +54,8 @@ def apply_deletions(conn: Connection, conversation_id: str, now_ns: int) -> tupl
         f"UPDATE messages SET {_CLEAR}, removed = 'deleted', removed_ns = ? WHERE id = ?",
         [(now_ns, mid) for mid in ids],
     )
+    if ids:
+        _drop_files(conn, conversation_id)
     (waiting,) = conn.execute(
         "SELECT count(*) FROM deletions d WHERE d.conversation_id = ?"
         " AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.message_id)",
@@ -123,6 +135,8 @@ def expire(conn: Connection, now_ns: int) -> int:
             (now_ns, cid, from_ns, now_ns - in_ns),
         )
         total += cur.rowcount
+        if cur.rowcount:
+            _drop_files(conn, cid)
         # A settled key keeps its message id (a retry still deduplicates); its payload goes.
         cur = conn.execute(
             "UPDATE outbox SET payload = x'', expired_ns = ? WHERE conversation_id = ?"

@@ -96,3 +96,31 @@ def test_expiry_follows_the_setting_and_only_from_when_it_was_set(store: Store) 
     assert store.read_now(r.next_due) is None
     assert store.write_now(r.set_disappearing, {"c1": None})
     assert store.read_now(r.disappearing) == {}
+
+
+def test_removal_takes_reactions_structured_content_and_files_too(store: Store) -> None:
+    from dataclasses import replace
+
+    from cone.store import AttachmentRow, attachments
+
+    file = AttachmentRow(filename="a.txt", mime_type="text/plain", size=5, data=b"bytes")
+    with_file = replace(_msg(0), text=None, attachments=(file,), attachments_kind=1)
+    reaction = replace(_msg(1), text=None, reaction_json='{"emoji":"x"}')
+    structured = replace(_msg(2), text=None, content_json='{"amount":1}')
+    store.write_now(inbox.insert_messages, [with_file, reaction, structured])
+    assert store.read_now(attachments.get, "0000", 0) is not None
+    store.write_now(r.record_deletions, "c1", [("0000", "peer"), ("0001", "peer")], 5)
+    store.write_now(r.apply_deletions, "c1", 6)
+    store.write_now(r.set_disappearing, {"c1": (0, 10)})
+    store.write_now(r.expire, 10_000)
+    rows = store.read_now(
+        lambda c: c.execute(
+            "SELECT text, data_json, fallback, reaction_json, content_json, removed"
+            " FROM messages ORDER BY id"
+        ).fetchall()
+    )
+    assert [row[:5] for row in rows] == [(None,) * 5] * 3
+    assert [row[5] for row in rows] == ["deleted", "deleted", "expired"]
+    assert store.read_now(lambda c: c.execute("SELECT count(*) FROM attachments").fetchone()) == (
+        0,
+    )
