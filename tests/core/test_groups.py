@@ -274,3 +274,34 @@ def _list_options() -> Any:
         last_activity_after_ns=None, order_by=None, limit=None, consent_states=None,
         include_duplicate_dms=False,
     )  # fmt: skip
+
+
+async def test_a_group_with_a_raw_peer_and_the_official_node_sdk_all_three_talk(
+    daemon: DaemonProcess, alice: Peer, devnet: str, tmp_path: Path
+) -> None:
+    from support.node_peer import NodePeer
+
+    async with NodePeer.start(devnet, tmp_path) as sdk:
+        created = await _create(daemon, [alice.address, sdk.inbox_id], "sdk-team", name="sdk")
+        gid = created.group.conversation_id
+        at_alice = await _group_of(alice, gid)
+
+        async def sdk_sees(text: str) -> bool:
+            try:
+                found = await sdk.messages(gid)
+            except AssertionError:  # its welcome has not arrived yet
+                return False
+            return any(m["content"] == text for m in found)
+
+        await alice.send(at_alice, "hi from alice")
+        await until(lambda: sdk_sees("hi from alice"))
+        await sdk.send(gid, "text", "hi from the sdk")
+        got = await receive_n(daemon.client, 2)
+        assert sorted((m.sender_inbox_id, m.text) for m in got) == sorted(
+            [(alice.inbox_id, "hi from alice"), (sdk.inbox_id, "hi from the sdk")]
+        )
+        await daemon.client.call("Send", pb.SendRequest(to=gid, text="hi from cone", key="s1"))
+        await until(lambda: sdk_sees("hi from cone"))
+        assert "hi from the sdk" in await _texts_seen(alice, gid, "hi from cone")
+        members = await daemon.client.call("Members", pb.MembersRequest(conversation_id=gid))
+        assert {m.inbox_id for m in members.members} >= {alice.inbox_id, sdk.inbox_id}
