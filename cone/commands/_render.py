@@ -196,3 +196,74 @@ def message_line(m: JsonObject) -> str:
 
 
 __all__ = ["clean", "contact", "content", "message_line", "problems", "requests", "sent", "status"]
+
+
+# ---- conversations, history, groups ---------------------------------------------------
+
+
+def conversations(result: JsonObject) -> str:
+    """One line per conversation, and how to get the next page."""
+    found = result.get("conversations", [])
+    if not found:
+        return "no conversations"
+    lines = []
+    for c in found:
+        if c.get("conversationType") == "group":
+            who = (
+                f"group {clean(c.get('name') or '(no name)')} ({c.get('memberCount', '?')} members)"
+            )
+        else:
+            who = c.get("contactName") or c.get("peerAddress") or f"inbox {c.get('peerInboxId')}"
+        last = _when(c.get("lastMessageAt")) if c.get("lastMessageAt") else "no messages"
+        lines.append(
+            f"{c['conversationId']}  {c.get('consent', '?'):<9}  {clean(str(who))}  "
+            f"last {last}  {c.get('pendingMessages', 0)} pending"
+        )
+    if result.get("cursor"):
+        lines.append(f"more: --cursor {result['cursor']}")
+    return "\n".join(lines)
+
+
+def history(result: JsonObject) -> str:
+    """One line per message of a conversation's history."""
+    found = result.get("messages", [])
+    if not found:
+        return "no messages"
+    lines = []
+    for m in found:
+        who = "me" if m.get("own") else m.get("senderInboxId", "?")[:12]
+        state = " [deleted]" if m.get("deleted") else " [expired]" if m.get("expired") else ""
+        lines.append(
+            f"{_clock(m.get('sentAt'))}  {m['messageId'][:12]}  {who}: {content(m)}{state}"
+        )
+    if result.get("more"):
+        lines.append("more: page on with --before/--after the last message id shown")
+    return "\n".join(lines)
+
+
+def contacts(result: JsonObject) -> str:
+    """One line per saved contact."""
+    found = result.get("contacts", [])
+    if not found:
+        return "no contacts"
+    return "\n".join(
+        f"{clean(c.get('name') or '-'):<16}  {c.get('address') or '-'}  inbox {c.get('inboxId')}  "
+        f"dm {c.get('conversationId')}"
+        for c in found
+    )
+
+
+def group(g: JsonObject) -> str:
+    """A group in a few words."""
+    return (
+        f"group {g['conversationId']}: {clean(g.get('name') or '(no name)')}, "
+        f"{g.get('memberCount', '?')} members, {g.get('consent', '?')}"
+    )
+
+
+def members(result: JsonObject) -> str:
+    """One line per member, with its role."""
+    return "\n".join(
+        f"{m.get('role', '?'):<11}  inbox {m['inboxId']}  {', '.join(m.get('addresses', []))}"
+        for m in result.get("members", [])
+    )

@@ -1,5 +1,6 @@
 """The operator's commands: `cone init`, `status`, `send`, `reply`, `connect`,
-`requests`, `accept`, `block` and `tail`.
+`requests`, `accept`, `block`, `unblock`, `conversations`, `messages`, `contacts`,
+`group …` and `tail`.
 
 A facade like `cone serve`: each command turns its arguments into the parameters of
 one core operation, checks them with that operation's schema (`cone.schema`), calls
@@ -50,6 +51,13 @@ _FLAGS = {
     "name": "--name",
     "conversationId": "ID",
     "consumer": "--consumer",
+    "members": "MEMBER",
+    "limit": "--limit",
+    "cursor": "--cursor",
+    "before": "--before",
+    "after": "--after",
+    "imageUrl": "--image-url",
+    "description": "--description",
 }
 
 
@@ -209,16 +217,7 @@ async def _send(ctx: Context) -> int:
     else:
         method = "send"
         params = {"to": args.to, "key": key}
-        from cone.schema import methods
-
         if args.markdown:
-            if "markdown" not in methods()["send"].params_schema["properties"]:
-                from cone.errors import InvalidArgument
-
-                raise InvalidArgument(
-                    "this cone cannot send markdown yet: send plain text (leave out --markdown)",
-                    field="markdown",
-                )
             params["markdown"] = args.text
         else:
             params["text"] = args.text
@@ -252,6 +251,80 @@ async def _decide(ctx: Context) -> int:
     return 0
 
 
+async def _unblock(ctx: Context) -> int:
+    cid = ctx.args.conversation
+    result = await _call(ctx, "unblock", {"conversationId": cid})
+    ctx.emit(result, f"unblocked {cid}: it is a request again (`cone accept {cid}` lets it in)")
+    return 0
+
+
+def _given(**params: Any) -> JsonObject:
+    return {k: v for k, v in params.items() if v is not None and v is not False}
+
+
+async def _conversations(ctx: Context) -> int:
+    a = ctx.args
+    params = _given(consent=a.consent, type=a.type, limit=a.limit, cursor=a.cursor)
+    result = await _call(ctx, "conversations", params)
+    ctx.emit(result, _render.conversations(result))
+    return 0
+
+
+async def _messages(ctx: Context) -> int:
+    a = ctx.args
+    params = _given(
+        conversationId=a.conversation,
+        limit=a.limit,
+        before=a.before,
+        after=a.after,
+        oldestFirst=a.oldest_first or None,
+    )
+    result = await _call(ctx, "messages", params)
+    ctx.emit(result, _render.history(result))
+    return 0
+
+
+async def _contacts(ctx: Context) -> int:
+    result = await _call(ctx, "contacts", {})
+    ctx.emit(result, _render.contacts(result))
+    return 0
+
+
+async def _group(ctx: Context) -> int:
+    a = ctx.args
+    action = a.group_command
+    if action == "create":
+        key, generated = a.key, a.key is None
+        if generated:
+            key = f"cli-{secrets.token_hex(12)}"
+        params = _given(
+            members=a.members, key=key, name=a.name, description=a.description, imageUrl=a.image_url
+        )
+        result = await _call(ctx, "createGroup", params)
+        note = f" (key {key}: reuse it to retry)" if generated else ""
+        ctx.emit({**result, "key": key}, _render.group(result["group"]) + note)
+    elif action == "members":
+        result = await _call(ctx, "members", {"conversationId": a.conversation})
+        ctx.emit(result, _render.members(result))
+    elif action in ("add", "remove"):
+        method = "addMembers" if action == "add" else "removeMembers"
+        result = await _call(ctx, method, {"conversationId": a.conversation, "members": a.members})
+        ctx.emit(result, _render.members(result))
+    elif action == "leave":
+        result = await _call(ctx, "leaveGroup", {"conversationId": a.conversation})
+        ctx.emit(result, f"left {a.conversation}")
+    else:
+        params = _given(
+            conversationId=a.conversation,
+            name=a.name,
+            description=a.description,
+            imageUrl=a.image_url,
+        )
+        result = await _call(ctx, "updateGroup", params)
+        ctx.emit(result, _render.group(result["group"]))
+    return 0
+
+
 async def _tail(ctx: Context) -> int:
     from cone.commands._tail import tail
 
@@ -267,6 +340,11 @@ _HANDLERS: dict[str, Callable[[Context], Awaitable[int]]] = {
     "requests": _requests,
     "accept": _decide,
     "block": _decide,
+    "unblock": _unblock,
+    "conversations": _conversations,
+    "messages": _messages,
+    "contacts": _contacts,
+    "group": _group,
     "tail": _tail,
 }
 # Commands that never start the core themselves (they report on a running one).

@@ -23,6 +23,11 @@ COMMANDS: Final = (
     "requests",
     "accept",
     "block",
+    "unblock",
+    "conversations",
+    "messages",
+    "contacts",
+    "group",
     "tail",
 )
 
@@ -123,6 +128,84 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
         p.add_argument("conversation", metavar="ID", help="the conversation id (hex)")
         add_state(p)
         _json(p)
+
+    p = command(
+        "unblock",
+        "turn a blocked conversation back into a request (not an accepted one)",
+        "Undo a block: the conversation becomes a request again (accept it to let its "
+        "messages in); for a DM the peer is unblocked everywhere.",
+    )
+    p.add_argument("conversation", metavar="ID", help="the conversation id (hex)")
+    add_state(p)
+    _json(p)
+
+    p = command(
+        "conversations",
+        "the conversations this identity is part of, newest first",
+        "List conversations: id, type, consent, the peer or the group's name and members, "
+        "last message time and pending count. Pages with --cursor.",
+    )
+    p.add_argument("--consent", choices=("requested", "accepted", "blocked"))
+    p.add_argument("--type", choices=("dm", "group"))
+    p.add_argument("--limit", type=int, help="at most this many (1-1000, default 50)")
+    p.add_argument("--cursor", help="the cursor a previous page printed")
+    add_state(p)
+    _json(p)
+
+    p = command(
+        "messages",
+        "read back a conversation's history (yours included), newest first",
+        "Print an accepted conversation's history, acknowledged or not, with your own "
+        "messages; reading changes no receipt. Page with --before/--after a message id.",
+    )
+    p.add_argument("conversation", metavar="ID", help="the conversation id (hex)")
+    p.add_argument("--limit", type=int, help="at most this many (1-1000, default 50)")
+    p.add_argument("--before", metavar="MESSAGE", help="only messages before this message id")
+    p.add_argument("--after", metavar="MESSAGE", help="only messages after this message id")
+    p.add_argument("--oldest-first", action="store_true", help="oldest first")
+    add_state(p)
+    _json(p)
+
+    p = command("contacts", "the saved contacts", "List the saved contacts.")
+    add_state(p)
+    _json(p)
+
+    p = command(
+        "group",
+        "create and manage groups",
+        "Create a group, list its members, add or remove members, leave it or change its "
+        "name, description or image. MEMBER is an address, inbox id or contact name.",
+    )
+    groups = p.add_subparsers(dest="group_command", metavar="ACTION", required=True)
+    g = groups.add_parser("create", help="create a group (accepted), keyed like a send")
+    g.add_argument("members", metavar="MEMBER", nargs="+")
+    g.add_argument("--key", help="the key: one group per key (default: a new one, printed)")
+    g.add_argument("--name")
+    g.add_argument("--description")
+    g.add_argument("--image-url")
+    add_state(g)
+    _json(g)
+    g = groups.add_parser("members", help="a group's members and their roles")
+    g.add_argument("conversation", metavar="ID")
+    add_state(g)
+    _json(g)
+    for action, what in (("add", "add members"), ("remove", "remove members")):
+        g = groups.add_parser(action, help=f"{what} (if the group's permissions allow)")
+        g.add_argument("conversation", metavar="ID")
+        g.add_argument("members", metavar="MEMBER", nargs="+")
+        add_state(g)
+        _json(g)
+    g = groups.add_parser("leave", help="leave a group; its messages stop arriving at once")
+    g.add_argument("conversation", metavar="ID")
+    add_state(g)
+    _json(g)
+    g = groups.add_parser("update", help="change a group's name, description or image URL")
+    g.add_argument("conversation", metavar="ID")
+    g.add_argument("--name")
+    g.add_argument("--description")
+    g.add_argument("--image-url")
+    add_state(g)
+    _json(g)
 
     p = command(
         "tail",

@@ -33,11 +33,21 @@ DELETE_MESSAGE_TYPE = "xmtp.org/deleteMessage"
 
 
 def _not_a_member(exc: BaseException, doing: str) -> ConeError | None:
-    if "GroupInactive" in str(exc):
+    """The group-state refusals libxmtp reports, as what they are (deterministic:
+    retrying cannot help), or None for anything else."""
+    text = str(exc)
+    if "GroupInactive" in text:
         # Removed (or left) before cone's local state knew it.
         return FailedPrecondition(
             f"{doing} failed: this identity is no longer a member of the group",
             reason="not_a_member",
+            field="conversationId",
+        )
+    if "LeaveCantProcessed" in text or "super-admin cannot leave" in text:
+        return FailedPrecondition(
+            f"{doing} failed: a super admin cannot leave its group (XMTP requires another "
+            "super admin first); remove the other members or keep the group",
+            reason="not_permitted",
             field="conversationId",
         )
     return None

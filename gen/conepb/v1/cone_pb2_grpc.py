@@ -385,7 +385,8 @@ class ConeServiceServicer:
     def LeaveGroup(self, request, context):
         """LeaveGroup asks to leave a group. Delivery ends at once: messages cone takes in
         from the group after this call never enter Receive.
-        FAILED_PRECONDITION (reason `not_a_member`) when already gone.
+        FAILED_PRECONDITION (reason `not_a_member`) when already gone, (reason
+        `not_permitted`) for the group's super admin, whom XMTP does not let leave.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
