@@ -97,6 +97,18 @@ def _ids(doc: str, *, at_least: int = 0) -> JsonObject:
     return out
 
 
+_MESSAGE_LIMIT: Final[JsonObject] = {
+    "minimum": limits.RECEIVE_LIMIT_MIN,
+    "maximum": limits.RECEIVE_LIMIT_MAX,
+    "default": limits.RECEIVE_LIMIT_DEFAULT,
+    "description": "At most this many messages (1–1000). Default 50.",
+}
+_WAIT_MS: Final[JsonObject] = {
+    "minimum": 0,
+    "maximum": limits.WAIT_MS_MAX,
+    "default": 0,
+    "description": "How long to wait for a first message, in milliseconds (0–30000).",
+}
 _CONSUMER: JsonObject = {
     "pattern": limits.CONSUMER_PATTERN,
     "maxLength": 64,
@@ -254,12 +266,7 @@ _PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
     },
     "Receive": {
         "consumer": _CONSUMER,
-        "limit": {
-            "minimum": limits.RECEIVE_LIMIT_MIN,
-            "maximum": limits.RECEIVE_LIMIT_MAX,
-            "default": limits.RECEIVE_LIMIT_DEFAULT,
-            "description": "At most this many messages (1–1000). Default 50.",
-        },
+        "limit": _MESSAGE_LIMIT,
         "waitMs": {
             "minimum": 0,
             "maximum": limits.WAIT_MS_MAX,
@@ -307,18 +314,8 @@ _PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
                 "receipts are not touched. Default: every accepted message."
             ),
         },
-        "limit": {
-            "minimum": limits.RECEIVE_LIMIT_MIN,
-            "maximum": limits.RECEIVE_LIMIT_MAX,
-            "default": limits.RECEIVE_LIMIT_DEFAULT,
-            "description": "At most this many messages (1–1000). Default 50.",
-        },
-        "waitMs": {
-            "minimum": 0,
-            "maximum": limits.WAIT_MS_MAX,
-            "default": 0,
-            "description": "How long to wait for a first message, in milliseconds (0–30000).",
-        },
+        "limit": _MESSAGE_LIMIT,
+        "waitMs": _WAIT_MS,
     },
     "Conversations": {
         "consent": {"description": "Only conversations in this consent state; all when absent."},
@@ -349,12 +346,7 @@ _PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
             "Only messages after this messageId (exclusive): the next page. "
             "Oldest first unless oldestFirst is false."
         ),
-        "limit": {
-            "minimum": limits.RECEIVE_LIMIT_MIN,
-            "maximum": limits.RECEIVE_LIMIT_MAX,
-            "default": limits.RECEIVE_LIMIT_DEFAULT,
-            "description": "At most this many messages (1–1000). Default 50.",
-        },
+        "limit": _MESSAGE_LIMIT,
         "oldestFirst": {
             "description": (
                 "The page's order. Default: newest first, or oldest first when only "

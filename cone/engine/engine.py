@@ -154,6 +154,24 @@ def _raw(m: Any, conversation_id: str) -> RawMessage:
     )
 
 
+def consent_records(conversation_id: str, peer_inbox_id: str | None, state: Any) -> list[Any]:
+    """libxmtp consent records setting `state` for a conversation and, for a DM, its peer."""
+    records = [
+        ffi.FfiConsent(
+            entity_type=ffi.FfiConsentEntityType.CONVERSATION_ID,
+            state=state,
+            entity=conversation_id,
+        )
+    ]
+    if peer_inbox_id:
+        records.append(
+            ffi.FfiConsent(
+                entity_type=ffi.FfiConsentEntityType.INBOX_ID, state=state, entity=peer_inbox_id
+            )
+        )
+    return records
+
+
 def _consent(state: Any) -> XmtpConsent:
     return XmtpConsent(state.value) if state is not None else XmtpConsent.UNKNOWN
 
@@ -498,19 +516,7 @@ class Engine:
     ) -> None:
         """Record consent in XMTP (synced to this inbox's other installations)."""
         state = ffi.FfiConsentState.ALLOWED if allowed else ffi.FfiConsentState.DENIED
-        records = [
-            ffi.FfiConsent(
-                entity_type=ffi.FfiConsentEntityType.CONVERSATION_ID,
-                state=state,
-                entity=conversation_id,
-            )
-        ]
-        if peer_inbox_id:
-            records.append(
-                ffi.FfiConsent(
-                    entity_type=ffi.FfiConsentEntityType.INBOX_ID, state=state, entity=peer_inbox_id
-                )
-            )
+        records = consent_records(conversation_id, peer_inbox_id, state)
         try:
             await self._x.run(
                 lambda: self._client.set_consent_states(records),

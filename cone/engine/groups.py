@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine._offload import Offload
-from cone.engine.engine import translate
+from cone.engine.engine import consent_records, translate
 from cone.errors import ConeError, FailedPrecondition, NotFound
 
 log = logging.getLogger(__name__)
@@ -380,20 +380,7 @@ class Groups:
 
     async def reset_consent(self, *, conversation_id: str, peer_inbox_id: str | None) -> None:
         """Set XMTP's consent records for a conversation (and a DM's peer) back to unknown."""
-        state = ffi.FfiConsentState.UNKNOWN
-        records = [
-            ffi.FfiConsent(
-                entity_type=ffi.FfiConsentEntityType.CONVERSATION_ID,
-                state=state,
-                entity=conversation_id,
-            )
-        ]
-        if peer_inbox_id:
-            records.append(
-                ffi.FfiConsent(
-                    entity_type=ffi.FfiConsentEntityType.INBOX_ID, state=state, entity=peer_inbox_id
-                )
-            )
+        records = consent_records(conversation_id, peer_inbox_id, ffi.FfiConsentState.UNKNOWN)
         await self._call(
             lambda: self._client.set_consent_states(records),
             NETWORK_CALL_S,
