@@ -37,10 +37,25 @@ from support.waiting import until
 PRODUCTION_PACE = {"CONE_CATCHUP_S": "30"}
 
 
+def _octet_length(conn: sqlite3.Connection) -> None:
+    """SQLite before 3.43 (Python's, here) lacks octet_length, which SQLCipher has and
+    the receive budget uses; a Python function stands in (the baseline pays a little
+    for it)."""
+    if sqlite3.sqlite_version_info < (3, 43):
+
+        def octet_length(value: object) -> int | None:
+            if value is None:
+                return None
+            return len(value.encode() if isinstance(value, str) else bytes(value))  # type: ignore[arg-type]
+
+        conn.create_function("octet_length", 1, octet_length, deterministic=True)
+
+
 def _drain_plain_sqlite(n: int) -> float:
     """The limit: the same statements on plain SQLite (no daemon, no gRPC, no cipher)."""
     with tempfile.TemporaryDirectory() as d:
         conn = sqlite3.connect(Path(d) / "plain.db", isolation_level=None)
+        _octet_length(conn)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         migrate(conn)  # type: ignore[arg-type]  # the same DB-API surface

@@ -149,6 +149,7 @@ _LEVELS: Final = {
 BENIGN: Final = (
     "SecretReuseError",
     "Ciphertext generation out of bounds",
+    "Generation is too far in the past",  # the same message decrypted again (stream and sync)
     "already processed",
     "PoolNeedsConnection",
     "Pool needs to  reconnect",
