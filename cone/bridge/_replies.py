@@ -7,7 +7,7 @@ exactly one of the `reply` method's content parameters:
 
     {"reply": {"markdown": "# Done\\n- **3** files"}}
     {"replies": [{"reaction": {"messageId": "<id>", "emoji": "👍"}},
-                 {"attachment": {"path": "/tmp/chart.png", "mimeType": "image/png"}}]}
+                 {"attachment": {"path": "/srv/agent/out/chart.png", "mimeType": "image/png"}}]}
 
 An attachment may name a `path` (read by the bridge; `filename` defaults to its base
 name) instead of base64 `data`. Each reply is checked by the same schema as the
