@@ -17,6 +17,12 @@ from pathlib import Path
 from cone.errors import StateError
 
 
+def free_bytes(path: Path) -> int:
+    """Bytes an unprivileged writer can still use on the file system holding `path`."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
 def refuse_link(path: Path) -> None:
     """StateError(bad_permissions) when `path` is a symbolic link."""
     if path.is_symlink():

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, TextIO
 
+from cone.errors import one_line
+
 # ---- options (set by cli.main from the command line) ------------------------------------
 
 
@@ -206,8 +208,7 @@ def emit(native: NativeLine) -> None:
     """Log a native line through Python logging (benign ones at DEBUG), without the
     call counts ("Api Stats") libxmtp 1.10 appends to every API error."""
     level = logging.DEBUG if native.benign() else native.level
-    message = " ".join(native.message.split("============ Api Stats", 1)[0].split())
-    logging.getLogger(native.logger).log(level, "%s", message)
+    logging.getLogger(native.logger).log(level, "%s", one_line(native.message))
 
 
 class _Capture:

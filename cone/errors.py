@@ -174,6 +174,12 @@ STATE_REASONS: Final = frozenset(
 _FULL_MARKERS: Final = ("database or disk is full", "no space left on device")
 
 
+def one_line(text: str) -> str:
+    """libxmtp's error text on one line: the call counts ("Api Stats") libxmtp 1.10
+    appends to every API error cut off, whitespace collapsed."""
+    return " ".join(text.split("============ Api Stats", 1)[0].split())
+
+
 def storage_full(text: str) -> bool:
     """Whether an error message says the state directory's disk is full."""
     lowered = text.lower()

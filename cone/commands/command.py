@@ -26,6 +26,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from cone import errors
 from cone._command import configure_logging, run_loop
 from cone.commands import _render
 from cone.config import Settings
@@ -156,6 +157,11 @@ async def _call(ctx: Context, method: str, params: JsonObject, *, host: bool = T
 # ---- the commands ---------------------------------------------------------------------
 
 
+def new_key() -> str:
+    """A send key for a command given no --key (printed, so that a retry can reuse it)."""
+    return f"cli-{secrets.token_hex(12)}"
+
+
 def _key_source(ctx: Context) -> str:
     if os.environ.get(KEY_ENV):
         return f"${KEY_ENV}"
@@ -210,7 +216,7 @@ async def _send(ctx: Context) -> int:
     args = ctx.args
     key, generated = args.key, args.key is None
     if generated:
-        key = f"cli-{secrets.token_hex(12)}"
+        key = new_key()
     if args.command == "reply":
         params: JsonObject = {"conversationId": args.conversation, "text": args.text, "key": key}
         method = "reply"
@@ -296,7 +302,7 @@ async def _group(ctx: Context) -> int:
     if action == "create":
         key, generated = a.key, a.key is None
         if generated:
-            key = f"cli-{secrets.token_hex(12)}"
+            key = new_key()
         params = _given(
             members=a.members, key=key, name=a.name, description=a.description, imageUrl=a.image_url
         )
@@ -352,9 +358,8 @@ _RELAY_ONLY = frozenset({"status"})
 
 
 def one_line(message: str, limit: int = 400) -> str:
-    """An error message on one line: libxmtp's appended statistics cut, spaces collapsed."""
-    message = message.split("\n ====", 1)[0]
-    message = " ".join(message.split())
+    """An error message on one line (`cone.errors.one_line`), at most `limit` characters."""
+    message = errors.one_line(message)
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
 

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from cone._fs import free_bytes
 from cone.core.ingest import Ingestor
 from cone.engine.engine import Engine
 from cone.errors import ConeError, InvalidArgument, StateError, Unavailable
@@ -68,8 +69,7 @@ class BackupMaker:
             for p in home.iterdir()
             if p.name.startswith(("cone.db", self._xmtp_db.name)) and p.is_file()
         )
-        st = os.statvfs(home)
-        free = st.f_bavail * st.f_frsize
+        free = free_bytes(home)
         if free < needed:
             raise StateError(
                 f"the disk holding {home} has {free} bytes free; the backup is written there "

@@ -545,7 +545,7 @@ def _decode(raw: bytes) -> Decoded:
     key = env.parameters.get(KEY_PARAMETER) or None
     if len(ctype) > MAX_LABEL_CHARS:
         return Decoded(
-            content_type=ctype[:MAX_LABEL_CHARS],
+            content_type=_label(ctype),
             fallback=_fallback(env),
             unreadable=f"content type longer than {MAX_LABEL_CHARS} characters",
         )
@@ -558,7 +558,7 @@ def _decode(raw: bytes) -> Decoded:
     body = env
     if base == "xmtp.org/reply":
         reference = env.parameters.get("reference") or None
-        head = replace(head, reply_to=reference[:MAX_LABEL_CHARS] if reference else None)
+        head = replace(head, reply_to=_label(reference) if reference else None)
         try:
             body = content_pb2.EncodedContent.FromString(_content_bytes(env))
         except Unreadable as exc:

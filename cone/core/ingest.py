@@ -322,7 +322,8 @@ class Ingestor:
         conv = await self.record(info)
         floor = conv.ingested_ns
         started = time.time_ns()
-        counted = await self._engine.message_count(info.id)
+        # The count is taken before the read (see below); a full pass has no use for it.
+        counted = None if full else await self._engine.message_count(info.id)
         after = 0 if full else max(0, started - RECONCILE_WINDOW_NS)
         raws = await self._engine.messages_since(info.id, after)
         # What the read path should already hold: stamped at or below the point the
@@ -331,7 +332,7 @@ class Ingestor:
         news = [r for r in raws if r.inserted_at_ns > floor]
         healed = await self._commit(info.id, due)
         await self._commit(info.id, news, floor_ns=started - READ_MARGIN_NS)
-        if not full:
+        if counted is not None:
             # Timestamp-free check: libxmtp held `counted` messages before the read
             # began; cone having read fewer means a gap the window did not reach.
             known = await self._store.read(inbox.known_count, info.id)

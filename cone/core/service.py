@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cone import PROTOCOL_VERSION
+from cone._fs import free_bytes
 from cone.core import validate
 from cone.core.attachments import Fetcher
 from cone.core.backup import BackupMaker
@@ -443,8 +443,7 @@ class Core:
     def _check_room(self) -> None:
         """A send writes to both databases: on a full disk, say so at once instead of
         letting libxmtp wait for a database connection it cannot open."""
-        st = os.statvfs(self.store.path.parent)
-        if st.f_bavail * st.f_frsize < MIN_FREE_BYTES:
+        if free_bytes(self.store.path.parent) < MIN_FREE_BYTES:
             raise StateError(
                 f"the disk holding {self.store.path.parent} is full: nothing can be sent "
                 "until space is freed there (receive, ack of what fits, status and identity "

@@ -29,6 +29,7 @@ from cone.errors import (
     RateLimited,
     StateError,
     Unavailable,
+    one_line,
     storage_full,
 )
 
@@ -101,15 +102,9 @@ class ConsentUpdate:
     consent: XmtpConsent
 
 
-def summary(text: str) -> str:
-    """libxmtp's error text on one line, without the call counts ("Api Stats") that
-    libxmtp 1.10 appends to every API error."""
-    return " ".join(text.split("============ Api Stats", 1)[0].split())
-
-
 def translate(exc: BaseException, doing: str, reason: str = "network_unavailable") -> ConeError:
     """One place where libxmtp's errors become ConeErrors."""
-    text = summary(str(exc))
+    text = one_line(str(exc))
     lowered = text.lower()
     if is_v3_cutover(text):
         # Final, not an outage: retrying cannot succeed until cone moves to D14N.

@@ -20,15 +20,13 @@ from typing import Any, TypeVar
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine._offload import Offload
-from cone.engine.engine import consent_records, translate
+from cone.engine.engine import LOCAL_CALL_S, NETWORK_CALL_S, consent_records, translate
 from cone.errors import ConeError, FailedPrecondition, NotFound
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-LOCAL_CALL_S = 30.0
-NETWORK_CALL_S = 120.0
 DELETE_MESSAGE_TYPE = "xmtp.org/deleteMessage"
 
 
