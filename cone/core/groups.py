@@ -32,7 +32,13 @@ from cone.core.history import ConversationView, History
 from cone.core.outbox import check_key
 from cone.engine.engine import Engine
 from cone.engine.groups import Action, Member
-from cone.errors import ConeError, Conflict, FailedPrecondition, InvalidArgument, NotFound
+from cone.errors import (
+    ConeError,
+    Conflict,
+    FailedPrecondition,
+    InvalidArgument,
+    unknown_conversation,
+)
 from cone.store import Consent, Kind, Store, conversations
 from cone.store import groups as group_keys
 
@@ -161,11 +167,7 @@ class Groups:
         validate.hex_id(conversation_id, "conversationId")
         conv = await self._store.read(conversations.get, conversation_id)
         if conv is None:
-            raise NotFound(
-                f"conversation {conversation_id} is not known to this inbox: run sync first",
-                reason="unknown_conversation",
-                field="conversationId",
-            )
+            raise unknown_conversation(conversation_id)
         if conv.kind is not Kind.GROUP:
             raise FailedPrecondition(
                 f"conversation {conversation_id} is a DM, not a group",

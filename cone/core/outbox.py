@@ -32,6 +32,7 @@ from cone.core.ratelimit import WriteBudget
 from cone.core.validate import HEX as _HEX
 from cone.engine.engine import Engine
 from cone.errors import (
+    UNKNOWN_CONVERSATION,
     V3_CUTOVER,
     ConeError,
     Conflict,
@@ -208,7 +209,7 @@ class Outbox:
             try:
                 rec, created = await self._store.write(claim, now_ns=time.time_ns())
             except NotFound as err:
-                if err.reason != "unknown_conversation":
+                if err.reason != UNKNOWN_CONVERSATION:
                     raise
                 await record_unknown(conversation_id)
                 rec, created = await self._store.write(claim, now_ns=time.time_ns())

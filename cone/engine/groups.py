@@ -21,7 +21,7 @@ from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine._offload import Offload
 from cone.engine.engine import LOCAL_CALL_S, NETWORK_CALL_S, consent_records, translate
-from cone.errors import ConeError, FailedPrecondition, NotFound
+from cone.errors import ConeError, FailedPrecondition, NotFound, unknown_conversation
 
 log = logging.getLogger(__name__)
 
@@ -169,11 +169,7 @@ class Groups:
         try:
             return self._client.conversation(bytes.fromhex(conversation_id))
         except (ffi.FfiError, ValueError):
-            raise NotFound(
-                f"conversation {conversation_id} is not known to this inbox: run sync first",
-                reason="unknown_conversation",
-                field="conversationId",
-            ) from None
+            raise unknown_conversation(conversation_id) from None
 
     async def _group(self, conversation_id: str) -> Any:
         return await self._offload(

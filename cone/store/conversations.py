@@ -5,7 +5,7 @@ Every function takes an open connection inside the caller's transaction.
 
 from __future__ import annotations
 
-from cone.errors import Conflict, NotFound
+from cone.errors import Conflict, unknown_conversation
 from cone.store._db import Connection
 from cone.store.records import Consent, ContactRecord, Conversation, Kind, Request
 
@@ -35,11 +35,7 @@ def require(conn: Connection, conversation_id: str) -> Conversation:
     """The conversation, or NotFound(reason=unknown_conversation)."""
     conv = get(conn, conversation_id)
     if conv is None:
-        raise NotFound(
-            f"conversation {conversation_id} is not known to this inbox: run sync first",
-            reason="unknown_conversation",
-            field="conversationId",
-        )
+        raise unknown_conversation(conversation_id)
     return conv
 
 
@@ -103,12 +99,6 @@ def requests(conn: Connection) -> list[Request]:
     return [Request(r[0], Kind(r[1]), r[2], r[3], r[4]) for r in rows]
 
 
-def is_blocked_inbox(conn: Connection, inbox_id: str) -> bool:
-    """Whether the inbox is blocked."""
-    row = conn.execute("SELECT 1 FROM blocked_inboxes WHERE inbox_id = ?", (inbox_id,)).fetchone()
-    return row is not None
-
-
 def save_contact(conn: Connection, contact: ContactRecord) -> ContactRecord:
     """Save or update a contact; a name already used by another inbox is a Conflict."""
     if contact.name is not None:
@@ -138,5 +128,14 @@ def contact_by_name(conn: Connection, name: str) -> ContactRecord | None:
     """The contact saved under `name`, or None."""
     row = conn.execute(
         "SELECT inbox_id, name, address, conversation_id FROM contacts WHERE name = ?", (name,)
+    ).fetchone()
+    return ContactRecord(row[0], row[1], row[2], row[3]) if row else None
+
+
+def contact_by_address(conn: Connection, address: str) -> ContactRecord | None:
+    """The contact saved with `address` (any case), or None."""
+    row = conn.execute(
+        "SELECT inbox_id, name, address, conversation_id FROM contacts WHERE lower(address) = ?",
+        (address.lower(),),
     ).fetchone()
     return ContactRecord(row[0], row[1], row[2], row[3]) if row else None

@@ -1,0 +1,113 @@
+"""Where a destination leads: the one resolver for send, connect and group members.
+
+A destination is a string an agent or operator gives (`to`, `members`). The first
+reading that matches wins:
+
+1. a saved contact name, exactly as saved: `cafe`, `Dee` and `ada` look like hex but
+   are names when a contact has them;
+2. a conversation id (send only): lowercase hex of any other length than 64, or 64
+   hex characters naming a conversation this inbox records;
+3. an inbox id: 64 hex characters;
+4. an Ethereum address: `0x` and 40 hex characters, in any case.
+
+Anything else is NotFound(unknown_destination). docs/protocol.md states the same.
+
+An address resolves without the network when cone already knows whose it is: a
+saved contact's address, or an address libxmtp's local state gives a DM peer's inbox.
+Only an address neither holds is looked up on the network, so a send to a known
+address queues in the outbox while the node is down, like any other send.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cone import limits
+from cone.core import validate
+from cone.engine.engine import Engine
+from cone.errors import NotFound
+from cone.store import Kind, Store, conversations
+
+_NAME = re.compile(limits.CONTACT_NAME_PATTERN)
+_HEX = re.compile(limits.HEX_ID_PATTERN)
+_ADDRESS = re.compile(r"0x[0-9a-f]{40}")
+_INBOX_ID_CHARS = 64
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A resolved destination: a conversation, or an inbox (with its address when known)."""
+
+    conversation_id: str | None = None
+    inbox_id: str | None = None
+    address: str | None = None
+
+
+class Destinations:
+    """Resolves destinations against cone's store, libxmtp's local state, then the network."""
+
+    def __init__(self, store: Store, engine: Engine) -> None:
+        self._store = store
+        self._engine = engine
+
+    async def resolve(
+        self, to: str, *, field: str = "to", conversation: bool = True
+    ) -> Destination:
+        """Where `to` leads (see the module docstring for the precedence); a
+        conversation id is taken only when `conversation` is true."""
+        to = validate.destination(to, field)
+        if _NAME.fullmatch(to):
+            contact = await self._store.read(conversations.contact_by_name, to)
+            if contact is not None:
+                return Destination(inbox_id=contact.inbox_id, address=contact.address)
+        lowered = to.lower()
+        if _HEX.fullmatch(lowered):
+            # 64 hex characters are an inbox id unless a recorded conversation has them.
+            is_conversation = len(lowered) != _INBOX_ID_CHARS
+            if not is_conversation:
+                is_conversation = await self._store.read(conversations.get, lowered) is not None
+            if is_conversation:
+                if not conversation:
+                    raise NotFound(
+                        f"{to} is a conversation id: give an address, an inbox id or a saved "
+                        "contact name",
+                        reason="unknown_destination",
+                        field=field,
+                    )
+                return Destination(conversation_id=lowered)
+            return Destination(inbox_id=await self._on_xmtp(lowered, field))
+        if _ADDRESS.fullmatch(lowered):
+            inbox_id = await self._known_address(lowered) or await self._on_xmtp(lowered, field)
+            return Destination(inbox_id=inbox_id, address=lowered)
+        what = "an address, an inbox id, a saved contact name"
+        raise NotFound(
+            f"{to!r} is not {what}{' or a conversation id' if conversation else ''}",
+            reason="unknown_destination",
+            field=field,
+        )
+
+    async def inbox(self, to: str, field: str = "to") -> tuple[str, str | None]:
+        """(inbox id, address or None) for an address, inbox id or contact name."""
+        found = await self.resolve(to, field=field, conversation=False)
+        assert found.inbox_id is not None
+        return found.inbox_id, found.address
+
+    async def _on_xmtp(self, identifier: str, field: str) -> str:
+        inbox_id = await self._engine.resolve(identifier)
+        if inbox_id is None:
+            raise NotFound(f"{identifier} is not on XMTP", reason="not_on_xmtp", field=field)
+        return inbox_id
+
+    async def _known_address(self, address: str) -> str | None:
+        """The inbox cone already maps `address` to, without the network: a saved
+        contact's, else a DM peer's whose addresses libxmtp holds locally."""
+        contact = await self._store.read(conversations.contact_by_address, address)
+        if contact is not None:
+            return contact.inbox_id
+        known = await self._store.read(conversations.all_conversations)
+        peers = sorted({c.peer_inbox_id for c in known if c.kind is Kind.DM and c.peer_inbox_id})
+        for inbox_id, addresses in (await self._engine.groups.addresses(peers)).items():
+            if address in (a.lower() for a in addresses):
+                return inbox_id
+        return None
