@@ -190,7 +190,7 @@ async def _main(args: argparse.Namespace) -> None:
             rows, more = query(after=cursor if oldest else None, before=None if oldest else cursor)
             # What the daemon does too: the one mapping, own messages decoded.
             found = [
-                own_message(r, OWN) if isinstance(r, OwnMessage) else message_of(r) for r in rows
+                own_message(r, OWN, 0) if isinstance(r, OwnMessage) else message_of(r) for r in rows
             ]
             return [m.id for m in found], more
 

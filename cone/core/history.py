@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from cone import limits
 from cone.core import validate
-from cone.core.model import Message, message_of, own_message
+from cone.core.model import Message, inline_bytes, message_of, own_message
 from cone.engine.engine import Engine
 from cone.errors import InvalidArgument
 from cone.store import (
@@ -20,6 +21,7 @@ from cone.store import (
     Kind,
     OwnMessage,
     Store,
+    StoredMessage,
     conversations,
     history,
 )
@@ -168,10 +170,20 @@ class History:
                 oldest_first=oldest_first,
             )
         )
-        own = self._engine.inbox_id
-        return [
-            own_message(r, own) if isinstance(r, OwnMessage) else message_of(r) for r in rows
-        ], more
+        # Files' bytes come inline within Receive's budget for the page, inbox
+        # messages' first (the store has bounded those), then own messages'.
+        budget = limits.RECEIVE_INLINE_BUDGET_BYTES - inline_bytes(
+            r for r in rows if isinstance(r, StoredMessage)
+        )
+        out = []
+        for r in rows:
+            if isinstance(r, OwnMessage):
+                m = own_message(r, self._engine.inbox_id, budget)
+                budget -= inline_bytes([m])
+            else:
+                m = message_of(r)
+            out.append(m)
+        return out, more
 
     async def contacts(self) -> list[ContactRecord]:
         """The saved contacts."""

@@ -17,6 +17,7 @@ servicer imports the core alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cone.core import content
@@ -128,9 +129,19 @@ def message_of(m: StoredMessage) -> Message:
     )
 
 
-def own_message(o: OwnMessage, own_inbox_id: str) -> Message:
+def inline_bytes(messages: Iterable[Message | StoredMessage]) -> int:
+    """The attachment bytes handed out inline with these messages."""
+    total = 0
+    for m in messages:
+        files = m.attachments if isinstance(m, StoredMessage) else (m.attachment, *m.attachments)
+        total += sum(len(a.data) for a in files if a is not None and a.data is not None)
+    return total
+
+
+def own_message(o: OwnMessage, own_inbox_id: str, budget: int) -> Message:
     """An own message of history: its outbox payload decoded as ingest decodes a
-    peer's, placed at the time cone first took its key."""
+    peer's, placed at the time cone first took its key; its files' bytes inline while
+    they fit `budget` (what the page's inline budget leaves)."""
     stored = record(
         content.decode(o.payload),
         message_id=o.id,
@@ -138,7 +149,7 @@ def own_message(o: OwnMessage, own_inbox_id: str) -> Message:
         sender_inbox_id=own_inbox_id,
         sent_at_ns=o.created_ns,
     )
-    return message_of(inbox.as_stored(stored, o.kind, own=True))
+    return message_of(inbox.as_stored(stored, o.kind, own=True, budget=budget))
 
 
 __all__ = [
@@ -154,6 +165,7 @@ __all__ = [
     "Role",
     "StreamHealth",
     "attachment_of",
+    "inline_bytes",
     "message_of",
     "own_message",
 ]

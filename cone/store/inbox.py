@@ -253,7 +253,8 @@ def _stored(row: Any, files: tuple[StoredAttachment, ...]) -> StoredMessage:
 
 def by_ids(conn: Connection, message_ids: Sequence[str]) -> dict[str, StoredMessage]:
     """Inbox messages by id as Receive hands them out, without touching a receipt
-    (`deliveries` 0), attachment bytes inline as a Receive batch would give them."""
+    (`deliveries` 0), attachment bytes inline as a Receive batch gives them (at most
+    `limits.RECEIVE_INLINE_BUDGET_BYTES` in all, in the order of the ids)."""
     if not message_ids:
         return {}
     marks = ", ".join("?" * len(message_ids))
@@ -267,15 +268,18 @@ def by_ids(conn: Connection, message_ids: Sequence[str]) -> dict[str, StoredMess
     return {m.id: m for m in _stored_batch(conn, rows, 0)}
 
 
-def as_stored(m: IncomingMessage, kind: Kind, *, own: bool) -> StoredMessage:
+def as_stored(m: IncomingMessage, kind: Kind, *, own: bool, budget: int) -> StoredMessage:
     """A message that is not in the inbox (this identity's own, decoded from the
     outbox) in the record the inbox would hand out for it: files with their size and
-    digest as `attachments.insert` records them, bytes inline as `for_batch` gives them."""
+    digest as `attachments.insert` records them, bytes inline as `for_batch` gives
+    them (each file at most `limits.ATTACHMENT_INLINE_MAX_BYTES`, `budget` in all)."""
     files = []
     for i, a in enumerate(m.attachments):
         size, digest = attachments.size_and_digest(a)
         inline = a.data
-        if inline is not None and len(inline) > limits.ATTACHMENT_INLINE_MAX_BYTES:
+        if inline is not None and len(inline) <= min(limits.ATTACHMENT_INLINE_MAX_BYTES, budget):
+            budget -= len(inline)
+        else:
             inline = None
         files.append(StoredAttachment(i, a.filename, a.mime_type, size, digest, inline, None))
     return StoredMessage(
