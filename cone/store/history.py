@@ -122,14 +122,15 @@ def messages(
 
 
 def _own(conn: Connection, conv: Conversation, message_ids: list[str]) -> dict[str, OwnMessage]:
-    out = {}
-    for mid in message_ids:
-        (created_ns, payload) = conn.execute(
-            "SELECT created_ns, payload FROM outbox WHERE message_id = ? AND conversation_id = ?",
-            (mid, conv.id),
-        ).fetchone()
-        out[mid] = OwnMessage(mid, conv.id, conv.kind, created_ns, bytes(payload))
-    return out
+    if not message_ids:
+        return {}
+    marks = ", ".join("?" * len(message_ids))
+    rows = conn.execute(
+        "SELECT message_id, created_ns, payload FROM outbox"
+        f" WHERE conversation_id = ? AND message_id IN ({marks})",
+        [conv.id, *message_ids],
+    ).fetchall()
+    return {r[0]: OwnMessage(r[0], conv.id, conv.kind, r[1], bytes(r[2])) for r in rows}
 
 
 def _cursor(conv: Conversation) -> str:
