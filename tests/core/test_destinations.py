@@ -16,7 +16,7 @@ from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.devnet_process import DevnetProcess
 from support.peers import Peer
-from support.waiting import until
+from support.waiting import accept_request, until
 
 
 async def _send(daemon: DaemonProcess, to: str, text: str, key: str) -> pb.SendResponse:
@@ -100,13 +100,7 @@ async def test_a_send_to_a_known_address_queues_while_the_node_is_down(
             await bob.send(bob_dm, "hello from bob")
             bob_cid = bytes(bob_dm.id()).hex()
 
-            async def requested() -> bool:
-                await daemon.client.call("Sync", pb.SyncRequest())
-                held = await daemon.client.call("Requests", pb.RequestsRequest())
-                return any(r.conversation_id == bob_cid for r in held.requests)
-
-            await until(requested)
-            await daemon.client.call("Accept", pb.AcceptRequest(conversation_id=bob_cid))
+            await accept_request(daemon.client, bob_cid)
             assert await node.stop() == 0
 
             offline_alice = await _send(daemon, alice.address, "offline to alice", "o-a")

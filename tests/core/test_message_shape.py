@@ -9,10 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,40 +24,13 @@ from cone.schema import message_to_json, methods
 from conepb.v1 import cone_pb2 as pb
 from conepb.xmtpcontent import content_pb2
 from support.daemons import DaemonProcess, short_home
+from support.files import Files, serve
 from support.peers import Peer
-from support.waiting import until
+from support.waiting import accept_request, until
 
 pytestmark = pytest.mark.timeout(240)
 
 Json = dict[str, Any]
-
-
-@contextmanager
-def _files(bodies: dict[str, bytes]) -> Iterator[str]:
-    """A local HTTP server for remote attachments' encrypted payloads."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = bodies.get(self.path)
-            if body is None:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _type(authority: str, type_id: str) -> content_pb2.ContentTypeId:
@@ -199,15 +169,15 @@ async def test_messages_shows_what_receive_hands_out_for_every_kind(
 
     # What other apps send: remote and multi remote attachments, a JSON codec type,
     # unreadable bytes, and a message its sender then deletes.
-    bodies: dict[str, bytes] = {}
-    with _files(bodies) as base:
+    files = Files()
+    with serve(files) as base:
         contact = await receiver.client.call("Connect", pb.ConnectRequest(to=alice.address))
         alice_cid = contact.contact.conversation_id
         await alice.sync()
         dm = alice.conversation(bytes.fromhex(alice_cid))
         one, one_ref = _encrypted("notes.txt", "text/plain", b"some notes")
         two, two_ref = _encrypted("more.bin", "application/octet-stream", os.urandom(500))
-        bodies["/one"], bodies["/two"] = one, two
+        files.bodies["/one"], files.bodies["/two"] = one, two
         opts = ffi.FfiSendMessageOpts(should_push=True)
         for payload in (
             _remote(base + "/one", one_ref),
@@ -221,13 +191,7 @@ async def test_messages_shows_what_receive_hands_out_for_every_kind(
             await dm.send(payload, opts)
         doomed = await alice.send(dm, "soon deleted")
 
-        async def requested() -> bool:
-            await receiver.client.call("Sync", pb.SyncRequest())
-            held = await receiver.client.call("Requests", pb.RequestsRequest())
-            return any(r.conversation_id == cid for r in held.requests)
-
-        await until(requested)
-        await receiver.client.call("Accept", pb.AcceptRequest(conversation_id=cid))
+        await accept_request(receiver.client, cid)
 
         async def everything() -> dict[str, Json]:
             batch = await receiver.client.receive(limit=100)
