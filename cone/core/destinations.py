@@ -10,7 +10,11 @@ reading that matches wins:
 3. an inbox id: 64 hex characters;
 4. an Ethereum address: `0x` and 40 hex characters, in any case.
 
-Anything else is NotFound(unknown_destination). docs/protocol.md states the same.
+A name-like string no contact has is NotFound(unknown_destination); a string that is
+none of the four (`0x123`, `no spaces`) is InvalidArgument, as is this identity's own
+inbox for send and connect (a DM with oneself is never what was meant; group members
+may name it, and the group methods say what they do with it). docs/protocol.md states
+the same.
 
 An address resolves without the network when cone already knows whose it is: a
 saved contact's address, or an address libxmtp's local state gives a DM peer's inbox.
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 from cone import limits
 from cone.core import validate
 from cone.engine.engine import Engine
-from cone.errors import NotFound
+from cone.errors import InvalidArgument, NotFound
 from cone.store import Kind, Store, conversations
 
 _NAME = re.compile(limits.CONTACT_NAME_PATTERN)
@@ -52,10 +56,20 @@ class Destinations:
         self._engine = engine
 
     async def resolve(
-        self, to: str, *, field: str = "to", conversation: bool = True
+        self, to: str, *, field: str = "to", conversation: bool = True, own: bool = False
     ) -> Destination:
         """Where `to` leads (see the module docstring for the precedence); a
-        conversation id is taken only when `conversation` is true."""
+        conversation id is taken only when `conversation` is true, this identity's
+        own inbox only when `own` is."""
+        found = await self._resolve(to, field, conversation)
+        if found.inbox_id == self._engine.inbox_id and not own:
+            raise InvalidArgument(
+                f"{field} {to!r} is this identity's own inbox: cone sends to other inboxes",
+                field=field,
+            )
+        return found
+
+    async def _resolve(self, to: str, field: str, conversation: bool) -> Destination:
         to = validate.destination(to, field)
         if _NAME.fullmatch(to):
             contact = await self._store.read(conversations.contact_by_name, to)
@@ -80,16 +94,19 @@ class Destinations:
         if _ADDRESS.fullmatch(lowered):
             inbox_id = await self._known_address(lowered) or await self._on_xmtp(lowered, field)
             return Destination(inbox_id=inbox_id, address=lowered)
-        what = "an address, an inbox id, a saved contact name"
-        raise NotFound(
-            f"{to!r} is not {what}{' or a conversation id' if conversation else ''}",
-            reason="unknown_destination",
-            field=field,
-        )
+        what = "an address (0x + 40 hex), an inbox id (64 hex), a saved contact name"
+        what += " or a conversation id" if conversation else ""
+        if _NAME.fullmatch(to):
+            raise NotFound(
+                f"no contact is saved as {to!r}; {field} takes {what}",
+                reason="unknown_destination",
+                field=field,
+            )
+        raise InvalidArgument(f"{field} {to!r} is not {what}", field=field)
 
-    async def inbox(self, to: str, field: str = "to") -> tuple[str, str | None]:
+    async def inbox(self, to: str, field: str = "to", own: bool = False) -> tuple[str, str | None]:
         """(inbox id, address or None) for an address, inbox id or contact name."""
-        found = await self.resolve(to, field=field, conversation=False)
+        found = await self.resolve(to, field=field, conversation=False, own=own)
         assert found.inbox_id is not None
         return found.inbox_id, found.address
 
@@ -100,8 +117,11 @@ class Destinations:
         return inbox_id
 
     async def _known_address(self, address: str) -> str | None:
-        """The inbox cone already maps `address` to, without the network: a saved
-        contact's, else a DM peer's whose addresses libxmtp holds locally."""
+        """The inbox cone already maps `address` to, without the network: this
+        identity's own, a saved contact's, else a DM peer's whose addresses libxmtp
+        holds locally."""
+        if address == self._engine.address.lower():
+            return self._engine.inbox_id
         contact = await self._store.read(conversations.contact_by_address, address)
         if contact is not None:
             return contact.inbox_id

@@ -123,7 +123,7 @@ class Core:
             store,
             engine,
             self.history,
-            functools.partial(self.destinations.inbox, field="members"),
+            functools.partial(self.destinations.inbox, field="members", own=True),
             self._on_created,
         )
         # Peers' deletions and disappearing settings (cone/core/retention.py).

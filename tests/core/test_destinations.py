@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from xmtp_bindings import xmtpv3 as ffi
 
-from cone.errors import NotFound, Unavailable
+from cone.errors import InvalidArgument, NotFound, Unavailable
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.devnet_process import DevnetProcess
@@ -71,9 +71,22 @@ async def test_a_contact_name_that_looks_like_hex_routes_to_the_contact(
     assert refused.value.reason == "unknown_destination" and "conversation id" in str(
         refused.value.message
     )
-    with pytest.raises(NotFound) as nothing:
-        await _send(daemon, "no such name", "x", "k-none")
-    assert nothing.value.reason == "unknown_destination"
+    with pytest.raises(NotFound) as nobody:
+        await _send(daemon, "bob", "x", "k-bob")  # a name no contact has
+    assert nobody.value.reason == "unknown_destination"
+    # Input that is none of the four is invalid (exit 2 in the CLI), not unknown.
+    for malformed in ("0x123", "no such name", "0x" + "ab" * 21):
+        with pytest.raises(InvalidArgument) as invalid:
+            await _send(daemon, malformed, "x", "k-bad")
+        assert invalid.value.field == "to", malformed
+    # Oneself is refused rather than made a self-DM, by address or inbox id.
+    me = await daemon.client.identity()
+    for own in (me.address, me.inbox_id):
+        with pytest.raises(InvalidArgument) as self_dm:
+            await _send(daemon, own, "x", "k-self")
+        assert "own inbox" in self_dm.value.message
+        with pytest.raises(InvalidArgument):
+            await _connect(daemon, own)
 
 
 async def _dm_to(peer: Peer, daemon: DaemonProcess) -> Any:
