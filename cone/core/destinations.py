@@ -11,10 +11,10 @@ reading that matches wins:
 4. an Ethereum address: `0x` and 40 hex characters, in any case.
 
 A name-like string no contact has is NotFound(unknown_destination); a string that is
-none of the four (`0x123`, `no spaces`) is InvalidArgument, as is this identity's own
-inbox for send and connect (a DM with oneself is never what was meant; group members
-may name it, and the group methods say what they do with it). docs/protocol.md states
-the same.
+none of the four (`0x123`, words with spaces) is InvalidArgument, as is this
+identity's own inbox for send and connect (a DM with oneself is never what was meant;
+group members may name it, and the group methods say what they do with it).
+docs/protocol.md states the same.
 
 An address resolves without the network when cone already knows whose it is: a
 saved contact's address, or an address libxmtp's local state gives a DM peer's inbox.
