@@ -180,25 +180,12 @@ class InstallationsPort(Protocol):
 class EnginePort(Protocol):
     """What the core uses of the engine."""
 
-    @property
-    def inbox_id(self) -> str:
-        """This identity's inbox id."""
-        ...
-
-    @property
-    def installation_id(self) -> str:
-        """This installation's id (hex)."""
-        ...
-
-    @property
-    def address(self) -> str:
-        """This identity's Ethereum address."""
-        ...
-
-    @property
-    def api_url(self) -> str:
-        """The XMTP node's URL."""
-        ...
+    #: This identity's inbox id, its installation's id (hex), its Ethereum address,
+    #: and the URL of the XMTP node it talks to.
+    inbox_id: str
+    installation_id: str
+    address: str
+    api_url: str
 
     @property
     def groups(self) -> GroupsPort:
