@@ -5,11 +5,12 @@ content is text, so its meaning is found by matching that text. Every match cone
 makes on libxmtp's words is here; the rest of the engine asks these functions, and
 `translate` turns an error into the ConeError the core sees.
 
-The text helpers shared with cone's own store stay in `cone.errors`: `one_line` (the
-"Api Stats" tail libxmtp appends, also cut from its log lines) and `storage_full`
-(SQLite's and the OS's words for a full disk, which libxmtp repeats).
+`plain` also serves cone's log, which re-emits libxmtp's own lines. `storage_full`
+stays in `cone.errors`: it reads SQLite's and the OS's words for a full disk, which
+cone's store meets too and libxmtp only repeats.
 
-This module imports no xmtp-bindings: it reads text and builds ConeErrors.
+This module imports no xmtp-bindings (and the engine package sets nothing on import),
+so the log can use it before any libxmtp client exists.
 """
 
 from __future__ import annotations
@@ -27,11 +28,19 @@ from cone.errors import (
     storage_full,
 )
 
+#: What libxmtp 1.10 appends to every API error: the call counts of the client.
+_STATS: Final = "============ Api Stats"
+
 V3_CUTOVER_ADVICE: Final = (
     "the XMTP node has cut over to XMTP's decentralized network (D14N) and refuses "
     "publishes and new subscriptions from V3 clients such as this cone (libxmtp 1.10); "
     "see docs/networks.md"
 )
+
+
+def plain(text: str) -> str:
+    """libxmtp's text on one line, without the call counts ("Api Stats") it appends."""
+    return one_line(text.split(_STATS, 1)[0])
 
 
 def is_v3_cutover(text: str) -> bool:
@@ -71,7 +80,7 @@ def cutover_refusal(doing: str) -> FailedPrecondition:
 def translate(exc: BaseException, doing: str, reason: str = "network_unavailable") -> ConeError:
     """libxmtp's error as a ConeError: the V3 cutover, a full disk, the node's rate
     limit, or else Unavailable with `reason`."""
-    text = one_line(str(exc))
+    text = plain(str(exc))
     if is_v3_cutover(text):
         return cutover_refusal(doing)
     if storage_full(text):
@@ -114,5 +123,6 @@ __all__ = [
     "is_damaged_database",
     "is_rate_limited",
     "is_v3_cutover",
+    "plain",
     "translate",
 ]

@@ -19,7 +19,13 @@ from xmtp_bindings import xmtpv3 as ffi
 from cone.engine import _convert, deletions
 from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls, answered
 from cone.engine._client import open_client, wallet_address
-from cone.engine._errors import cutover_refusal, is_absent, is_damaged_database, is_v3_cutover
+from cone.engine._errors import (
+    cutover_refusal,
+    is_absent,
+    is_damaged_database,
+    is_v3_cutover,
+    plain,
+)
 from cone.engine._offload import Offload
 from cone.engine._probe import refuses_v3
 from cone.engine.consent import Consent
@@ -100,13 +106,14 @@ class Engine:
                 opened, REGISTER_S, "opening the XMTP client"
             )
         except ConeError as err:
-            if err.__cause__ is not None and is_damaged_database(err.__cause__):
+            cause = err.__cause__
+            if cause is not None and is_damaged_database(cause):
                 raise StateError(
-                    f"libxmtp's database {db_path} cannot be opened ({err.__cause__}): it or "
-                    "its salt file is damaged. Restore the identity from a backup (cone restore "
-                    "FILE --home NEW_HOME) and start there",
+                    f"libxmtp's database {db_path} cannot be opened ({plain(str(cause))}): it "
+                    "or its salt file is damaged. Restore the identity from a backup (cone "
+                    "restore FILE --home NEW_HOME) and start there",
                     reason="corrupt_database",
-                ) from err.__cause__
+                ) from cause
             raise
         if not new and not registered:
             raise FailedPrecondition(
