@@ -31,7 +31,6 @@ def info(conv: Any) -> ConversationInfo:
         is_group=is_group,
         peer_inbox_id=peer or "",
         consent=xmtp_consent(conv.consent_state()),
-        active=conv.is_active(),
     )
 
 
@@ -45,7 +44,6 @@ def raw(m: Any, conversation_id: str) -> RawMessage:
         inserted_at_ns=m.inserted_at_ns,
         content=bytes(m.content),
         application=m.kind == ffi.FfiConversationMessageKind.APPLICATION,
-        published=m.delivery_status == ffi.FfiDeliveryStatus.PUBLISHED,
     )
 
 

@@ -30,7 +30,6 @@ class ConversationInfo:
     is_group: bool
     peer_inbox_id: str
     consent: XmtpConsent
-    active: bool
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,6 @@ class RawMessage:
     inserted_at_ns: int
     content: bytes
     application: bool
-    published: bool
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ class _Conversation:
     messages: list[RawMessage] = field(default_factory=list)
     members: set[str] = field(default_factory=set)
     app_data: str = ""
+    active: bool = True
     name: str | None = None
 
 
@@ -74,7 +75,7 @@ class FakeGroups:
             conv = self._e.held.get(cid)
             if conv is not None:
                 out[cid] = Details(
-                    cid, conv.info.is_group, 0, conv.info.active, conv.name, None, None, None
+                    cid, conv.info.is_group, 0, conv.active, conv.name, None, None, None
                 )
         return out
 
@@ -113,7 +114,7 @@ class FakeGroups:
         self, *, name: str | None, description: str | None, image_url: str | None, app_data: str
     ) -> str:
         cid = conversation_id("group", app_data)
-        info = ConversationInfo(cid, True, self._e.inbox_id, XmtpConsent.UNKNOWN, True)
+        info = ConversationInfo(cid, True, self._e.inbox_id, XmtpConsent.UNKNOWN)
         self._e.held[cid] = _Conversation(
             info, members={self._e.inbox_id}, app_data=app_data, name=name
         )
@@ -134,7 +135,7 @@ class FakeGroups:
     async def leave(self, conversation_id: str) -> None:
         conv = self._group(conversation_id)
         conv.members.discard(self._e.inbox_id)
-        conv.info = replace(conv.info, active=False)
+        conv.active = False
 
     async def update(
         self,
@@ -206,25 +207,23 @@ class FakeEngine:
         """libxmtp holds a DM with `inbox_id` (as when the peer wrote first); its id."""
         cid = self.dm_id(inbox_id)
         if cid not in self.held:
-            info = ConversationInfo(cid, False, inbox_id, consent, True)
+            info = ConversationInfo(cid, False, inbox_id, consent)
             self.held[cid] = _Conversation(info, members={self.inbox_id, inbox_id})
         return cid
 
     def group(self, added_by: str, members: list[str]) -> str:
         """libxmtp holds a group another inbox added this one to; its id."""
         cid = conversation_id("group", added_by, *members)
-        info = ConversationInfo(cid, True, added_by, XmtpConsent.UNKNOWN, True)
+        info = ConversationInfo(cid, True, added_by, XmtpConsent.UNKNOWN)
         self.held[cid] = _Conversation(info, members={self.inbox_id, added_by, *members})
         return cid
 
     def incoming(self, conversation_id: str, sender: str, text: str) -> RawMessage:
         """A peer's text message stored in a conversation."""
         _, payload = content.encode(text=text)
-        return self._store(conversation_id, sender, payload, published=True)
+        return self._store(conversation_id, sender, payload)
 
-    def _store(
-        self, conversation_id: str, sender: str, payload: bytes, published: bool
-    ) -> RawMessage:
+    def _store(self, conversation_id: str, sender: str, payload: bytes) -> RawMessage:
         # libxmtp stamps by the clock; distinct stamps keep the order plain.
         now = self._last_ns = max(self._last_ns + 1, time.time_ns())
         conv = self.held[conversation_id]
@@ -236,7 +235,6 @@ class FakeEngine:
             inserted_at_ns=now,
             content=payload,
             application=True,
-            published=published,
         )
         conv.messages.append(m)
         return m
@@ -339,7 +337,7 @@ class FakeEngine:
             raise self.fail_prepare.pop(0)
         if conversation_id not in self.held:
             raise Unavailable("preparing a message failed: no such conversation")
-        m = self._store(conversation_id, self.inbox_id, payload, published=False)
+        m = self._store(conversation_id, self.inbox_id, payload)
         self.prepared.append(m.id)
         return m.id
 
@@ -349,10 +347,7 @@ class FakeEngine:
             raise Crash("the process died before publishing")
         if self.fail_publish:
             raise self.fail_publish.pop(0)
-        conv = self.held[conversation_id]
-        conv.messages = [
-            replace(m, published=True) if m.id == message_id else m for m in conv.messages
-        ]
+        assert any(m.id == message_id for m in self.held[conversation_id].messages)
         self.published.append(message_id)
 
     # --- streams and lifecycle --------------------------------------------------------

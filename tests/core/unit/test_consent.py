@@ -33,7 +33,7 @@ A, D, U = XmtpConsent.ALLOWED, XmtpConsent.DENIED, XmtpConsent.UNKNOWN
 def test_a_new_conversation_starts_from_xmtps_records(
     is_group: bool, record: XmtpConsent, inbox: XmtpConsent, expected: Consent
 ) -> None:
-    info = ConversationInfo("ab" * 16, is_group, "cd" * 32, record, True)
+    info = ConversationInfo("ab" * 16, is_group, "cd" * 32, record)
 
     assert initial_consent(info, inbox) is expected
 
