@@ -9,8 +9,10 @@ from cone.core.ingest import initial_consent
 from cone.core.service import Core
 from cone.engine.port import ConsentUpdate, ConversationInfo, XmtpConsent
 from cone.errors import FailedPrecondition
-from cone.store import Consent, conversations
+from cone.store import Consent
 from support.fake_engine import FakeEngine
+
+from ._reading import consent_of, pending_texts
 
 A, D, U = XmtpConsent.ALLOWED, XmtpConsent.DENIED, XmtpConsent.UNKNOWN
 
@@ -38,15 +40,18 @@ def test_a_new_conversation_starts_from_xmtps_records(
     assert initial_consent(info, inbox) is expected
 
 
-async def _pending_texts(core: Core) -> list[str | None]:
-    messages, _ = await core.receive("", None, 0, [])
-    return [m.text for m in messages]
-
-
-async def _consent(core: Core, conversation_id: str) -> Consent:
-    conv = await core.store.read(conversations.get, conversation_id)
-    assert conv is not None
-    return conv.consent
+@pytest.fixture
+async def blocked_in_group(core: Core, engine: FakeEngine) -> tuple[str, str, str, str]:
+    """(mallory, trent, dm, group): trent's group with mallory is accepted, the DM with
+    mallory blocked."""
+    _, mallory = engine.peer("mallory")
+    _, trent = engine.peer("trent")
+    dm = engine.dm(mallory)
+    group = engine.group(trent, [mallory])
+    await core.ingestor.ingest([dm, group])
+    await core.accept(group)
+    await core.block(dm)
+    return mallory, trent, dm, group
 
 
 async def test_a_dm_from_a_stranger_waits_as_a_request_until_accepted(
@@ -57,61 +62,49 @@ async def test_a_dm_from_a_stranger_waits_as_a_request_until_accepted(
     engine.incoming(cid, stranger, "may I?")
     await core.ingestor.ingest([cid])
 
-    assert await _pending_texts(core) == []
+    assert await pending_texts(core) == []
     [(request, address)] = await core.requests()
     assert (request.conversation_id, request.peer_inbox_id) == (cid, stranger)
     assert address == engine.addresses_by_inbox[stranger][0]
 
     await core.accept(cid)
 
-    assert await _pending_texts(core) == ["may I?"]
+    assert await pending_texts(core) == ["may I?"]
     assert await core.requests() == []
     assert engine.conversation_consent[cid] is A
     assert engine.inbox_consent_records[stranger] is A
 
 
 async def test_blocking_a_dm_denies_its_peer_and_withholds_the_peers_group_messages(
-    core: Core, engine: FakeEngine
+    core: Core, engine: FakeEngine, blocked_in_group: tuple[str, str, str, str]
 ) -> None:
-    _, mallory = engine.peer("mallory")
-    _, trent = engine.peer("trent")
-    dm = engine.dm(mallory)
-    group = engine.group(trent, [mallory])
-    await core.ingestor.ingest([dm, group])
-    await core.accept(group)
+    mallory, trent, dm, group = blocked_in_group
 
-    await core.block(dm)
     engine.incoming(group, mallory, "from the blocked inbox")
     engine.incoming(group, trent, "from a member in good standing")
     await core.ingestor.ingest([group])
 
-    assert await _consent(core, dm) is Consent.BLOCKED
+    assert await consent_of(core, dm) is Consent.BLOCKED
     assert engine.conversation_consent[dm] is D
     assert engine.inbox_consent_records[mallory] is D
-    assert await _pending_texts(core) == ["from a member in good standing"]
+    assert await pending_texts(core) == ["from a member in good standing"]
 
 
 async def test_unblocking_makes_a_request_again_and_resets_xmtps_records(
-    core: Core, engine: FakeEngine
+    core: Core, engine: FakeEngine, blocked_in_group: tuple[str, str, str, str]
 ) -> None:
-    _, mallory = engine.peer("mallory")
-    _, trent = engine.peer("trent")
-    dm = engine.dm(mallory)
-    group = engine.group(trent, [mallory])
-    await core.ingestor.ingest([dm, group])
-    await core.accept(group)
-    await core.block(dm)
+    mallory, _, dm, group = blocked_in_group
     engine.incoming(group, mallory, "said while blocked")
     await core.ingestor.ingest([group])
-    assert await _pending_texts(core) == []
+    assert await pending_texts(core) == []
 
     await core.history.unblock(dm)
 
-    assert await _consent(core, dm) is Consent.REQUESTED
+    assert await consent_of(core, dm) is Consent.REQUESTED
     assert engine.conversation_consent[dm] is U
     assert engine.inbox_consent_records[mallory] is U
     # The inbox is no longer blocked: its group message is delivered.
-    assert await _pending_texts(core) == ["said while blocked"]
+    assert await pending_texts(core) == ["said while blocked"]
 
 
 async def test_unblocking_an_accepted_conversation_is_refused(
@@ -138,8 +131,8 @@ async def test_a_dm_from_an_inbox_allowed_elsewhere_is_accepted_at_once(
 
     await core.ingestor.ingest([dm])
 
-    assert await _consent(core, dm) is Consent.ACCEPTED
-    assert await _pending_texts(core) == ["it is me"]
+    assert await consent_of(core, dm) is Consent.ACCEPTED
+    assert await pending_texts(core) == ["it is me"]
 
 
 async def test_consent_from_another_installation_moves_cones_decision(
@@ -150,8 +143,10 @@ async def test_consent_from_another_installation_moves_cones_decision(
     await core.ingestor.ingest([dm])
 
     await core._apply_consent([ConsentUpdate(dm, None, A)])
-    assert await _consent(core, dm) is Consent.ACCEPTED
+    assert await consent_of(core, dm) is Consent.ACCEPTED
     await core._apply_consent([ConsentUpdate(dm, None, U), ConsentUpdate(None, peer, D)])
-    assert await _consent(core, dm) is Consent.ACCEPTED  # unknown and inbox records change nothing
+    assert (
+        await consent_of(core, dm) is Consent.ACCEPTED
+    )  # unknown and inbox records change nothing
     await core._apply_consent([ConsentUpdate(dm, None, D)])
-    assert await _consent(core, dm) is Consent.BLOCKED
+    assert await consent_of(core, dm) is Consent.BLOCKED

@@ -11,13 +11,9 @@ from cone.errors import FailedPrecondition, NotFound
 from cone.store import Consent, Kind, conversations
 from support.fake_engine import FakeEngine, conversation_id
 
+from ._reading import consent_of
+
 HI = Outgoing(text="hi")
-
-
-async def _consent(core: Core, conversation_id: str) -> Consent:
-    conv = await core.store.read(conversations.get, conversation_id)
-    assert conv is not None
-    return conv.consent
 
 
 async def test_an_address_routes_to_the_dm_with_its_inbox_and_accepts_it(
@@ -29,7 +25,7 @@ async def test_an_address_routes_to_the_dm_with_its_inbox_and_accepts_it(
 
     assert sent.conversation_id == engine.dm_id(inbox_id)
     assert sent.published and engine.published == [sent.message_id]
-    assert await _consent(core, sent.conversation_id) is Consent.ACCEPTED
+    assert await consent_of(core, sent.conversation_id) is Consent.ACCEPTED
 
 
 async def test_sending_to_a_peer_whose_dm_is_a_request_accepts_it_in_xmtp_too(
@@ -39,12 +35,12 @@ async def test_sending_to_a_peer_whose_dm_is_a_request_accepts_it_in_xmtp_too(
     cid = engine.dm(inbox_id)
     engine.incoming(cid, inbox_id, "hello?")
     await core.ingestor.ingest([cid])
-    assert await _consent(core, cid) is Consent.REQUESTED
+    assert await consent_of(core, cid) is Consent.REQUESTED
 
     sent = await core.send(to=address, content=HI, key="k", reply_to=None)
 
     assert sent.conversation_id == cid
-    assert await _consent(core, cid) is Consent.ACCEPTED
+    assert await consent_of(core, cid) is Consent.ACCEPTED
     assert engine.conversation_consent[cid] is XmtpConsent.ALLOWED
     assert engine.inbox_consent_records[inbox_id] is XmtpConsent.ALLOWED
 
@@ -89,7 +85,7 @@ async def test_a_conversation_id_of_a_request_is_refused_and_not_accepted_by_sen
         await core.send(to=cid, content=HI, key="k", reply_to=None)
 
     assert refused.value.reason == "not_accepted"
-    assert await _consent(core, cid) is Consent.REQUESTED
+    assert await consent_of(core, cid) is Consent.REQUESTED
     assert engine.prepared == []
 
 
