@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass
 
 from cone.core import content, validate
-from cone.engine.engine import Engine
+from cone.engine.port import EnginePort
 from cone.errors import InvalidArgument
 from cone.store import (
     Consent,
@@ -58,7 +58,7 @@ class ConversationView:
 class History:
     """The read side of conversations, over one store and engine."""
 
-    def __init__(self, store: Store, engine: Engine) -> None:
+    def __init__(self, store: Store, engine: EnginePort) -> None:
         self._store = store
         self._engine = engine
 
@@ -186,7 +186,7 @@ class History:
         unknown for the conversation and a DM's peer inbox."""
         validate.hex_id(conversation_id, "conversationId")
         conv = await self._store.write(history.unblock, conversation_id)
-        await self._engine.groups.reset_consent(
+        await self._engine.reset_consent(
             conversation_id=conversation_id,
             peer_inbox_id=conv.peer_inbox_id if conv.kind is Kind.DM else None,
         )

@@ -25,8 +25,13 @@ from cone.core.history import History
 from cone.core.ingest import Ingestor
 from cone.core.outbox import Outbox, SendResult, check_content, check_key
 from cone.core.retention import Retention
-from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
-from cone.engine.streams import StreamHealth
+from cone.engine.port import (
+    ConsentUpdate,
+    ConversationInfo,
+    EnginePort,
+    StreamHealth,
+    XmtpConsent,
+)
 from cone.errors import ConeError, FailedPrecondition, NotFound, StateError, Unavailable
 from cone.store import (
     Consent,
@@ -89,7 +94,7 @@ class Core:
     def __init__(
         self,
         store: Store,
-        engine: Engine,
+        engine: EnginePort,
         network: str,
         xmtp_db: Path,
         catchup_interval_s: float = 30.0,
@@ -471,9 +476,7 @@ class Core:
         self,
         *,
         to: str,
-        content: Outgoing | None = None,
-        text: str | None = None,
-        data_json: str | None = None,
+        content: Outgoing,
         key: str,
         reply_to: str | None,
     ) -> SendResult:
@@ -484,8 +487,6 @@ class Core:
         """
         to = validate.destination(to)
         check_key(key)
-        if content is None:
-            content = Outgoing(text=text, data_json=data_json)
         check_content(content, reply_to)
         if reply_to is not None:
             validate.hex_id(reply_to, "replyTo")
@@ -509,14 +510,11 @@ class Core:
         *,
         conversation_id: str,
         key: str,
-        content: Outgoing | None = None,
-        text: str | None = None,
+        content: Outgoing,
     ) -> SendResult:
-        """One message (text by default) into an accepted conversation, one per key."""
+        """One message into an accepted conversation, one per key."""
         validate.hex_id(conversation_id, "conversationId")
         check_key(key)
-        if content is None:
-            content = Outgoing(text=text)
         check_content(content)
         content, _ = await self._referenced(content, None)
         self._check_room()

@@ -103,12 +103,6 @@ def requests(conn: Connection) -> list[Request]:
     return [Request(r[0], Kind(r[1]), r[2], r[3], r[4]) for r in rows]
 
 
-def is_blocked_inbox(conn: Connection, inbox_id: str) -> bool:
-    """Whether the inbox is blocked."""
-    row = conn.execute("SELECT 1 FROM blocked_inboxes WHERE inbox_id = ?", (inbox_id,)).fetchone()
-    return row is not None
-
-
 def save_contact(conn: Connection, contact: ContactRecord) -> ContactRecord:
     """Save or update a contact; a name already used by another inbox is a Conflict."""
     if contact.name is not None:
