@@ -175,9 +175,9 @@ _FULL_MARKERS: Final = ("database or disk is full", "no space left on device")
 
 
 def one_line(text: str) -> str:
-    """libxmtp's error text on one line: the call counts ("Api Stats") libxmtp 1.10
-    appends to every API error cut off, whitespace collapsed."""
-    return " ".join(text.split("============ Api Stats", 1)[0].split())
+    """A message on one line: whitespace (newlines included) collapsed. libxmtp's own
+    text is made plain first by `cone.engine._errors.plain`."""
+    return " ".join(text.split())
 
 
 UNKNOWN_CONVERSATION = "unknown_conversation"

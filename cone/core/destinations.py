@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from cone import limits
 from cone.core import validate
-from cone.engine.engine import Engine
+from cone.engine.port import EnginePort
 from cone.errors import InvalidArgument, NotFound
 from cone.store import Kind, Store, conversations
 
@@ -51,7 +51,7 @@ class Destination:
 class Destinations:
     """Resolves destinations against cone's store, libxmtp's local state, then the network."""
 
-    def __init__(self, store: Store, engine: Engine) -> None:
+    def __init__(self, store: Store, engine: EnginePort) -> None:
         self._store = store
         self._engine = engine
 
@@ -90,6 +90,8 @@ class Destinations:
                         field=field,
                     )
                 return Destination(conversation_id=lowered)
+            if lowered == self._engine.inbox_id:
+                return Destination(inbox_id=lowered)
             return Destination(inbox_id=await self._on_xmtp(lowered, field))
         if _ADDRESS.fullmatch(lowered):
             inbox_id = await self._known_address(lowered) or await self._on_xmtp(lowered, field)

@@ -30,8 +30,7 @@ from cone import _failpoints
 from cone.core import validate
 from cone.core.history import ConversationView, History
 from cone.core.outbox import check_key
-from cone.engine.engine import Engine
-from cone.engine.groups import Action, Member
+from cone.engine.port import Action, EnginePort, Member
 from cone.errors import (
     ConeError,
     Conflict,
@@ -83,7 +82,7 @@ class Groups:
     def __init__(
         self,
         store: Store,
-        engine: Engine,
+        engine: EnginePort,
         history: History,
         resolve: Callable[[str], Awaitable[tuple[str, str | None]]],
         on_new_group: Callable[[str], None],

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from cone import limits
 from cone.core import validate
 from cone.core.model import Message, inline_bytes, message_of, own_message
-from cone.engine.engine import Engine
+from cone.engine.port import EnginePort
 from cone.errors import InvalidArgument
 from cone.store import (
     Consent,
@@ -53,7 +53,7 @@ class ConversationView:
 class History:
     """The read side of conversations, over one store and engine."""
 
-    def __init__(self, store: Store, engine: Engine) -> None:
+    def __init__(self, store: Store, engine: EnginePort) -> None:
         self._store = store
         self._engine = engine
 
@@ -194,7 +194,7 @@ class History:
         unknown for the conversation and a DM's peer inbox."""
         validate.hex_id(conversation_id, "conversationId")
         conv = await self._store.write(history.unblock, conversation_id)
-        await self._engine.groups.reset_consent(
+        await self._engine.reset_consent(
             conversation_id=conversation_id,
             peer_inbox_id=conv.peer_inbox_id if conv.kind is Kind.DM else None,
         )

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from cone.core import content
 from cone.core.content import Reaction
 from cone.core.ingest import record
-from cone.engine.groups import Member, Role
-from cone.engine.streams import StreamHealth
+from cone.engine.port import Member, Role, StreamHealth
 from cone.store import (
     AttachmentsKind,
     Consent,

@@ -30,7 +30,7 @@ from cone.core import content
 from cone.core.ingest import READ_MARGIN_NS
 from cone.core.ratelimit import WriteBudget
 from cone.core.validate import HEX as _HEX
-from cone.engine.engine import Engine
+from cone.engine.port import EnginePort
 from cone.errors import (
     UNKNOWN_CONVERSATION,
     V3_CUTOVER,
@@ -144,7 +144,7 @@ def _backoff_ns(attempts: int) -> int:
 class Outbox:
     """Owns the send path and its retries."""
 
-    def __init__(self, store: Store, engine: Engine) -> None:
+    def __init__(self, store: Store, engine: EnginePort) -> None:
         self._store = store
         self._engine = engine
         # One lock per conversation: a conversation's sends publish in order, and a

@@ -28,8 +28,13 @@ from cone.core.ingest import Ingestor
 from cone.core.model import Attachment, Message, attachment_of, message_of
 from cone.core.outbox import Outbox, SendResult, check_content, check_key
 from cone.core.retention import Retention
-from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
-from cone.engine.streams import StreamHealth
+from cone.engine.port import (
+    ConsentUpdate,
+    ConversationInfo,
+    EnginePort,
+    StreamHealth,
+    XmtpConsent,
+)
 from cone.errors import (
     UNKNOWN_CONVERSATION,
     ConeError,
@@ -99,7 +104,7 @@ class Core:
     def __init__(
         self,
         store: Store,
-        engine: Engine,
+        engine: EnginePort,
         network: str,
         xmtp_db: Path,
         catchup_interval_s: float = 30.0,
