@@ -13,6 +13,7 @@ from xmtp_bindings import xmtpv3 as ffi
 
 from cone.errors import InvalidArgument, NotFound, Unavailable
 from conepb.v1 import cone_pb2 as pb
+from support.cli import cone_cli
 from support.daemons import DaemonProcess
 from support.devnet_process import DevnetProcess
 from support.peers import Peer
@@ -54,6 +55,15 @@ async def test_a_contact_name_that_looks_like_hex_routes_to_the_contact(
     assert by_inbox.conversation_id == contacts["Dee"].conversation_id
     by_address = await _send(daemon, carol.address.upper().replace("0X", "0x"), "hi", "k-addr")
     assert by_address.conversation_id == contacts["ada"].conversation_id
+
+    # The CLI's send takes the same path: a hex-looking name, and malformed input
+    # exits 2 (invalid), not 3 (not found).
+    home = ["--home", str(daemon.home)]
+    by_cli = await cone_cli(["send", "Dee", "from the shell", "--key", "k-cli", *home, "--json"])
+    assert by_cli.code == 0, by_cli.err
+    assert by_cli.json()["conversationId"] == contacts["Dee"].conversation_id
+    malformed = await cone_cli(["send", "0x123", "hi", *home])
+    assert malformed.code == 2, malformed.err
 
     async def alice_has_both() -> list[str]:
         got = await _texts(alice, cid)
