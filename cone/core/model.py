@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cone.core import content
-from cone.core.content import Reaction
+from cone.core.content import Reaction, ReactionAction, ReactionSchema
 from cone.core.ingest import record
 from cone.engine.port import Member, Role, StreamHealth
 from cone.store import (
@@ -94,8 +94,8 @@ def _reaction(reaction_json: str | None) -> Reaction | None:
     return Reaction(
         message_id=r["messageId"],
         emoji=r["emoji"],
-        action=r["action"],
-        schema=r["schema"],
+        action=ReactionAction(r["action"]),
+        schema=ReactionSchema(r["schema"]),
         reference_inbox_id=r.get("referenceInboxId") or "",
     )
 

@@ -14,7 +14,13 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from cone.core.content import AttachmentPart, Outgoing, Reaction
+from cone.core.content import (
+    AttachmentPart,
+    Outgoing,
+    Reaction,
+    ReactionAction,
+    ReactionSchema,
+)
 from cone.core.history import ConversationView
 from cone.core.model import Attachment, Consent, ContactRecord, Kind, Member, Message, Role
 from cone.core.outbox import SendResult
@@ -88,14 +94,14 @@ def _sent(r: SendResult) -> dict[str, object]:
 
 
 _ACTION_PB = {
-    "added": pb.REACTION_ACTION_ADDED,
-    "removed": pb.REACTION_ACTION_REMOVED,
+    ReactionAction.ADDED: pb.REACTION_ACTION_ADDED,
+    ReactionAction.REMOVED: pb.REACTION_ACTION_REMOVED,
 }
 _ACTION_OF = {v: k for k, v in _ACTION_PB.items()}
 _SCHEMA_PB = {
-    "unicode": pb.REACTION_SCHEMA_UNICODE,
-    "shortcode": pb.REACTION_SCHEMA_SHORTCODE,
-    "custom": pb.REACTION_SCHEMA_CUSTOM,
+    ReactionSchema.UNICODE: pb.REACTION_SCHEMA_UNICODE,
+    ReactionSchema.SHORTCODE: pb.REACTION_SCHEMA_SHORTCODE,
+    ReactionSchema.CUSTOM: pb.REACTION_SCHEMA_CUSTOM,
 }
 _SCHEMA_OF = {v: k for k, v in _SCHEMA_PB.items()}
 
@@ -115,8 +121,8 @@ def outgoing(request: pb.SendRequest | pb.ReplyRequest) -> Outgoing:
             reaction=Reaction(
                 message_id=r.message_id,
                 emoji=r.emoji,
-                action=_ACTION_OF.get(r.action, "added"),
-                schema=_SCHEMA_OF.get(r.schema, "unicode"),
+                action=_ACTION_OF.get(r.action, ReactionAction.ADDED),
+                schema=_SCHEMA_OF.get(r.schema, ReactionSchema.UNICODE),
             )
         )
     if which == "attachment":
