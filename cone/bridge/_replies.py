@@ -22,8 +22,8 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from cone import limits
 from cone.errors import InvalidArgument
+from cone.rules import field_rules
 from cone.schema import methods
 
 MAX_REPLIES: Final = 10
@@ -57,13 +57,14 @@ def _with_file(item: dict[str, Any]) -> dict[str, Any]:
         return item
     attachment = dict(attachment)
     path = Path(str(attachment.pop("path")))
+    most = field_rules("OutgoingAttachment", "data").bytes.max_len
     try:
         with path.open("rb") as f:
-            data = f.read(limits.ATTACHMENT_MAX_BYTES + 1)
+            data = f.read(most + 1)
     except OSError as exc:
         raise _invalid(f"cannot read attachment path {path}: {exc.strerror}") from None
-    if len(data) > limits.ATTACHMENT_MAX_BYTES:
-        raise _invalid(f"{path} is over the {limits.ATTACHMENT_MAX_BYTES}-byte attachment limit")
+    if len(data) > most:
+        raise _invalid(f"{path} is over the {most}-byte attachment limit")
     attachment.setdefault("filename", path.name)
     attachment["data"] = base64.b64encode(data).decode("ascii")
     return {**item, "attachment": attachment}

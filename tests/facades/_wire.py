@@ -13,8 +13,8 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from cone.daemon.validation import check
 from cone.facades.jsonrpc import LineWriter, Relay, run_session
+from cone.rules import check
 from cone.schema import methods
 from conepb.v1 import cone_pb2 as pb
 

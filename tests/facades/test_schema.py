@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from cone.daemon.validation import check
 from cone.errors import InvalidArgument
+from cone.rules import check
 from cone.schema import NOT_EXPOSED, SERVICE, drift, message_to_json, methods, tools
 from conepb.v1 import cone_pb2 as pb
 
