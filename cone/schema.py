@@ -330,8 +330,9 @@ def _convert(value: Any, fd: FieldDescriptor, field: str, label: str) -> Any:
     raise _fail(field, f"{label} has no JSON form")  # messages are handled by _fill
 
 
-def _fill(message: Any, value: Any, field: str) -> None:
-    """Fill a proto message from a JSON object, member by member."""
+def _fill(message: Any, value: Any, field: str, method: str = "") -> None:
+    """Fill a proto message from a JSON object, member by member (`field`: the
+    object's path, empty for the params of `method`)."""
     if not isinstance(value, Mapping):
         raise _fail(field, f"{field} must be an object")
     fields = {json_name(fd): fd for fd in message.DESCRIPTOR.fields}
@@ -339,7 +340,7 @@ def _fill(message: Any, value: Any, field: str) -> None:
         if name not in fields:
             known = ", ".join(fields) or "none"
             where = f"{field}.{name}" if field else name
-            noun = f"member {name!r} of {field}" if field else f"parameter {name!r}"
+            noun = f"member {name!r} of {field}" if field else f"parameter {name!r} for {method}"
             raise _fail(where, f"unknown {noun} (known: {known})")
     given: dict[str, str] = {}
     for name, v in value.items():
@@ -415,7 +416,7 @@ class Method:
         if params is not None and not isinstance(params, Mapping):
             raise _fail("params", "params must be an object")
         request = self.request_type()
-        _fill(request, params or {}, "")
+        _fill(request, params or {}, "", self.name)
         return request
 
     def to_result(self, response: Any) -> JsonObject:
