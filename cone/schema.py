@@ -66,24 +66,21 @@ CALL_TIMEOUT_S: Final = 120.0
 RECEIVE_MARGIN_S: Final = 30.0
 
 _TIMESTAMP = "google.protobuf.Timestamp"
-_INTEGER_TYPES = {
-    FieldDescriptor.TYPE_INT32,
-    FieldDescriptor.TYPE_INT64,
-    FieldDescriptor.TYPE_UINT32,
-    FieldDescriptor.TYPE_UINT64,
-    FieldDescriptor.TYPE_SINT32,
-    FieldDescriptor.TYPE_SINT64,
-    FieldDescriptor.TYPE_FIXED32,
-    FieldDescriptor.TYPE_FIXED64,
-    FieldDescriptor.TYPE_SFIXED32,
-    FieldDescriptor.TYPE_SFIXED64,
+# Each integer type's range: JSON numbers outside it fit no request.
+_INTEGER_BOUNDS: Final = {
+    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_INT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_SINT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_SFIXED64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
+    FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1),
 }
-_UNSIGNED_TYPES = {
-    FieldDescriptor.TYPE_UINT32,
-    FieldDescriptor.TYPE_UINT64,
-    FieldDescriptor.TYPE_FIXED32,
-    FieldDescriptor.TYPE_FIXED64,
-}
+_INTEGER_TYPES: Final = frozenset(_INTEGER_BOUNDS)
+_UNSIGNED_TYPES: Final = frozenset(t for t, (low, _) in _INTEGER_BOUNDS.items() if low == 0)
 
 
 def _operation(rpc: Any) -> Any:
@@ -184,19 +181,6 @@ def _result_schema(desc: Descriptor) -> JsonObject:
 # comment (its description), an RPC without a summary. The facades keep working (the
 # gap gets a placeholder); `drift()` lists the gaps and a test fails on any.
 _DRIFT: list[str] = []
-
-_INTEGER_BOUNDS: Final = {
-    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
-    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
-    FieldDescriptor.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
-    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
-    FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
-    FieldDescriptor.TYPE_INT64: (-(2**63), 2**63 - 1),
-    FieldDescriptor.TYPE_SINT64: (-(2**63), 2**63 - 1),
-    FieldDescriptor.TYPE_SFIXED64: (-(2**63), 2**63 - 1),
-    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
-    FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1),
-}
 
 
 def _rules(fd: FieldDescriptor) -> Any:

@@ -33,13 +33,11 @@ class RuleGuard(grpc.aio.ServerInterceptor):
         if handler is None or not details.method.startswith(_SERVICE_PREFIX):
             return handler
 
-        async def refused(request: Any, context: grpc.aio.ServicerContext) -> bool:
+        async def refused(request: Any, context: grpc.aio.ServicerContext) -> None:
             try:
                 check(request)
             except ConeError as err:
-                await context.abort_with_status(to_status(err))
-                return True
-            return False
+                await context.abort_with_status(to_status(err))  # raises: the call ends
 
         if handler.unary_unary is not None:
             inner = handler.unary_unary

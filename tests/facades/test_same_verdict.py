@@ -28,6 +28,7 @@ from cone.client import ConeClient
 from cone.errors import ConeError
 from cone.rules import field_rules
 from cone.schema import json_name, methods
+from support.daemons import DaemonProcess
 
 from ._mcp import mcp_session
 from ._serve import RpcError, ServeProcess
@@ -366,3 +367,11 @@ async def test_mcp_hosting_the_core_itself_refuses_by_the_same_rules(
     async with mcp_session(home, devnet) as session:  # no daemon: mcp embeds the core
         for case in [*CROSS[:2], Case("receive", {"consumer": "default\n"}, "consumer", "")]:
             assert await _mcp(session, case) == (True, case.refused)
+
+
+async def test_a_streamed_call_is_checked_by_the_same_rules(home: Path, devnet: str) -> None:
+    async with DaemonProcess(home, devnet) as daemon:
+        with pytest.raises(ConeError) as refused:
+            async for _ in daemon.client.backup(""):
+                pass
+        assert (refused.value.reason, refused.value.field) == ("invalid_argument", "passphrase")
