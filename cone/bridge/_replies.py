@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from cone.errors import InvalidArgument
-from cone.rules import field_rules
+from cone.rules import check, field_rules
 from cone.schema import methods
 
 MAX_REPLIES: Final = 10
@@ -72,7 +72,9 @@ def _with_file(item: dict[str, Any]) -> dict[str, Any]:
 
 def replies(stdout: bytes, conversation_id: str, key: str) -> list[Any]:
     """The ReplyRequests for a command's stdout (empty: no reply). InvalidArgument when a
-    JSON reply object is malformed."""
+    JSON reply object is malformed or a reply breaks the proto's rules: checked here as
+    well as at the daemon, since a command's output may be too large for the wire to
+    carry to the daemon's check at all."""
     text = stdout.decode("utf-8", errors="replace").rstrip("\r\n")
     items = _structured(text)
     if items is None:
@@ -84,7 +86,9 @@ def replies(stdout: bytes, conversation_id: str, key: str) -> list[Any]:
     for n, item in enumerate(items):
         params = {**_with_file(item), "conversationId": conversation_id}
         params["key"] = key if n == 0 else f"{key}:{n}"
-        out.append(method.to_request(params))
+        request = method.to_request(params)
+        check(request)
+        out.append(request)
     return out
 
 
