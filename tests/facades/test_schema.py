@@ -197,3 +197,12 @@ def test_enum_parameters_take_their_short_names() -> None:
     with pytest.raises(InvalidArgument) as err:
         methods()["conversations"].to_request({"consent": "maybe"})
     assert err.value.field == "consent"
+
+
+@pytest.mark.parametrize("rpc", [m.name for m in SERVICE.methods])
+def test_every_requests_rules_compile(rpc: str) -> None:
+    request = getattr(pb, SERVICE.methods_by_name[rpc].input_type.name)()
+    try:
+        check(request)  # an empty request may break a rule, never fail to compile
+    except InvalidArgument as err:
+        assert err.field, rpc
