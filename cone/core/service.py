@@ -23,7 +23,7 @@ from cone.core.content import Outgoing
 from cone.core.groups import Groups
 from cone.core.history import History
 from cone.core.ingest import Ingestor
-from cone.core.outbox import Outbox, SendResult, check_content, check_key
+from cone.core.outbox import Outbox, SendResult, check_content
 from cone.core.retention import Retention
 from cone.engine.port import (
     ConsentUpdate,
@@ -280,8 +280,6 @@ class Core:
         """Pending messages, oldest first, waiting up to `wait_ms` for the first."""
         consumer = validate.consumer(consumer)
         limit = validate.receive_limit(limit)
-        wait_ms = validate.wait_ms(wait_ms)
-        exclude = validate.hex_ids(exclude, "excludeConversationIds")
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
@@ -324,9 +322,7 @@ class Core:
     ) -> tuple[list[StoredMessage], bool, int]:
         """Messages after `after_seq` without touching receipts (all accepted ones, or
         those `consumer` has not acknowledged), waiting up to `wait_ms` for the first."""
-        consumer = validate.consumer(consumer) if consumer else ""
         limit = validate.receive_limit(limit)
-        wait_ms = validate.wait_ms(wait_ms)
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
@@ -342,8 +338,7 @@ class Core:
     async def ack(self, consumer: str, message_ids: list[str]) -> int:
         """Acknowledge ids for a consumer (idempotent, all or nothing)."""
         consumer = validate.consumer(consumer)
-        ids = validate.hex_ids(message_ids, "messageIds", at_least=1)
-        return await self.store.write(inbox.ack, consumer, ids, time.time_ns())
+        return await self.store.write(inbox.ack, consumer, message_ids, time.time_ns())
 
     async def requests(self) -> list[tuple[Request, str | None]]:
         """Requests with the peer's address where known."""
@@ -355,7 +350,6 @@ class Core:
         return out
 
     async def _known(self, conversation_id: str) -> ConversationInfo:
-        validate.hex_id(conversation_id, "conversationId")
         info = await self.engine.conversation(conversation_id)
         if info is None:
             raise NotFound(
@@ -387,7 +381,6 @@ class Core:
 
     async def resolve_inbox(self, to: str) -> tuple[str, str | None]:
         """(inbox id, address or None) for an address, inbox id or contact name."""
-        to = validate.destination(to)
         lowered = to.lower()
         address: str | None = None
         if lowered.startswith("0x") and len(lowered) == 42:
@@ -410,7 +403,6 @@ class Core:
 
     async def connect(self, to: str, name: str | None) -> ContactRecord:
         """Resolve, find or create the DM, accept it, save the contact."""
-        name = validate.contact_name(name)
         inbox_id, address = await self.resolve_inbox(to)
         dm = await self.engine.find_or_create_dm(inbox_id)
         now = time.time_ns()
@@ -485,11 +477,7 @@ class Core:
         To an address, inbox id or contact: the DM, accepted by this act. To a
         conversation id: it must be accepted, as for Reply.
         """
-        to = validate.destination(to)
-        check_key(key)
-        check_content(content, reply_to)
-        if reply_to is not None:
-            validate.hex_id(reply_to, "replyTo")
+        check_content(content)
         self._check_room()
         content, reply_to_inbox_id = await self._referenced(content, reply_to)
         lowered = to.lower()
@@ -513,8 +501,6 @@ class Core:
         content: Outgoing,
     ) -> SendResult:
         """One message into an accepted conversation, one per key."""
-        validate.hex_id(conversation_id, "conversationId")
-        check_key(key)
         check_content(content)
         content, _ = await self._referenced(content, None)
         self._check_room()
@@ -541,7 +527,6 @@ class Core:
 
     async def attachment(self, message_id: str, index: int) -> StoredAttachment:
         """One attachment of a received message, with its bytes."""
-        validate.hex_id(message_id, "messageId")
         found = await self.store.read(attachments.get, message_id, index)
         if found is None:
             raise NotFound(
