@@ -11,13 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import shutil
 import sys
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
-from cone import limits
 from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
 from cone.errors import InvalidArgument
@@ -54,13 +52,17 @@ def _check(args: argparse.Namespace) -> None:
 
     if args.agent and args.agent[0] == "--":
         args.agent = args.agent[1:]
-    if not re.fullmatch(limits.CONSUMER_PATTERN, args.consumer) or len(args.consumer) > (
-        _CONSUMER_MAX
-    ):
+    from cone.rules import check
+    from conepb.v1 import cone_pb2
+
+    try:  # the consumer and its `.context` consumer must both be valid consumers
+        check(cone_pb2.ReceiveRequest(consumer=f"{args.consumer}.context"))
+    except InvalidArgument:
         raise InvalidArgument(
-            f"--consumer must be 1–{_CONSUMER_MAX} letters, digits, '.', '_', ':' or '-'",
+            f"--consumer must be 1–{_CONSUMER_MAX} letters, digits, '.', '_', ':' or '-', "
+            "starting with a letter or digit",
             field="consumer",
-        )
+        ) from None
     if args.parked:
         return
     if not args.agent:

@@ -20,7 +20,7 @@ from pathlib import Path
 from cone._fs import free_bytes
 from cone.core.ingest import Ingestor
 from cone.engine.port import EnginePort
-from cone.errors import ConeError, InvalidArgument, StateError, Unavailable
+from cone.errors import ConeError, StateError, Unavailable
 from cone.store import Store
 from cone.store.backup import Manifest, write_backup
 
@@ -80,8 +80,6 @@ class BackupMaker:
     @asynccontextmanager
     async def backup(self, passphrase: str) -> AsyncIterator[tuple[Path, Manifest]]:
         """A finished backup file in the state directory, removed when the block ends."""
-        if not passphrase:
-            raise InvalidArgument("the backup passphrase is empty", field="passphrase")
         self._check_room()
         fd, name = tempfile.mkstemp(prefix=".backup-", suffix=".cone", dir=self._xmtp_db.parent)
         os.close(fd)

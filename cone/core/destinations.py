@@ -27,14 +27,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cone import limits
-from cone.core import validate
 from cone.engine.port import EnginePort
 from cone.errors import InvalidArgument, NotFound
+from cone.rules import field_rules
 from cone.store import Kind, Store, conversations
 
-_NAME = re.compile(limits.CONTACT_NAME_PATTERN)
-_HEX = re.compile(limits.HEX_ID_PATTERN)
+# The proto's patterns: a contact name as Connect saves it, an id as every id field takes.
+_NAME = re.compile(field_rules("ConnectRequest", "name").string.pattern)
+_HEX = re.compile(field_rules("AcceptRequest", "conversation_id").string.pattern)
 _ADDRESS = re.compile(r"0x[0-9a-f]{40}")
 _INBOX_ID_CHARS = 64
 
@@ -70,7 +70,6 @@ class Destinations:
         return found
 
     async def _resolve(self, to: str, field: str, conversation: bool) -> Destination:
-        to = validate.destination(to, field)
         if _NAME.fullmatch(to):
             contact = await self._store.read(conversations.contact_by_name, to)
             if contact is not None:

@@ -27,9 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from cone import _failpoints
-from cone.core import validate
 from cone.core.history import ConversationView, History
-from cone.core.outbox import check_key
 from cone.engine.port import Action, EnginePort, Member
 from cone.errors import (
     ConeError,
@@ -43,10 +41,6 @@ from cone.store import groups as group_keys
 
 log = logging.getLogger(__name__)
 
-MEMBERS_MAX = 250
-NAME_MAX_CHARS = 100
-DESCRIPTION_MAX_CHARS = 1000
-IMAGE_URL_MAX_CHARS = 2048
 _MARKER_PREFIX = "cone.group:"
 
 
@@ -56,18 +50,6 @@ class Created:
 
     group: ConversationView
     deduplicated: bool
-
-
-def _text(value: str | None, field: str, most: int) -> str | None:
-    if value is not None and len(value) > most:
-        raise InvalidArgument(f"{field} must be at most {most} characters", field=field)
-    return value
-
-
-def _members(values: list[str]) -> list[str]:
-    if not 1 <= len(values) <= MEMBERS_MAX:
-        raise InvalidArgument(f"members must hold 1–{MEMBERS_MAX} entries", field="members")
-    return [validate.destination(v, "members") for v in values]
 
 
 def marker(own_inbox_id: str, key: str) -> str:
@@ -96,7 +78,7 @@ class Groups:
     async def _inboxes(self, members: list[str]) -> list[str]:
         """Inbox ids for members given as addresses, inbox ids or contact names."""
         out: list[str] = []
-        for m in _members(members):
+        for m in members:
             inbox_id, _ = await self._resolve(m)
             if inbox_id != self._engine.inbox_id and inbox_id not in out:
                 out.append(inbox_id)
@@ -112,10 +94,6 @@ class Groups:
         key: str,
     ) -> Created:
         """One group per key (see the module docstring)."""
-        check_key(key)
-        name = _text(name, "name", NAME_MAX_CHARS)
-        description = _text(description, "description", DESCRIPTION_MAX_CHARS)
-        image_url = _text(image_url, "imageUrl", IMAGE_URL_MAX_CHARS)
         inboxes = await self._inboxes(members)
         request = json.dumps(
             {"members": sorted(inboxes), "name": name, "description": description,
@@ -163,7 +141,6 @@ class Groups:
 
     async def _group(self, conversation_id: str) -> None:
         """The conversation must be a group cone records."""
-        validate.hex_id(conversation_id, "conversationId")
         conv = await self._store.read(conversations.get, conversation_id)
         if conv is None:
             raise unknown_conversation(conversation_id)
@@ -203,7 +180,7 @@ class Groups:
 
     async def _inboxes_to_remove(self, members: list[str]) -> list[str]:
         out: list[str] = []
-        for m in _members(members):
+        for m in members:
             inbox_id, _ = await self._resolve(m)
             if inbox_id == self._engine.inbox_id:
                 raise InvalidArgument(
@@ -235,11 +212,6 @@ class Groups:
     ) -> ConversationView:
         """Change the given metadata (the group's policy permitting)."""
         await self._group(conversation_id)
-        name = _text(name, "name", NAME_MAX_CHARS)
-        description = _text(description, "description", DESCRIPTION_MAX_CHARS)
-        image_url = _text(image_url, "imageUrl", IMAGE_URL_MAX_CHARS)
-        if name is None and description is None and image_url is None:
-            raise InvalidArgument("give at least one of name, description and imageUrl")
         for value, action in (
             (name, Action.UPDATE_NAME),
             (description, Action.UPDATE_DESCRIPTION),

@@ -14,7 +14,6 @@ from cone import limits
 from cone.core import validate
 from cone.core.model import Message, inline_bytes, message_of, own_message
 from cone.engine.port import EnginePort
-from cone.errors import InvalidArgument
 from cone.store import (
     Consent,
     ContactRecord,
@@ -25,9 +24,6 @@ from cone.store import (
     conversations,
     history,
 )
-
-# The longest cursor a listing hands out: a time and a conversation id.
-_CURSOR_MAX = 200
 
 
 @dataclass(frozen=True)
@@ -69,8 +65,6 @@ class History:
         """A page of conversations, newest first, and the next page's cursor."""
         consumer = validate.consumer(consumer)
         limit = validate.receive_limit(limit)
-        if cursor is not None and (not cursor or len(cursor) > _CURSOR_MAX):
-            raise InvalidArgument("cursor is not one this method returned", field="cursor")
         rows, next_cursor = await self._store.read(
             functools.partial(
                 history.conversations,
@@ -152,11 +146,6 @@ class History:
     ) -> tuple[list[Message], bool]:
         """A page of an accepted conversation's history (see store.history): each
         message as Receive hands it out (cone.core.model), own ones marked `own`."""
-        validate.hex_id(conversation_id, "conversationId")
-        if before is not None:
-            validate.hex_id(before, "before")
-        if after is not None:
-            validate.hex_id(after, "after")
         limit = validate.receive_limit(limit)
         if oldest_first is None:
             oldest_first = after is not None and before is None
@@ -192,7 +181,6 @@ class History:
     async def unblock(self, conversation_id: str) -> None:
         """Back to a request (see store.history.unblock); XMTP's records go back to
         unknown for the conversation and a DM's peer inbox."""
-        validate.hex_id(conversation_id, "conversationId")
         conv = await self._store.write(history.unblock, conversation_id)
         await self._engine.reset_consent(
             conversation_id=conversation_id,

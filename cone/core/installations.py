@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from cone.core import validate
 from cone.engine.port import EnginePort
 from cone.errors import InvalidArgument
 
@@ -11,11 +10,7 @@ async def revoke(
     engine: EnginePort, installation_ids: list[str], all_except_this: bool
 ) -> tuple[list[str], int]:
     """Revoke the given installations, or all but this one; (revoked ids, left)."""
-    if bool(installation_ids) == all_except_this:
-        raise InvalidArgument(
-            "give either installationIds or allExceptThis: true", field="installationIds"
-        )
-    ids = validate.hex_ids(installation_ids, "installationIds")
+    ids = installation_ids
     if engine.installation_id in ids:
         raise InvalidArgument(
             "installationIds names this installation: cone cannot revoke the installation "

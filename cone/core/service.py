@@ -26,7 +26,7 @@ from cone.core.groups import Groups
 from cone.core.history import ConversationView, History
 from cone.core.ingest import Ingestor
 from cone.core.model import Attachment, Message, attachment_of, message_of
-from cone.core.outbox import Outbox, SendResult, check_content, check_key
+from cone.core.outbox import Outbox, SendResult, check_content
 from cone.core.retention import Retention
 from cone.engine.port import (
     ConsentUpdate,
@@ -298,8 +298,6 @@ class Core:
         """Pending messages, oldest first, waiting up to `wait_ms` for the first."""
         consumer = validate.consumer(consumer)
         limit = validate.receive_limit(limit)
-        wait_ms = validate.wait_ms(wait_ms)
-        exclude = validate.hex_ids(exclude, "excludeConversationIds")
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
@@ -342,9 +340,7 @@ class Core:
     ) -> tuple[list[Message], bool, int]:
         """Messages after `after_seq` without touching receipts (all accepted ones, or
         those `consumer` has not acknowledged), waiting up to `wait_ms` for the first."""
-        consumer = validate.consumer(consumer) if consumer else ""
         limit = validate.receive_limit(limit)
-        wait_ms = validate.wait_ms(wait_ms)
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
@@ -360,8 +356,7 @@ class Core:
     async def ack(self, consumer: str, message_ids: list[str]) -> int:
         """Acknowledge ids for a consumer (idempotent, all or nothing)."""
         consumer = validate.consumer(consumer)
-        ids = validate.hex_ids(message_ids, "messageIds", at_least=1)
-        return await self.store.write(inbox.ack, consumer, ids, time.time_ns())
+        return await self.store.write(inbox.ack, consumer, message_ids, time.time_ns())
 
     async def requests(self) -> list[tuple[Request, str | None]]:
         """Requests with the peer's address where known."""
@@ -373,7 +368,6 @@ class Core:
         return out
 
     async def _known(self, conversation_id: str) -> ConversationInfo:
-        validate.hex_id(conversation_id, "conversationId")
         info = await self.engine.conversation(conversation_id)
         if info is None:
             raise unknown_conversation(conversation_id)
@@ -401,7 +395,6 @@ class Core:
 
     async def connect(self, to: str, name: str | None) -> ContactRecord:
         """Resolve, find or create the DM, accept it, save the contact."""
-        name = validate.contact_name(name)
         inbox_id, address = await self.destinations.inbox(to)
         dm = await self.engine.find_or_create_dm(inbox_id)
         now = time.time_ns()
@@ -470,11 +463,7 @@ class Core:
         To an address, inbox id or contact: the DM, accepted by this act. To a
         conversation id: it must be accepted, as for Reply.
         """
-        to = validate.destination(to)
-        check_key(key)
-        check_content(content, reply_to)
-        if reply_to is not None:
-            validate.hex_id(reply_to, "replyTo")
+        check_content(content)
         self._check_room()
         content, reply_to_inbox_id = await self._referenced(content, reply_to)
         found = await self.destinations.resolve(to)
@@ -496,8 +485,6 @@ class Core:
 
     async def reply(self, *, conversation_id: str, key: str, content: Outgoing) -> SendResult:
         """One message into an accepted conversation, one per key."""
-        validate.hex_id(conversation_id, "conversationId")
-        check_key(key)
         check_content(content)
         content, _ = await self._referenced(content, None)
         self._check_room()
@@ -524,7 +511,6 @@ class Core:
 
     async def attachment(self, message_id: str, index: int) -> Attachment:
         """One attachment of a received message, with its bytes."""
-        validate.hex_id(message_id, "messageId")
         found = await self.store.read(attachments.get, message_id, index)
         if found is None:
             raise NotFound(

@@ -30,6 +30,7 @@ from cone.daemon.decoding import DecodeGuard
 from cone.daemon.lock import StateLock
 from cone.daemon.servicer import ConeServicer
 from cone.daemon.socket_front import JsonHandler, SocketFront
+from cone.daemon.validation import RuleGuard
 from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.errors import StateError, Unavailable
@@ -191,7 +192,7 @@ def _grpc_server(
     core: Core, grpc_socket: Path
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     server = grpc.aio.server(
-        interceptors=[DecodeGuard()],
+        interceptors=[DecodeGuard(), RuleGuard()],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
