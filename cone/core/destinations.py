@@ -11,10 +11,12 @@ reading that matches wins:
 4. an Ethereum address: `0x` and 40 hex characters, in any case.
 
 A name-like string no contact has is NotFound(unknown_destination); a string that is
-none of the four (`0x123`, words with spaces) is InvalidArgument, as is this
-identity's own inbox for send and connect (a DM with oneself is never what was meant;
-group members may name it, and the group methods say what they do with it).
-docs/protocol.md states the same.
+none of the four (`0x123`, words with spaces) is InvalidArgument(not_a_destination),
+and this identity's own inbox is InvalidArgument(own_inbox) for send and connect (a
+DM with oneself is never what was meant; group members may name it, and the group
+methods say what they do with it). Neither is a rule of the proto (those answer
+`invalid_argument` at the gRPC edge): they are what resolving found. docs/protocol.md
+states the same.
 
 An address resolves without the network when cone already knows whose it is: a
 saved contact's address, or an address libxmtp's local state gives a DM peer's inbox.
@@ -65,6 +67,7 @@ class Destinations:
         if found.inbox_id == self._engine.inbox_id and not own:
             raise InvalidArgument(
                 f"{field} {to!r} is this identity's own inbox: cone sends to other inboxes",
+                reason="own_inbox",
                 field=field,
             )
         return found
@@ -103,7 +106,9 @@ class Destinations:
                 reason="unknown_destination",
                 field=field,
             )
-        raise InvalidArgument(f"{field} {to!r} is not {what}", field=field)
+        raise InvalidArgument(
+            f"{field} {to!r} is not {what}", reason="not_a_destination", field=field
+        )
 
     async def inbox(self, to: str, field: str = "to", own: bool = False) -> tuple[str, str | None]:
         """(inbox id, address or None) for an address, inbox id or contact name."""

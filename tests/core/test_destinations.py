@@ -88,13 +88,13 @@ async def test_a_contact_name_that_looks_like_hex_routes_to_the_contact(
     for malformed in ("0x123", "no such name", "0x" + "ab" * 21):
         with pytest.raises(InvalidArgument) as invalid:
             await _send(daemon, malformed, "x", "k-bad")
-        assert invalid.value.field == "to", malformed
+        assert (invalid.value.reason, invalid.value.field) == ("not_a_destination", "to")
     # Oneself is refused rather than made a self-DM, by address or inbox id.
     me = await daemon.client.identity()
     for own in (me.address, me.inbox_id):
         with pytest.raises(InvalidArgument) as self_dm:
             await _send(daemon, own, "x", "k-self")
-        assert "own inbox" in self_dm.value.message
+        assert self_dm.value.reason == "own_inbox"
         with pytest.raises(InvalidArgument):
             await _connect(daemon, own)
 

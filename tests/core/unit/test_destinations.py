@@ -56,15 +56,16 @@ async def test_input_that_is_no_destination_is_invalid(core: Core, to: str) -> N
     with pytest.raises(InvalidArgument) as invalid:
         await core.send(to=to, content=HI, key="k", reply_to=None)
 
-    assert invalid.value.field == "to"
+    assert (invalid.value.reason, invalid.value.field) == ("not_a_destination", "to")
 
 
 async def test_oneself_is_refused_by_send_and_connect(core: Core, engine: FakeEngine) -> None:
     for own in (engine.address, engine.inbox_id):
-        with pytest.raises(InvalidArgument):
+        with pytest.raises(InvalidArgument) as sent:
             await core.send(to=own, content=HI, key="k", reply_to=None)
-        with pytest.raises(InvalidArgument):
+        with pytest.raises(InvalidArgument) as connected:
             await core.connect(own, None)
+        assert (sent.value.reason, connected.value.reason) == ("own_inbox", "own_inbox")
     assert engine.held == {}
 
 
