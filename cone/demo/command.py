@@ -207,6 +207,11 @@ def run(args: argparse.Namespace) -> int:
     with out, tempfile.TemporaryFile() as log:
         try:
             uvloop.run(_demo(out, log))
+        except KeyboardInterrupt:
+            # Ctrl-C: the demo has cleaned up (the bridge stopped, the directories
+            # removed) on its way out; one line, no traceback.
+            print("cone demo: interrupted; everything it started is stopped", file=sys.stderr)
+            return 130
         except (ConeError, RuntimeError, TimeoutError) as err:
             log.seek(0)
             sys.stderr.write(log.read().decode(errors="replace"))

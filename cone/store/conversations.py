@@ -117,7 +117,8 @@ def save_contact(conn: Connection, contact: ContactRecord) -> ContactRecord:
         ).fetchone()
         if row and row[0] != contact.inbox_id:
             raise Conflict(
-                f"the contact name {contact.name!r} already belongs to inbox {row[0]}",
+                f"the contact name {contact.name!r} already belongs to inbox {row[0]}: "
+                "choose another name",
                 reason="contact_name_taken",
                 field="name",
             )
