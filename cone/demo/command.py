@@ -140,8 +140,8 @@ FILE: Final = b"cone carries files: this one travels as an XMTP attachment.\n"
 
 
 async def _demo(out: IO[str], log: IO[bytes]) -> None:
-    from cone.daemon.runtime import running_core
     from cone.devnet import Devnet
+    from cone.startup import host_core
 
     show = _Show(out)
     root = Path(tempfile.mkdtemp(prefix="cone-demo-"))
@@ -151,7 +151,7 @@ async def _demo(out: IO[str], log: IO[bytes]) -> None:
             you_settings = Settings(paths=Paths(root / "you"), network="local", api_url=url)
             async with (
                 _bridge(root / "agent", url, log) as agent,
-                running_core(you_settings) as running,
+                host_core(you_settings, create=True) as running,
                 ConeClient(running.socket) as you,
             ):
                 a = await agent.identity()

@@ -5,6 +5,7 @@ Each gets one true line and the exit code docs/cli.md gives."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -110,6 +111,16 @@ async def test_a_long_running_host_says_when_it_creates_the_identity(
     async with DaemonProcess(home, devnet) as again:
         await again.client.identity()
         assert "created a new identity" not in again.stderr()
+    # `cone serve` (as protocol.md uses it) creates one on a new directory, and says so.
+    fresh = home / "served"
+    ask = b'{"jsonrpc": "2.0", "id": 1, "method": "identity"}\n'
+    served = await cone_cli(["serve", "--home", str(fresh), "--api-url", devnet], stdin=ask)
+    assert served.code == 0, served.err
+    address = json.loads(served.out)["result"]["address"]
+    said = [line for line in served.err.splitlines() if "created a new identity" in line]
+    assert said == [
+        f"cone serve: created a new identity {address} in {fresh} (registered on local)"
+    ]
 
 
 async def test_wrong_input_exits_2_with_words_not_patterns() -> None:
