@@ -124,7 +124,10 @@ _PATTERN_WORDS: Final = {
         "a contact name (a letter, then up to 63 letters, digits, '.', '_' or '-')"
     ),
 }
-_ANY_PATTERN: Final = re.compile(r"(?:must match|does not match(?: regex)?(?: pattern)?) \S+")
+# Any other regular expression an error names (cone's all start with ^).
+_ANY_PATTERN: Final = re.compile(
+    r"(?:must match|does not match(?: regex)?(?: pattern)?) \"?\^[^\s\"]*\"?"
+)
 
 
 def in_words(message: str) -> str:
@@ -136,6 +139,8 @@ def in_words(message: str) -> str:
 
 def _explain(ctx: Context, err: ConeError) -> ConeError:
     """The error with what to do, in the command line's own words."""
+    if err.reason == "invalid_argument":
+        err.message = in_words(err.message)
     if err.reason == "daemon_unavailable" and "cone daemon" not in err.message:
         return Unavailable(
             f"cannot reach the process holding the identity on {ctx.settings.paths.socket} "
@@ -147,7 +152,6 @@ def _explain(ctx: Context, err: ConeError) -> ConeError:
             f" (node {ctx.settings.api_url}: is it up? choose another with --network or --api-url)"
         )
     elif err.reason == "invalid_argument" and err.field in _FLAGS:
-        err.message = in_words(err.message)
         label = _FLAGS[err.field]
         if err.field == "conversationId" and ctx.args.command == "reply":
             label = "CONVERSATION"
@@ -257,7 +261,6 @@ async def _refuse_self(ctx: Context, to: str) -> None:
         raise InvalidArgument(
             f"{to} is this identity itself: cone sends only to others "
             "(give a peer's address, inbox id, contact name or conversation id)",
-            reason="invalid_argument",
             field="to",
         )
 
@@ -397,7 +400,7 @@ async def _sync(ctx: Context) -> int:
     result = await _call(ctx, "sync", {})
     ctx.emit(
         result,
-        f"synced with {ctx.settings.api_url}: welcomes, conversations, messages and consent",
+        "synced with the XMTP node: welcomes, conversations, messages and consent taken in",
     )
     return 0
 

@@ -168,3 +168,16 @@ def test_ctrl_c_during_the_demo_prints_one_line_and_no_traceback() -> None:
     assert demo.returncode == 130
     assert "Traceback" not in err and "Traceback" not in out
     assert err.strip().splitlines() == ["cone demo: interrupted; everything it started is stopped"]
+
+
+def test_errors_say_patterns_in_words() -> None:
+    from cone import limits
+    from cone.commands.command import in_words
+
+    said = in_words(f"conversationId must match {limits.HEX_ID_PATTERN}")
+    assert said == "conversationId must be a hex id (2 to 128 characters 0-9 and a-f)"
+    other = in_words('value does not match regex pattern "^[a-z]{3}$" (see x)')
+    assert other == "value has the wrong form (see x)"
+    assert in_words("the key does not match this directory") == (
+        "the key does not match this directory"
+    )
