@@ -27,7 +27,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Final
 
-from cone import errors, limits
+from cone import errors
 from cone._command import configure_logging, run_loop
 from cone.commands import _render
 from cone.config import Settings
@@ -114,33 +114,8 @@ def _not_running(ctx: Context) -> ConeError:
     )
 
 
-# Patterns a check names, in words (the error says what is wanted, not a regex).
-_PATTERN_WORDS: Final = {
-    limits.HEX_ID_PATTERN: "a hex id (2 to 128 characters 0-9 and a-f)",
-    limits.CONSUMER_PATTERN: (
-        "a consumer name (a letter or digit, then up to 63 letters, digits, '.', '_', ':' or '-')"
-    ),
-    limits.CONTACT_NAME_PATTERN: (
-        "a contact name (a letter, then up to 63 letters, digits, '.', '_' or '-')"
-    ),
-}
-# Any other regular expression an error names (cone's all start with ^).
-_ANY_PATTERN: Final = re.compile(
-    r"(?:must match|does not match(?: regex)?(?: pattern)?) \"?\^[^\s\"]*\"?"
-)
-
-
-def in_words(message: str) -> str:
-    """`message` with every regular expression it names said in words."""
-    for pattern, words in _PATTERN_WORDS.items():
-        message = message.replace(f"must match {pattern}", f"must be {words}")
-    return _ANY_PATTERN.sub("has the wrong form", message)
-
-
 def _explain(ctx: Context, err: ConeError) -> ConeError:
     """The error with what to do, in the command line's own words."""
-    if err.reason == "invalid_argument":
-        err.message = in_words(err.message)
     if err.reason == "daemon_unavailable" and "cone daemon" not in err.message:
         return Unavailable(
             f"cannot reach the process holding the identity on {ctx.settings.paths.socket} "
@@ -167,11 +142,15 @@ async def _call(ctx: Context, method: str, params: JsonObject, *, host: bool = T
     """One core operation, relayed to the holder of the identity or hosted here (the
     core is reached at the first call, after its parameters are checked, and kept for
     the command's later calls)."""
+    from cone.rules import check
     from cone.schema import methods
     from cone.startup import held_by_other, reach_core
 
     spec = methods()[method]
     request = spec.to_request(params)
+    # The daemon checks the same rules; checking here first means a bad argument is
+    # exit 2 whether or not an identity or a daemon is there to ask.
+    check(request)
     if ctx.reached is None:
         if not host and not held_by_other(ctx.settings):
             raise _not_running(ctx)

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cone.devnet import Devnet
 from support.cli import CliResult, cone_cli
 from support.daemons import DaemonProcess
@@ -170,14 +172,41 @@ def test_ctrl_c_during_the_demo_prints_one_line_and_no_traceback() -> None:
     assert err.strip().splitlines() == ["cone demo: interrupted; everything it started is stopped"]
 
 
-def test_errors_say_patterns_in_words() -> None:
-    from cone import limits
-    from cone.commands.command import in_words
+def test_every_pattern_rule_is_said_in_words() -> None:
+    """No regular expression reaches a person: every field with a pattern rule carries
+    `(cone.v1.expect)`, and a refusal uses it."""
+    from buf.validate import validate_pb2
+    from cone.errors import InvalidArgument
+    from cone.rules import check
+    from conepb.v1 import cone_pb2, options_pb2
 
-    said = in_words(f"conversationId must match {limits.HEX_ID_PATTERN}")
-    assert said == "conversationId must be a hex id (2 to 128 characters 0-9 and a-f)"
-    other = in_words('value does not match regex pattern "^[a-z]{3}$" (see x)')
-    assert other == "value has the wrong form (see x)"
-    assert in_words("the key does not match this directory") == (
-        "the key does not match this directory"
-    )
+    def patterned(desc, seen):  # type: ignore[no-untyped-def]
+        if desc.full_name in seen:
+            return
+        seen.add(desc.full_name)
+        for fd in desc.fields:
+            rules = fd.GetOptions().Extensions[validate_pb2.field]
+            if rules.string.pattern or rules.repeated.items.string.pattern:
+                yield desc.full_name, fd
+            if fd.message_type is not None:
+                yield from patterned(fd.message_type, seen)
+
+    seen: set[str] = set()
+    found = [
+        (name, fd.name)
+        for desc in cone_pb2.DESCRIPTOR.message_types_by_name.values()
+        for name, fd in patterned(desc, seen)
+    ]
+    assert found, "the proto has pattern rules"
+    bare = [
+        f"{name}.{field}"
+        for name, field in found
+        if not cone_pb2.DESCRIPTOR.message_types_by_name[name.split(".")[-1]]
+        .fields_by_name[field]
+        .GetOptions()
+        .HasExtension(options_pb2.expect)
+    ]
+    assert not bare, f"pattern rules without words: {bare}"
+    with pytest.raises(InvalidArgument) as refused:
+        check(cone_pb2.AcceptRequest(conversation_id="ab\n"))
+    assert "^" not in refused.value.message and "hex" in refused.value.message
