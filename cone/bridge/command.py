@@ -92,8 +92,8 @@ def _check(args: argparse.Namespace) -> None:
 async def _main(args: argparse.Namespace, settings: Settings) -> None:
     from cone._shutdown import Shutdown
     from cone.bridge import Bridge, Journal
-    from cone.facades._host import reach_core
     from cone.schema import message_to_json
+    from cone.startup import reach_core
     from conepb.v1 import cone_pb2 as pb
 
     config = _config(args, settings)
@@ -101,7 +101,9 @@ async def _main(args: argparse.Namespace, settings: Settings) -> None:
     # the process exits within the bound (agents get STOP_GRACE_S, less than it).
     async with Shutdown("bridge") as shutdown, AsyncExitStack() as stack:
         stop = shutdown.requested
-        reached = await shutdown.unless_requested(stack.enter_async_context(reach_core(settings)))
+        reached = await shutdown.unless_requested(
+            stack.enter_async_context(reach_core(settings, create=True, announce="bridge"))
+        )
         if reached is None:
             return
         journal = Journal(settings.paths.home, args.consumer)
@@ -135,8 +137,7 @@ def _show_parked(settings: Settings, consumer: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the bridge until stopped; the exit code follows the error table in cone.errors."""
     configure_logging(args.verbose)
-    from cone.daemon.command import settings_from
-    from cone.facades._host import held_by_other
+    from cone.startup import held_by_other, settings_from
 
     def body() -> int | None:
         _check(args)

@@ -105,7 +105,8 @@ class Groups:
             first = json.loads(rec.request)
             if first["members"] != sorted(inboxes):
                 raise Conflict(
-                    f"key {key!r} was first used to create a group with other members",
+                    f"key {key!r} was first used to create a group with other members: "
+                    "use a new key for a new group",
                     reason="key_conflict",
                     field="key",
                 )

@@ -155,13 +155,15 @@ class Outbox:
         """A key seen before: the same logical message, or a conflict."""
         if rec.content_type != kind:
             raise Conflict(
-                f"key {rec.key!r} was first used for {rec.content_type} content, not {kind}",
+                f"key {rec.key!r} was first used for {rec.content_type} content, not {kind}: "
+                "a key names one message; use a new key for a new message",
                 reason="key_conflict",
                 field="key",
             )
         if conversation_id != rec.conversation_id:
             raise Conflict(
-                f"key {rec.key!r} was first used for conversation {rec.conversation_id}",
+                f"key {rec.key!r} was first used for conversation {rec.conversation_id}: "
+                "a key names one message; use a new key for a new message",
                 reason="key_conflict",
                 field="key",
             )
