@@ -15,8 +15,8 @@ none of the four (`0x123`, words with spaces) is InvalidArgument(not_a_destinati
 and this identity's own inbox is InvalidArgument(own_inbox) for send and connect (a
 DM with oneself is never what was meant; group members may name it, and the group
 methods say what they do with it). Neither is a rule of the proto (those answer
-`invalid_argument` at the gRPC edge): they are what resolving found. docs/protocol.md
-states the same.
+`invalid_argument` at the gRPC edge): they are what resolving found. How a string
+reads is `cone.destination`, which the CLI uses too. docs/protocol.md states the same.
 
 An address resolves without the network when cone already knows whose it is: a
 saved contact's address, or an address libxmtp's local state gives a DM peer's inbox.
@@ -26,19 +26,12 @@ address queues in the outbox while the node is down, like any other send.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from cone import destination
 from cone.engine.port import EnginePort
-from cone.errors import InvalidArgument, NotFound
-from cone.rules import field_rules
+from cone.errors import NotFound
 from cone.store import Kind, Store, conversations
-
-# The proto's patterns: a contact name as Connect saves it, an id as every id field takes.
-_NAME = re.compile(field_rules("ConnectRequest", "name").string.pattern)
-_HEX = re.compile(field_rules("AcceptRequest", "conversation_id").string.pattern)
-_ADDRESS = re.compile(r"0x[0-9a-f]{40}")
-_INBOX_ID_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -65,22 +58,19 @@ class Destinations:
         own inbox only when `own` is."""
         found = await self._resolve(to, field, conversation)
         if found.inbox_id == self._engine.inbox_id and not own:
-            raise InvalidArgument(
-                f"{field} {to!r} is this identity's own inbox: cone sends to other inboxes",
-                reason="own_inbox",
-                field=field,
-            )
+            raise destination.own_inbox(to, field)
         return found
 
     async def _resolve(self, to: str, field: str, conversation: bool) -> Destination:
-        if _NAME.fullmatch(to):
+        destination.check(to, field)
+        if destination.is_name(to):
             contact = await self._store.read(conversations.contact_by_name, to)
             if contact is not None:
                 return Destination(inbox_id=contact.inbox_id, address=contact.address)
         lowered = to.lower()
-        if _HEX.fullmatch(lowered):
-            # 64 hex characters are an inbox id unless a recorded conversation has them.
-            is_conversation = len(lowered) != _INBOX_ID_CHARS
+        if destination.is_id(lowered):
+            # 64 hex digits are an inbox id unless a recorded conversation has them.
+            is_conversation = len(lowered) != destination.INBOX_ID_CHARS
             if not is_conversation:
                 is_conversation = await self._store.read(conversations.get, lowered) is not None
             if is_conversation:
@@ -95,19 +85,14 @@ class Destinations:
             if lowered == self._engine.inbox_id:
                 return Destination(inbox_id=lowered)
             return Destination(inbox_id=await self._on_xmtp(lowered, field))
-        if _ADDRESS.fullmatch(lowered):
+        if destination.is_address(lowered):
             inbox_id = await self._known_address(lowered) or await self._on_xmtp(lowered, field)
             return Destination(inbox_id=inbox_id, address=lowered)
-        what = "an address (0x + 40 hex), an inbox id (64 hex), a saved contact name"
-        what += " or a conversation id" if conversation else ""
-        if _NAME.fullmatch(to):
-            raise NotFound(
-                f"no contact is saved as {to!r}; {field} takes {what}",
-                reason="unknown_destination",
-                field=field,
-            )
-        raise InvalidArgument(
-            f"{field} {to!r} is not {what}", reason="not_a_destination", field=field
+        raise NotFound(
+            f"no contact is saved as {to!r}: give an address, an inbox id, a saved contact "
+            f"name{' or a conversation id' if conversation else ''}",
+            reason="unknown_destination",
+            field=field,
         )
 
     async def inbox(self, to: str, field: str = "to", own: bool = False) -> tuple[str, str | None]:
