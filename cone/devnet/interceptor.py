@@ -21,13 +21,18 @@ from cone.devnet.stats import Stats
 from cone.errors import ConeError
 
 SEND_GROUP_MESSAGES = "/xmtp.mls.api.v1.MlsApi/SendGroupMessages"
+PUBLISH_CLIENT_ENVELOPES = "/xmtp.xmtpv4.payer_api.PayerApi/PublishClientEnvelopes"
 
 
-def _group_ids(request: Any) -> list[bytes]:
-    """The groups a SendGroupMessages request writes to (unparseable ones skipped:
-    the handler rejects them)."""
+def _group_ids(method: str, request: Any) -> list[bytes]:
+    """The groups a SendGroupMessages or PublishClientEnvelopes request writes to
+    (unparseable messages skipped: the handler rejects them)."""
+    if method == SEND_GROUP_MESSAGES:
+        inputs = list(request.messages)
+    else:
+        inputs = [e.group_message for e in request.envelopes if e.HasField("group_message")]
     ids = []
-    for message in request.messages:
+    for message in inputs:
         try:
             ids.append(parse_protocol_message(message.v1.data).group_id)
         except FramingError:
@@ -89,8 +94,8 @@ class DevnetInterceptor(grpc.aio.ServerInterceptor):
                 if delay:
                     await asyncio.sleep(delay)
                 failure = injected.take_failure(method)
-                if failure is None and method == SEND_GROUP_MESSAGES:
-                    failure = injected.take_group_failure(_group_ids(request))
+                if failure is None and method in (SEND_GROUP_MESSAGES, PUBLISH_CLIENT_ENVELOPES):
+                    failure = injected.take_group_failure(_group_ids(method, request))
                 if failure is not None:
                     await context.abort(*failure)
                 refusal = injected.cutover_refusal(method)
