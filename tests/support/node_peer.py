@@ -40,8 +40,11 @@ class NodePeer:
 
     @classmethod
     @asynccontextmanager
-    async def start(cls, api_url: str, directory: Path) -> AsyncIterator[NodePeer]:
-        """Start the process and create a registered client on `api_url`."""
+    async def start(
+        cls, api_url: str, directory: Path, *, d14n: bool = False
+    ) -> AsyncIterator[NodePeer]:
+        """Start the process and create a registered client on `api_url` (with
+        `d14n`, in D14N mode with `api_url` as its `gatewayHost`)."""
         if not sdk_available():
             pytest.fail("the XMTP Node SDK is not installed: npm ci --prefix tests/node")
         proc = await asyncio.create_subprocess_exec(
@@ -52,7 +55,9 @@ class NodePeer:
         )  # fmt: skip
         peer = cls(proc)
         try:
-            started = await peer.call("start", apiUrl=api_url, dbPath=str(directory / "sdk.db3"))
+            gateway = {"gatewayHost": api_url} if d14n else {}
+            db_path = str(directory / "sdk.db3")
+            started = await peer.call("start", apiUrl=api_url, dbPath=db_path, **gateway)
             peer.inbox_id, peer.address = started["inboxId"], started["address"]
             yield peer
         finally:
@@ -90,3 +95,20 @@ class NodePeer:
         """Every message of a conversation as the SDK decodes it (synced first)."""
         found: list[dict[str, Any]] = await self.call("messages", conversationId=conversation_id)
         return found
+
+    async def add_members(self, conversation_id: str, *inbox_ids: str) -> None:
+        """Add inboxes to a group."""
+        await self.call("addMembers", conversationId=conversation_id, inboxIds=list(inbox_ids))
+
+    async def remove_members(self, conversation_id: str, *inbox_ids: str) -> None:
+        """Remove inboxes from a group."""
+        await self.call("removeMembers", conversationId=conversation_id, inboxIds=list(inbox_ids))
+
+    async def stream(self) -> None:
+        """Start streaming every message from now on (read with `streamed`)."""
+        await self.call("stream")
+
+    async def streamed(self) -> list[str]:
+        """The texts from other inboxes the stream has delivered so far."""
+        texts: list[str] = await self.call("streamed")
+        return texts
