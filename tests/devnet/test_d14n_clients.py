@@ -3,10 +3,13 @@ each other through the devnet alone, and across the two APIs with V3 clients."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from pathlib import Path
 
 from cone.devnet import Devnet
-from support.peers import Peer
+from support.devnet_process import DevnetProcess
+from support.peers import WAIT_S, Peer
 
 D14N_PREFIX = "/xmtp.xmtpv4."
 
@@ -130,4 +133,54 @@ async def test_a_v3_client_and_a_d14n_client_share_a_group_and_a_dm_both_ways(
     assert await d14n_stream.texts(1) == ["to d14n"]
     assert await d14n.texts(dm.id()) == ["to v3", "to d14n"]
     await v3_stream.end()
+    await d14n_stream.end()
+
+
+async def test_d14n_clients_carry_on_across_a_devnet_killed_and_restarted_on_its_database(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "devnet.db")
+    node = await DevnetProcess.start(tmp_path, "--db", db)
+    url = node.url
+    alice = await Peer.create(url, tmp_path, "alice", d14n=True)
+    bob = await Peer.create(url, tmp_path, "bob", d14n=True)
+    bob_stream = await bob.stream_all()
+    dm = await alice.dm_with(bob)
+    for i in range(5):
+        await alice.send(dm, f"a{i}")
+    assert await bob_stream.texts(5) == [f"a{i}" for i in range(5)]
+
+    await node.kill()
+    async with asyncio.timeout(WAIT_S):
+        await bob_stream.closed.wait()
+    # The same URL: libxmtp 1.10 keeps the node GetNodes named for the life of the client.
+    node = await DevnetProcess.start(tmp_path, "--db", db, "--port", str(node.port))
+    bob_stream = await bob.stream_all()
+    for i in range(5, 10):
+        await alice.send(dm, f"a{i}")
+    assert await bob_stream.texts(5) == [f"a{i}" for i in range(5, 10)]
+    await bob.sync()
+    await bob.send(bob.conversation(dm.id()), "b0")
+    assert await alice.texts(dm.id()) == [*(f"a{i}" for i in range(10)), "b0"]
+    await bob_stream.end()
+    assert await node.stop(signal.SIGTERM) == 0
+
+
+async def test_after_the_v3_cutover_d14n_members_talk_on_and_a_v3_member_still_reads(
+    devnet_node: Devnet, tmp_path: Path
+) -> None:
+    url = devnet_node.url
+    v3 = await Peer.create(url, tmp_path, "v3")
+    d14n = await Peer.create(url, tmp_path, "d14n", d14n=True)
+    d14n_stream = await d14n.stream_all()
+    group = await v3.group_with(d14n)
+    await v3.send(group, "before the cutover")
+    assert await d14n_stream.texts(1) == ["before the cutover"]
+
+    devnet_node.faults.set_v3_cutover(True)
+    await d14n.sync()
+    d14n_group = d14n.conversation(group.id())
+    await d14n.send(d14n_group, "after the cutover")
+    assert await v3.texts(group.id()) == ["before the cutover", "after the cutover"]
+    assert d14n_stream.errors == []
     await d14n_stream.end()
