@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from cone.devnet import envelopes, topics
@@ -82,7 +83,7 @@ class EnvelopeStreams:
         kind: int,
         identifiers: list[bytes],
         cursor: dict[int, int],
-        to_envelope: Any,
+        to_envelope: Callable[[Any], env.OriginatorEnvelope],
         context: Any,
     ) -> None:
         sub = hub.subscribe(identifiers, d14n=True)
