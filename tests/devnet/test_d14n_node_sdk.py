@@ -68,3 +68,27 @@ async def test_the_node_sdk_in_d14n_mode_talks_with_raw_d14n_clients(
 
 async def _has(sdk: NodePeer, text: str) -> bool:
     return text in await sdk.streamed()
+
+
+async def test_the_node_sdk_on_v3_and_a_raw_client_on_d14n_share_a_group(
+    devnet_node: Devnet, tmp_path: Path
+) -> None:
+    url = devnet_node.url
+    bob = await Peer.create(url, tmp_path, "bob", d14n=True)
+    carol = await Peer.create(url, tmp_path, "carol", d14n=True)
+    bob_stream = await bob.stream_all()
+    async with NodePeer.start(url, tmp_path) as sdk:  # V3 mode
+        await sdk.stream()
+        gid = await sdk.group(bob.inbox_id)
+        await sdk.send(gid, "text", "from v3")
+        assert await bob_stream.texts(1) == ["from v3"]
+        await bob.sync()
+        bob_group = bob.conversation(bytes.fromhex(gid))
+        await bob_group.add_members([carol.inbox_id])  # a D14N commit the V3 SDK applies
+        await bob.send(bob_group, "from d14n")
+        await until(lambda: _has(sdk, "from d14n"))
+        await carol.sync()
+        await carol.send(carol.conversation(bytes.fromhex(gid)), "from carol")
+        await until(lambda: _has(sdk, "from carol"))
+        assert await _sdk_texts(sdk, gid) == ["from v3", "from d14n", "from carol"]
+    await bob_stream.end()
