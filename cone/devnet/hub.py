@@ -12,7 +12,7 @@ import asyncio
 import enum
 from collections import deque
 from collections.abc import Iterable
-from typing import Final, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 #: Rows buffered for one subscriber before it is cut off as too slow.
 MAX_BUFFERED: Final = 100_000
@@ -111,6 +111,15 @@ class Hub(Generic[R]):
         for topic in sub.topics:
             self._by_topic.setdefault(topic, set()).add(sub)
         return sub
+
+    def attach(self, sub: Subscription[Any], topics: Iterable[bytes]) -> None:
+        """Also hand this hub's live rows of `topics` to an existing subscription (a
+        D14N stream over group and welcome topics at once)."""
+        added = frozenset(topics)
+        sub.topics = sub.topics | added
+        self._all.add(sub)
+        for topic in added:
+            self._by_topic.setdefault(topic, set()).add(sub)
 
     def unsubscribe(self, sub: Subscription[R]) -> None:
         """Forget a subscription (its stream has ended)."""

@@ -79,7 +79,10 @@ class ReplicationService(api_grpc.ReplicationApiServicer):
     async def SubscribeEnvelopes(
         self, request: api.SubscribeEnvelopesRequest, context: Any
     ) -> None:
-        await self._streams.serve(request, context)
+        await self._streams.serve_envelopes(request, context)
+
+    async def SubscribeTopics(self, request: api.SubscribeTopicsRequest, context: Any) -> None:
+        await self._streams.serve_topics(request, context)
 
 
 def _topics(raw: Any, field: str) -> list[tuple[int, bytes]]:

@@ -224,6 +224,60 @@ async def test_a_stream_from_a_cursor_sends_only_what_is_above_it(devnet_node: D
     assert [(_open(e).originator, _open(e).sequence_id) for e in live.envelopes] == [(100, 4)]
 
 
+async def test_subscribe_topics_takes_a_cursor_per_topic_and_reports_its_catch_up(
+    devnet_node: Devnet,
+) -> None:
+    one, two, installation = os.urandom(16), os.urandom(16), os.urandom(32)
+    welcome = env.ClientEnvelope(
+        welcome_message=mls.WelcomeMessageInput(
+            v1=mls.WelcomeMessageInput.V1(
+                installation_key=installation, data=b"w", hpke_public_key=b"k"
+            )
+        )
+    )
+    welcome.aad.target_topic = topics.topic(topics.KIND_WELCOME_MESSAGES, installation)
+    filters = msg.SubscribeTopicsRequest.TopicFilter
+    status = msg.SubscribeTopicsResponse
+    async with _client(devnet_node.url) as c:
+        await wire.send(c.v3, one, 3)  # group one: 10:1, 10:2, 10:3
+        await wire.send(c.v3, two, 2)  # group two: 10:4, 10:5
+        await _publish(c, welcome)  # welcome 100:1
+        request = msg.SubscribeTopicsRequest(
+            filters=[
+                filters(topic=topics.topic(topics.KIND_GROUP_MESSAGES, one)),
+                filters(topic=topics.topic(topics.KIND_GROUP_MESSAGES, two)),
+                filters(topic=topics.topic(topics.KIND_WELCOME_MESSAGES, installation)),
+            ]
+        )
+        request.filters[0].last_seen.node_id_to_sequence_id[10] = 2
+        request.filters[1].last_seen.node_id_to_sequence_id[10] = 4
+        call = c.node.SubscribeTopics(request)
+        got: list[str | tuple[int, int]] = []
+        async with asyncio.timeout(WAIT_S):
+            while status.SUBSCRIPTION_STATUS_CATCHUP_COMPLETE not in got:
+                response = await call.read()
+                if response.HasField("status_update"):
+                    got.append(response.status_update.status)
+                else:
+                    got += [
+                        (_open(e).originator, _open(e).sequence_id)
+                        for e in response.envelopes.envelopes
+                    ]
+            await _publish(c, _group_envelope(two, _message(two)))
+            live = await call.read()
+        call.cancel()
+    assert got == [
+        status.SUBSCRIPTION_STATUS_STARTED,
+        (10, 3),
+        (10, 5),
+        (100, 1),
+        status.SUBSCRIPTION_STATUS_CATCHUP_COMPLETE,
+    ]
+    assert [(_open(e).originator, _open(e).sequence_id) for e in live.envelopes.envelopes] == [
+        (100, 6)
+    ]
+
+
 async def test_newest_envelope_answers_every_topic_in_order_and_empty_when_it_has_none(
     devnet_node: Devnet,
 ) -> None:

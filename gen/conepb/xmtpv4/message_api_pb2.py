@@ -26,7 +26,7 @@ from conepb.xmtp import associations_pb2 as conepb_dot_xmtp_dot_associations__pb
 from conepb.xmtpv4 import envelopes_pb2 as conepb_dot_xmtpv4_dot_envelopes__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63onepb/xmtpv4/message_api.proto\x12\x17xmtp.xmtpv4.message_api\x1a\x1e\x63onepb/xmtp/associations.proto\x1a\x1d\x63onepb/xmtpv4/envelopes.proto\"o\n\x0e\x45nvelopesQuery\x12\x0e\n\x06topics\x18\x01 \x03(\x0c\x12\x1b\n\x13originator_node_ids\x18\x02 \x03(\r\x12\x30\n\tlast_seen\x18\x03 \x01(\x0b\x32\x1d.xmtp.xmtpv4.envelopes.Cursor\"S\n\x19SubscribeEnvelopesRequest\x12\x36\n\x05query\x18\x01 \x01(\x0b\x32\'.xmtp.xmtpv4.message_api.EnvelopesQuery\"Z\n\x1aSubscribeEnvelopesResponse\x12<\n\tenvelopes\x18\x01 \x03(\x0b\x32).xmtp.xmtpv4.envelopes.OriginatorEnvelope\"^\n\x15QueryEnvelopesRequest\x12\x36\n\x05query\x18\x01 \x01(\x0b\x32\'.xmtp.xmtpv4.message_api.EnvelopesQuery\x12\r\n\x05limit\x18\x02 \x01(\r\"V\n\x16QueryEnvelopesResponse\x12<\n\tenvelopes\x18\x01 \x03(\x0b\x32).xmtp.xmtpv4.envelopes.OriginatorEnvelope\"*\n\x18GetNewestEnvelopeRequest\x12\x0e\n\x06topics\x18\x01 \x03(\x0c\"\xbd\x01\n\x19GetNewestEnvelopeResponse\x12L\n\x07results\x18\x01 \x03(\x0b\x32;.xmtp.xmtpv4.message_api.GetNewestEnvelopeResponse.Response\x1aR\n\x08Response\x12\x46\n\x13originator_envelope\x18\x01 \x01(\x0b\x32).xmtp.xmtpv4.envelopes.OriginatorEnvelope\"\xbf\x01\n\x12GetInboxIdsRequest\x12\x45\n\x08requests\x18\x01 \x03(\x0b\x32\x33.xmtp.xmtpv4.message_api.GetInboxIdsRequest.Request\x1a\x62\n\x07Request\x12\x12\n\nidentifier\x18\x01 \x01(\t\x12\x43\n\x0fidentifier_kind\x18\x02 \x01(\x0e\x32*.xmtp.identity.associations.IdentifierKind\"\xe9\x01\n\x13GetInboxIdsResponse\x12H\n\tresponses\x18\x01 \x03(\x0b\x32\x35.xmtp.xmtpv4.message_api.GetInboxIdsResponse.Response\x1a\x87\x01\n\x08Response\x12\x12\n\nidentifier\x18\x01 \x01(\t\x12\x15\n\x08inbox_id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x43\n\x0fidentifier_kind\x18\x03 \x01(\x0e\x32*.xmtp.identity.associations.IdentifierKindB\x0b\n\t_inbox_id2\xea\x03\n\x0eReplicationApi\x12\x7f\n\x12SubscribeEnvelopes\x12\x32.xmtp.xmtpv4.message_api.SubscribeEnvelopesRequest\x1a\x33.xmtp.xmtpv4.message_api.SubscribeEnvelopesResponse0\x01\x12q\n\x0eQueryEnvelopes\x12..xmtp.xmtpv4.message_api.QueryEnvelopesRequest\x1a/.xmtp.xmtpv4.message_api.QueryEnvelopesResponse\x12z\n\x11GetNewestEnvelope\x12\x31.xmtp.xmtpv4.message_api.GetNewestEnvelopeRequest\x1a\x32.xmtp.xmtpv4.message_api.GetNewestEnvelopeResponse\x12h\n\x0bGetInboxIds\x12+.xmtp.xmtpv4.message_api.GetInboxIdsRequest\x1a,.xmtp.xmtpv4.message_api.GetInboxIdsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63onepb/xmtpv4/message_api.proto\x12\x17xmtp.xmtpv4.message_api\x1a\x1e\x63onepb/xmtp/associations.proto\x1a\x1d\x63onepb/xmtpv4/envelopes.proto\"o\n\x0e\x45nvelopesQuery\x12\x0e\n\x06topics\x18\x01 \x03(\x0c\x12\x1b\n\x13originator_node_ids\x18\x02 \x03(\r\x12\x30\n\tlast_seen\x18\x03 \x01(\x0b\x32\x1d.xmtp.xmtpv4.envelopes.Cursor\"S\n\x19SubscribeEnvelopesRequest\x12\x36\n\x05query\x18\x01 \x01(\x0b\x32\'.xmtp.xmtpv4.message_api.EnvelopesQuery\"Z\n\x1aSubscribeEnvelopesResponse\x12<\n\tenvelopes\x18\x01 \x03(\x0b\x32).xmtp.xmtpv4.envelopes.OriginatorEnvelope\"\xb6\x01\n\x16SubscribeTopicsRequest\x12L\n\x07\x66ilters\x18\x01 \x03(\x0b\x32;.xmtp.xmtpv4.message_api.SubscribeTopicsRequest.TopicFilter\x1aN\n\x0bTopicFilter\x12\r\n\x05topic\x18\x01 \x01(\x0c\x12\x30\n\tlast_seen\x18\x02 \x01(\x0b\x32\x1d.xmtp.xmtpv4.envelopes.Cursor\"\xa6\x04\n\x17SubscribeTopicsResponse\x12O\n\tenvelopes\x18\x01 \x01(\x0b\x32:.xmtp.xmtpv4.message_api.SubscribeTopicsResponse.EnvelopesH\x00\x12V\n\rstatus_update\x18\x02 \x01(\x0b\x32=.xmtp.xmtpv4.message_api.SubscribeTopicsResponse.StatusUpdateH\x00\x1a\x63\n\x0cStatusUpdate\x12S\n\x06status\x18\x01 \x01(\x0e\x32\x43.xmtp.xmtpv4.message_api.SubscribeTopicsResponse.SubscriptionStatus\x1aI\n\tEnvelopes\x12<\n\tenvelopes\x18\x01 \x03(\x0b\x32).xmtp.xmtpv4.envelopes.OriginatorEnvelope\"\xa5\x01\n\x12SubscriptionStatus\x12#\n\x1fSUBSCRIPTION_STATUS_UNSPECIFIED\x10\x00\x12\x1f\n\x1bSUBSCRIPTION_STATUS_STARTED\x10\x01\x12(\n$SUBSCRIPTION_STATUS_CATCHUP_COMPLETE\x10\x02\x12\x1f\n\x1bSUBSCRIPTION_STATUS_WAITING\x10\x03\x42\n\n\x08response\"^\n\x15QueryEnvelopesRequest\x12\x36\n\x05query\x18\x01 \x01(\x0b\x32\'.xmtp.xmtpv4.message_api.EnvelopesQuery\x12\r\n\x05limit\x18\x02 \x01(\r\"V\n\x16QueryEnvelopesResponse\x12<\n\tenvelopes\x18\x01 \x03(\x0b\x32).xmtp.xmtpv4.envelopes.OriginatorEnvelope\"*\n\x18GetNewestEnvelopeRequest\x12\x0e\n\x06topics\x18\x01 \x03(\x0c\"\xbd\x01\n\x19GetNewestEnvelopeResponse\x12L\n\x07results\x18\x01 \x03(\x0b\x32;.xmtp.xmtpv4.message_api.GetNewestEnvelopeResponse.Response\x1aR\n\x08Response\x12\x46\n\x13originator_envelope\x18\x01 \x01(\x0b\x32).xmtp.xmtpv4.envelopes.OriginatorEnvelope\"\xbf\x01\n\x12GetInboxIdsRequest\x12\x45\n\x08requests\x18\x01 \x03(\x0b\x32\x33.xmtp.xmtpv4.message_api.GetInboxIdsRequest.Request\x1a\x62\n\x07Request\x12\x12\n\nidentifier\x18\x01 \x01(\t\x12\x43\n\x0fidentifier_kind\x18\x02 \x01(\x0e\x32*.xmtp.identity.associations.IdentifierKind\"\xe9\x01\n\x13GetInboxIdsResponse\x12H\n\tresponses\x18\x01 \x03(\x0b\x32\x35.xmtp.xmtpv4.message_api.GetInboxIdsResponse.Response\x1a\x87\x01\n\x08Response\x12\x12\n\nidentifier\x18\x01 \x01(\t\x12\x15\n\x08inbox_id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x43\n\x0fidentifier_kind\x18\x03 \x01(\x0e\x32*.xmtp.identity.associations.IdentifierKindB\x0b\n\t_inbox_id2\xe2\x04\n\x0eReplicationApi\x12\x7f\n\x12SubscribeEnvelopes\x12\x32.xmtp.xmtpv4.message_api.SubscribeEnvelopesRequest\x1a\x33.xmtp.xmtpv4.message_api.SubscribeEnvelopesResponse0\x01\x12v\n\x0fSubscribeTopics\x12/.xmtp.xmtpv4.message_api.SubscribeTopicsRequest\x1a\x30.xmtp.xmtpv4.message_api.SubscribeTopicsResponse0\x01\x12q\n\x0eQueryEnvelopes\x12..xmtp.xmtpv4.message_api.QueryEnvelopesRequest\x1a/.xmtp.xmtpv4.message_api.QueryEnvelopesResponse\x12z\n\x11GetNewestEnvelope\x12\x31.xmtp.xmtpv4.message_api.GetNewestEnvelopeRequest\x1a\x32.xmtp.xmtpv4.message_api.GetNewestEnvelopeResponse\x12h\n\x0bGetInboxIds\x12+.xmtp.xmtpv4.message_api.GetInboxIdsRequest\x1a,.xmtp.xmtpv4.message_api.GetInboxIdsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,24 +39,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SUBSCRIBEENVELOPESREQUEST']._serialized_end=319
   _globals['_SUBSCRIBEENVELOPESRESPONSE']._serialized_start=321
   _globals['_SUBSCRIBEENVELOPESRESPONSE']._serialized_end=411
-  _globals['_QUERYENVELOPESREQUEST']._serialized_start=413
-  _globals['_QUERYENVELOPESREQUEST']._serialized_end=507
-  _globals['_QUERYENVELOPESRESPONSE']._serialized_start=509
-  _globals['_QUERYENVELOPESRESPONSE']._serialized_end=595
-  _globals['_GETNEWESTENVELOPEREQUEST']._serialized_start=597
-  _globals['_GETNEWESTENVELOPEREQUEST']._serialized_end=639
-  _globals['_GETNEWESTENVELOPERESPONSE']._serialized_start=642
-  _globals['_GETNEWESTENVELOPERESPONSE']._serialized_end=831
-  _globals['_GETNEWESTENVELOPERESPONSE_RESPONSE']._serialized_start=749
-  _globals['_GETNEWESTENVELOPERESPONSE_RESPONSE']._serialized_end=831
-  _globals['_GETINBOXIDSREQUEST']._serialized_start=834
-  _globals['_GETINBOXIDSREQUEST']._serialized_end=1025
-  _globals['_GETINBOXIDSREQUEST_REQUEST']._serialized_start=927
-  _globals['_GETINBOXIDSREQUEST_REQUEST']._serialized_end=1025
-  _globals['_GETINBOXIDSRESPONSE']._serialized_start=1028
-  _globals['_GETINBOXIDSRESPONSE']._serialized_end=1261
-  _globals['_GETINBOXIDSRESPONSE_RESPONSE']._serialized_start=1126
-  _globals['_GETINBOXIDSRESPONSE_RESPONSE']._serialized_end=1261
-  _globals['_REPLICATIONAPI']._serialized_start=1264
-  _globals['_REPLICATIONAPI']._serialized_end=1754
+  _globals['_SUBSCRIBETOPICSREQUEST']._serialized_start=414
+  _globals['_SUBSCRIBETOPICSREQUEST']._serialized_end=596
+  _globals['_SUBSCRIBETOPICSREQUEST_TOPICFILTER']._serialized_start=518
+  _globals['_SUBSCRIBETOPICSREQUEST_TOPICFILTER']._serialized_end=596
+  _globals['_SUBSCRIBETOPICSRESPONSE']._serialized_start=599
+  _globals['_SUBSCRIBETOPICSRESPONSE']._serialized_end=1149
+  _globals['_SUBSCRIBETOPICSRESPONSE_STATUSUPDATE']._serialized_start=795
+  _globals['_SUBSCRIBETOPICSRESPONSE_STATUSUPDATE']._serialized_end=894
+  _globals['_SUBSCRIBETOPICSRESPONSE_ENVELOPES']._serialized_start=896
+  _globals['_SUBSCRIBETOPICSRESPONSE_ENVELOPES']._serialized_end=969
+  _globals['_SUBSCRIBETOPICSRESPONSE_SUBSCRIPTIONSTATUS']._serialized_start=972
+  _globals['_SUBSCRIBETOPICSRESPONSE_SUBSCRIPTIONSTATUS']._serialized_end=1137
+  _globals['_QUERYENVELOPESREQUEST']._serialized_start=1151
+  _globals['_QUERYENVELOPESREQUEST']._serialized_end=1245
+  _globals['_QUERYENVELOPESRESPONSE']._serialized_start=1247
+  _globals['_QUERYENVELOPESRESPONSE']._serialized_end=1333
+  _globals['_GETNEWESTENVELOPEREQUEST']._serialized_start=1335
+  _globals['_GETNEWESTENVELOPEREQUEST']._serialized_end=1377
+  _globals['_GETNEWESTENVELOPERESPONSE']._serialized_start=1380
+  _globals['_GETNEWESTENVELOPERESPONSE']._serialized_end=1569
+  _globals['_GETNEWESTENVELOPERESPONSE_RESPONSE']._serialized_start=1487
+  _globals['_GETNEWESTENVELOPERESPONSE_RESPONSE']._serialized_end=1569
+  _globals['_GETINBOXIDSREQUEST']._serialized_start=1572
+  _globals['_GETINBOXIDSREQUEST']._serialized_end=1763
+  _globals['_GETINBOXIDSREQUEST_REQUEST']._serialized_start=1665
+  _globals['_GETINBOXIDSREQUEST_REQUEST']._serialized_end=1763
+  _globals['_GETINBOXIDSRESPONSE']._serialized_start=1766
+  _globals['_GETINBOXIDSRESPONSE']._serialized_end=1999
+  _globals['_GETINBOXIDSRESPONSE_RESPONSE']._serialized_start=1864
+  _globals['_GETINBOXIDSRESPONSE_RESPONSE']._serialized_end=1999
+  _globals['_REPLICATIONAPI']._serialized_start=2002
+  _globals['_REPLICATIONAPI']._serialized_end=2612
 # @@protoc_insertion_point(module_scope)

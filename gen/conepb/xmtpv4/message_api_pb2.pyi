@@ -1,6 +1,7 @@
 from conepb.xmtp import associations_pb2 as _associations_pb2
 from conepb.xmtpv4 import envelopes_pb2 as _envelopes_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -29,6 +30,47 @@ class SubscribeEnvelopesResponse(_message.Message):
     ENVELOPES_FIELD_NUMBER: _ClassVar[int]
     envelopes: _containers.RepeatedCompositeFieldContainer[_envelopes_pb2.OriginatorEnvelope]
     def __init__(self, envelopes: _Optional[_Iterable[_Union[_envelopes_pb2.OriginatorEnvelope, _Mapping]]] = ...) -> None: ...
+
+class SubscribeTopicsRequest(_message.Message):
+    __slots__ = ("filters",)
+    class TopicFilter(_message.Message):
+        __slots__ = ("topic", "last_seen")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        LAST_SEEN_FIELD_NUMBER: _ClassVar[int]
+        topic: bytes
+        last_seen: _envelopes_pb2.Cursor
+        def __init__(self, topic: _Optional[bytes] = ..., last_seen: _Optional[_Union[_envelopes_pb2.Cursor, _Mapping]] = ...) -> None: ...
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    filters: _containers.RepeatedCompositeFieldContainer[SubscribeTopicsRequest.TopicFilter]
+    def __init__(self, filters: _Optional[_Iterable[_Union[SubscribeTopicsRequest.TopicFilter, _Mapping]]] = ...) -> None: ...
+
+class SubscribeTopicsResponse(_message.Message):
+    __slots__ = ("envelopes", "status_update")
+    class SubscriptionStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        SUBSCRIPTION_STATUS_UNSPECIFIED: _ClassVar[SubscribeTopicsResponse.SubscriptionStatus]
+        SUBSCRIPTION_STATUS_STARTED: _ClassVar[SubscribeTopicsResponse.SubscriptionStatus]
+        SUBSCRIPTION_STATUS_CATCHUP_COMPLETE: _ClassVar[SubscribeTopicsResponse.SubscriptionStatus]
+        SUBSCRIPTION_STATUS_WAITING: _ClassVar[SubscribeTopicsResponse.SubscriptionStatus]
+    SUBSCRIPTION_STATUS_UNSPECIFIED: SubscribeTopicsResponse.SubscriptionStatus
+    SUBSCRIPTION_STATUS_STARTED: SubscribeTopicsResponse.SubscriptionStatus
+    SUBSCRIPTION_STATUS_CATCHUP_COMPLETE: SubscribeTopicsResponse.SubscriptionStatus
+    SUBSCRIPTION_STATUS_WAITING: SubscribeTopicsResponse.SubscriptionStatus
+    class StatusUpdate(_message.Message):
+        __slots__ = ("status",)
+        STATUS_FIELD_NUMBER: _ClassVar[int]
+        status: SubscribeTopicsResponse.SubscriptionStatus
+        def __init__(self, status: _Optional[_Union[SubscribeTopicsResponse.SubscriptionStatus, str]] = ...) -> None: ...
+    class Envelopes(_message.Message):
+        __slots__ = ("envelopes",)
+        ENVELOPES_FIELD_NUMBER: _ClassVar[int]
+        envelopes: _containers.RepeatedCompositeFieldContainer[_envelopes_pb2.OriginatorEnvelope]
+        def __init__(self, envelopes: _Optional[_Iterable[_Union[_envelopes_pb2.OriginatorEnvelope, _Mapping]]] = ...) -> None: ...
+    ENVELOPES_FIELD_NUMBER: _ClassVar[int]
+    STATUS_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    envelopes: SubscribeTopicsResponse.Envelopes
+    status_update: SubscribeTopicsResponse.StatusUpdate
+    def __init__(self, envelopes: _Optional[_Union[SubscribeTopicsResponse.Envelopes, _Mapping]] = ..., status_update: _Optional[_Union[SubscribeTopicsResponse.StatusUpdate, _Mapping]] = ...) -> None: ...
 
 class QueryEnvelopesRequest(_message.Message):
     __slots__ = ("query", "limit")

@@ -40,6 +40,11 @@ class ReplicationApiStub:
                 request_serializer=conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeEnvelopesRequest.SerializeToString,
                 response_deserializer=conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeEnvelopesResponse.FromString,
                 _registered_method=True)
+        self.SubscribeTopics = channel.unary_stream(
+                '/xmtp.xmtpv4.message_api.ReplicationApi/SubscribeTopics',
+                request_serializer=conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeTopicsRequest.SerializeToString,
+                response_deserializer=conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeTopicsResponse.FromString,
+                _registered_method=True)
         self.QueryEnvelopes = channel.unary_unary(
                 '/xmtp.xmtpv4.message_api.ReplicationApi/QueryEnvelopes',
                 request_serializer=conepb_dot_xmtpv4_dot_message__api__pb2.QueryEnvelopesRequest.SerializeToString,
@@ -65,8 +70,19 @@ class ReplicationApiServicer:
         """SubscribeEnvelopes sends an empty response at once, then every envelope of
         the topics above `last_seen` (catch-up), then new envelopes as they are
         stored, with no gap and no duplicate; an empty response every 30 s keeps an
-        idle stream alive. Only group (0) and welcome (1) topics are streamed.
-        INVALID_ARGUMENT for no topics, an empty topic, or another topic kind.
+        idle stream alive. Only group (0) and welcome (1) topics are streamed, both
+        in one stream if asked. INVALID_ARGUMENT for no topics, an empty topic, or
+        another topic kind.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubscribeTopics(self, request, context):
+        """SubscribeTopics streams as SubscribeEnvelopes does, with a cursor per topic
+        and status updates: STARTED at once, CATCHUP_COMPLETE once every topic's
+        stored envelopes are sent, WAITING every 30 s while idle. INVALID_ARGUMENT as
+        for SubscribeEnvelopes.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -104,6 +120,11 @@ def add_ReplicationApiServicer_to_server(servicer, server):
                     servicer.SubscribeEnvelopes,
                     request_deserializer=conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeEnvelopesRequest.FromString,
                     response_serializer=conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeEnvelopesResponse.SerializeToString,
+            ),
+            'SubscribeTopics': grpc.unary_stream_rpc_method_handler(
+                    servicer.SubscribeTopics,
+                    request_deserializer=conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeTopicsRequest.FromString,
+                    response_serializer=conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeTopicsResponse.SerializeToString,
             ),
             'QueryEnvelopes': grpc.unary_unary_rpc_method_handler(
                     servicer.QueryEnvelopes,
@@ -149,6 +170,33 @@ class ReplicationApi:
             '/xmtp.xmtpv4.message_api.ReplicationApi/SubscribeEnvelopes',
             conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeEnvelopesRequest.SerializeToString,
             conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeEnvelopesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubscribeTopics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/xmtp.xmtpv4.message_api.ReplicationApi/SubscribeTopics',
+            conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeTopicsRequest.SerializeToString,
+            conepb_dot_xmtpv4_dot_message__api__pb2.SubscribeTopicsResponse.FromString,
             options,
             channel_credentials,
             insecure,
