@@ -77,15 +77,18 @@ class DevnetInterceptor(grpc.aio.ServerInterceptor):
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
-            # A stream's lifetime is not a cost: streams are timed per delivery instead.
+            # A stream's lifetime is not a cost: streams are counted when opened and
+            # timed per delivery instead.
             return grpc.unary_stream_rpc_method_handler(
-                self._wrap(method, handler.unary_stream, faults=node, timed=False),
+                self._wrap(method, handler.unary_stream, faults=node, timed=False, opened=node),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
         return handler
 
-    def _wrap(self, method: str, inner: _Handler, *, faults: bool, timed: bool) -> _Handler:
+    def _wrap(
+        self, method: str, inner: _Handler, *, faults: bool, timed: bool, opened: bool = False
+    ) -> _Handler:
         injected, stats = self._faults, self._stats
 
         async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
@@ -101,6 +104,8 @@ class DevnetInterceptor(grpc.aio.ServerInterceptor):
                 refusal = injected.cutover_refusal(method)
                 if refusal is not None:
                     await context.abort(grpc.StatusCode.UNAVAILABLE, refusal)
+            if opened:
+                stats.record_stream(method)
             start = time.perf_counter_ns()
             try:
                 return await inner(request, context)

@@ -50,6 +50,9 @@ async def test_two_d14n_clients_exchange_dms_by_sync_and_stream_on_d14n_calls_on
         "/xmtp.xmtpv4.message_api.ReplicationApi/GetNewestEnvelope",
         "/xmtp.xmtpv4.message_api.ReplicationApi/GetInboxIds",
     } <= _d14n_calls(devnet_node)
+    assert set(devnet_node.stats.streams) == {
+        "/xmtp.xmtpv4.message_api.ReplicationApi/SubscribeEnvelopes"
+    }
     await alice_stream.end()
     await bob_stream.end()
 

@@ -20,7 +20,11 @@ import { createInterface } from "node:readline";
 import { randomBytes } from "node:crypto";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { keccak_256 } from "@noble/hashes/sha3";
-import { ApiUrls, Client, IdentifierKind, encryptAttachment } from "@xmtp/node-sdk";
+// CONE_NODE_SDK picks the SDK package: @xmtp/node-sdk (5.5.0, the default) or
+// xmtp-node-sdk-next (the 6.1 nightly, on libxmtp 1.11).
+const { ApiUrls, Client, IdentifierKind, encryptAttachment } = await import(
+  process.env.CONE_NODE_SDK || "@xmtp/node-sdk"
+);
 
 let client = null;
 const streamed = [];

@@ -23,6 +23,8 @@ import pytest
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 SCRIPT = NODE_DIR / "xmtp_peer.mjs"
 CALL_S = 60.0
+#: The pinned Node SDK 6.1 nightly (libxmtp 1.11), beside 5.5.0 in tests/node.
+SDK_NEXT = "xmtp-node-sdk-next"
 
 
 def sdk_available() -> bool:
@@ -41,16 +43,17 @@ class NodePeer:
     @classmethod
     @asynccontextmanager
     async def start(
-        cls, api_url: str, directory: Path, *, d14n: bool = False
+        cls, api_url: str, directory: Path, *, d14n: bool = False, sdk: str = ""
     ) -> AsyncIterator[NodePeer]:
         """Start the process and create a registered client on `api_url` (with
-        `d14n`, in D14N mode with `api_url` as its `gatewayHost`)."""
+        `d14n`, in D14N mode with `api_url` as its `gatewayHost`; `sdk` names another
+        SDK package than 5.5.0, such as SDK_NEXT)."""
         if not sdk_available():
             pytest.fail("the XMTP Node SDK is not installed: npm ci --prefix tests/node")
         proc = await asyncio.create_subprocess_exec(
             "node", str(SCRIPT), cwd=str(NODE_DIR),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "NODE_NO_WARNINGS": "1"},
+            env={**os.environ, "NODE_NO_WARNINGS": "1", **({"CONE_NODE_SDK": sdk} if sdk else {})},
             limit=64 * 1024 * 1024,
         )  # fmt: skip
         peer = cls(proc)
