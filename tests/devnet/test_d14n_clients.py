@@ -4,10 +4,13 @@ each other through the devnet alone, and across the two APIs with V3 clients."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from pathlib import Path
 
 from cone.devnet import Devnet
+from cone.engine import _client
+from support import peers
 from support.devnet_process import DevnetProcess
 from support.peers import WAIT_S, Peer
 
@@ -187,3 +190,39 @@ async def test_after_the_v3_cutover_d14n_members_talk_on_and_a_v3_member_still_r
     assert await v3.texts(group.id()) == ["before the cutover", "after the cutover"]
     assert d14n_stream.errors == []
     await d14n_stream.end()
+
+
+async def test_a_v3_database_reopened_in_d14n_mode_carries_on_with_nothing_lost_or_repeated(
+    devnet_node: Devnet, tmp_path: Path
+) -> None:
+    url = devnet_node.url
+    key, db_key = _client.generate_wallet_key(), os.urandom(32)
+    db_path = str(tmp_path / "alice.db3")
+
+    async def open_alice(gateway_url: str | None) -> Peer:
+        client = await _client.open_client(
+            api_url=url, db_path=db_path, db_key=db_key, wallet_key=key, gateway_url=gateway_url
+        )
+        return Peer("alice", client, key, _client.wallet_address(key), client.inbox_id())
+
+    alice = await open_alice(None)
+    bob = await Peer.create(url, tmp_path, "bob")
+    group = await alice.group_with(bob)
+    await bob.sync()
+    bob_group = bob.conversation(group.id())
+    expected: list[str] = []
+    for i in range(3):
+        await alice.send(group, f"alice-v3-{i}")
+        await bob.send(bob_group, f"bob-v3-{i}")
+        expected += [f"alice-v3-{i}", f"bob-v3-{i}"]
+    assert await alice.texts(group.id()) == expected
+    alice.close()
+
+    # The same database on D14N: its V3 cursors hold under the migrator's originators.
+    alice = await open_alice(url)
+    peers.OPEN.append(alice)
+    await bob.send(bob_group, "bob-after")
+    await alice.send(alice.conversation(group.id()), "alice-d14n")
+    expected += ["bob-after", "alice-d14n"]
+    assert await alice.texts(group.id()) == expected
+    assert await bob.texts(group.id()) == expected
