@@ -43,14 +43,14 @@ class ReplicationService(api_grpc.ReplicationApiServicer):
         split = _topics(query.topics, "query.topics")
         cursor = topics.cursor_of(query.last_seen.node_id_to_sequence_id, "query.last_seen")
         limit = request.limit if 0 < request.limit <= MAX_QUERY_LIMIT else MAX_QUERY_LIMIT
-        response = api.QueryEnvelopesResponse()
-        for kind, identifier in split:
-            room = limit - len(response.envelopes)
-            if room <= 0:
-                break
-            for read in read_topic(self._store, kind, identifier, cursor, 0, room):
-                response.envelopes.append(read.envelope)
-        return response
+        # Across topics too, storage order: each kind's ids are one sequence, so a
+        # page cut at `limit` leaves every topic's rest above the reader's cursor.
+        reads = sorted(
+            ((kind, read.id, i), read.envelope)
+            for i, (kind, identifier) in enumerate(dict.fromkeys(split))
+            for read in read_topic(self._store, kind, identifier, cursor, 0, limit)
+        )
+        return api.QueryEnvelopesResponse(envelopes=[envelope for _, envelope in reads[:limit]])
 
     async def GetNewestEnvelope(
         self, request: api.GetNewestEnvelopeRequest, context: Any

@@ -172,6 +172,22 @@ async def test_queries_take_each_originators_cursor_and_page_in_storage_order_wi
         assert seen == ids
 
 
+async def test_a_query_over_several_topics_pages_them_together_in_storage_order(
+    devnet_node: Devnet,
+) -> None:
+    async with _client(devnet_node.url) as c:
+        first, second = await wire.new_inbox(c.v3), await wire.new_inbox(c.v3)
+        for _address, inbox in (first, second, first, second):
+            await wire.publish(c.v3, wire.update(inbox, wire.add_address(wire.address())))
+        inbox_topics = [topics.identity_topic(first[1]), topics.identity_topic(second[1])]
+        query = msg.EnvelopesQuery(topics=inbox_topics)
+        query.last_seen.node_id_to_sequence_id[1] = 1
+        response = await c.node.QueryEnvelopes(msg.QueryEnvelopesRequest(query=query, limit=3))
+    # Six updates with sequence ids 1..6 alternating between the inboxes: above 1, the
+    # first three of both together, not three of the first inbox's.
+    assert [_open(e).sequence_id for e in response.envelopes] == [2, 3, 4]
+
+
 async def test_a_stream_catches_up_then_goes_live_with_no_gap_and_no_duplicate(
     devnet_node: Devnet,
 ) -> None:

@@ -90,7 +90,8 @@ class ReplicationApiServicer:
 
     def QueryEnvelopes(self, request, context):
         """QueryEnvelopes returns the topics' envelopes above `last_seen`, in the order
-        they were stored (so a commit comes before the messages that depend on it),
+        they were stored, across all the topics (so a commit comes before the
+        messages that depend on it),
         at most `limit` (0 or above 1000 means 1000). INVALID_ARGUMENT for
         originator-filtered queries, which only nodes make.
         """
