@@ -226,3 +226,38 @@ async def test_a_v3_database_reopened_in_d14n_mode_carries_on_with_nothing_lost_
     expected += ["bob-after", "alice-d14n"]
     assert await alice.texts(group.id()) == expected
     assert await bob.texts(group.id()) == expected
+
+
+async def test_d14n_streams_dropped_by_a_fault_resume_from_their_cursors_and_miss_nothing(
+    devnet_node: Devnet, tmp_path: Path
+) -> None:
+    url = devnet_node.url
+    alice = await Peer.create(url, tmp_path, "alice", d14n=True)
+    bob = await Peer.create(url, tmp_path, "bob", d14n=True)
+    bob_stream = await bob.stream_all()
+    dm = await alice.dm_with(bob)
+    for i in range(5):
+        await alice.send(dm, f"a{i}")
+    assert await bob_stream.texts(5) == [f"a{i}" for i in range(5)]
+    assert devnet_node.faults.drop_streams() == devnet_node.open_streams > 0
+    async with asyncio.timeout(WAIT_S):
+        await bob_stream.closed.wait()
+
+    # Sent while Bob has no stream: a message in the DM and a whole new group.
+    for i in range(5, 10):
+        await alice.send(dm, f"a{i}")
+    group = await alice.group_with(bob)
+    await alice.send(group, "g0")
+    bob_stream = await bob.stream_all()
+    caught_up = await bob_stream.texts(6)
+    assert [t for t in caught_up if t.startswith("a")] == [f"a{i}" for i in range(5, 10)]
+    assert "g0" in caught_up
+    for i in range(10, 15):
+        await alice.send(dm, f"a{i}")
+    await alice.send(group, "g1")
+    live = await bob_stream.texts(6)
+    assert [t for t in live if t.startswith("a")] == [f"a{i}" for i in range(10, 15)]
+    assert "g1" in live
+    assert bob_stream.pending_texts() == []
+    assert await bob.texts(dm.id()) == [f"a{i}" for i in range(15)]
+    await bob_stream.end()
