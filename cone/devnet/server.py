@@ -106,11 +106,11 @@ class Devnet:
         interceptor = DevnetInterceptor(self.faults, self.stats)
         server = grpc.aio.server(interceptors=[interceptor], options=GRPC_OPTIONS)
         streams = StreamServer(store, self._groups, self._welcomes, self.stats)
+        await _add_d14n(server, store, self._groups, self._welcomes, self.stats, lambda: self.url)
         mls_api_pb2_grpc.add_MlsApiServicer_to_server(
             MlsService(store, self._groups, self._welcomes, streams), server
         )
         identity_api_pb2_grpc.add_IdentityApiServicer_to_server(IdentityService(store), server)
-        await _add_d14n(server, store, self._groups, self._welcomes, self.stats, lambda: self.url)
         address = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
         try:
             self.port = server.add_insecure_port(address)
