@@ -9,32 +9,27 @@ async with node as url:             # "http://127.0.0.1:PORT"
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Final
 
 import grpc
 import grpc.aio
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_health.v1.health import aio as health_aio
 
 from cone.devnet import control
-from cone.devnet.envelope_streams import EnvelopeStreams
+from cone.devnet.d14n import add_d14n_services
 from cone.devnet.faults import Faults
 from cone.devnet.hub import EndReason, Hub
 from cone.devnet.identity_service import IdentityService
 from cone.devnet.interceptor import DevnetInterceptor
 from cone.devnet.mls_service import MlsService
-from cone.devnet.payer_service import PayerService
-from cone.devnet.replication_service import ReplicationService
 from cone.devnet.stats import Stats
 from cone.devnet.store import GroupMessageRow, Store, WelcomeRow
 from cone.devnet.streams import StreamServer
 from cone.devnet.wire import GRPC_MESSAGE_LIMIT
 from cone.errors import StateError
 from conepb.xmtp import identity_api_pb2, identity_api_pb2_grpc, mls_api_pb2, mls_api_pb2_grpc
-from conepb.xmtpv4 import message_api_pb2, message_api_pb2_grpc, payer_api_pb2, payer_api_pb2_grpc
+from conepb.xmtpv4 import message_api_pb2, payer_api_pb2
 
 #: Server options libxmtp needs (see docs/devnet.md): big messages, and tolerance
 #: of its HTTP/2 PING every 16 s even on idle connections (grpc's defaults answer
@@ -106,7 +101,9 @@ class Devnet:
         interceptor = DevnetInterceptor(self.faults, self.stats)
         server = grpc.aio.server(interceptors=[interceptor], options=GRPC_OPTIONS)
         streams = StreamServer(store, self._groups, self._welcomes, self.stats)
-        await _add_d14n(server, store, self._groups, self._welcomes, self.stats, lambda: self.url)
+        await add_d14n_services(
+            server, store, self._groups, self._welcomes, self.stats, lambda: self.url
+        )
         mls_api_pb2_grpc.add_MlsApiServicer_to_server(
             MlsService(store, self._groups, self._welcomes, streams), server
         )
@@ -164,27 +161,3 @@ class Devnet:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
-
-
-async def _add_d14n(
-    server: grpc.aio.Server,
-    store: Store,
-    groups: Hub[GroupMessageRow],
-    welcomes: Hub[WelcomeRow],
-    stats: Stats,
-    url: Callable[[], str],
-) -> None:
-    """Serve the D14N gateway and node on the same server and store: libxmtp in D14N
-    mode sends PayerApi calls to its gateway URL and the rest to the node GetNodes
-    names (this URL again), after a health check."""
-    payer_api_pb2_grpc.add_PayerApiServicer_to_server(
-        PayerService(store, groups, welcomes, url), server
-    )
-    streams = EnvelopeStreams(store, groups, welcomes, stats)
-    message_api_pb2_grpc.add_ReplicationApiServicer_to_server(
-        ReplicationService(store, streams), server
-    )
-    health = health_aio.HealthServicer()
-    for service in ("xmtp.xmtpv4.message_api.ReplicationApi", "xmtp.xmtpv4.payer_api.PayerApi"):
-        await health.set(service, health_pb2.HealthCheckResponse.SERVING)
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
