@@ -201,6 +201,19 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+UNKNOWN_CONVERSATION = "unknown_conversation"
+
+
+def unknown_conversation(conversation_id: str) -> NotFound:
+    """The one NotFound for a conversation id this inbox does not know (raised by the
+    store, the core and the engine alike)."""
+    return NotFound(
+        f"conversation {conversation_id} is not known to this inbox: run sync first",
+        reason=UNKNOWN_CONVERSATION,
+        field="conversationId",
+    )
+
+
 def storage_full(text: str) -> bool:
     """Whether an error message says the state directory's disk is full."""
     lowered = text.lower()

@@ -30,6 +30,7 @@ from cone.core.ingest import READ_MARGIN_NS
 from cone.core.ratelimit import WriteBudget
 from cone.engine.port import EnginePort
 from cone.errors import (
+    UNKNOWN_CONVERSATION,
     V3_CUTOVER,
     ConeError,
     Conflict,
@@ -142,7 +143,7 @@ class Outbox:
             try:
                 rec, created = await self._store.write(claim, now_ns=time.time_ns())
             except NotFound as err:
-                if err.reason != "unknown_conversation":
+                if err.reason != UNKNOWN_CONVERSATION:
                     raise
                 await record_unknown(conversation_id)
                 rec, created = await self._store.write(claim, now_ns=time.time_ns())
