@@ -157,6 +157,8 @@ BENIGN: Final = (
     "Pool needs to  reconnect",
     "sqlcipherCodecAttach",
     "fork_posix.cc",
+    # A port already in use: `cone devnet` says so itself in one line.
+    "add_port.cc",
     # The node unreachable: cone says so itself, once (status, `network unreachable`),
     # where libxmtp repeats it on every retry of every worker.
     "tcp connect error",
