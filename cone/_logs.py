@@ -214,15 +214,19 @@ def emit(native: NativeLine) -> None:
 
 
 class _Capture:
-    """A pipe in place of fds 1 and 2, read by a thread that logs each line."""
+    """A pipe in place of some file descriptors (fds 1 and 2 by default), read by a
+    thread that logs each line; `real[fd]` is a copy of what each fd was before.
 
-    def __init__(self) -> None:
+    With `passthrough` (a real fd), only native records are logged: every other line
+    (a host's own output) is written there unchanged, a partial one at each pause."""
+
+    def __init__(self, fds: tuple[int, ...] = (1, 2), passthrough: int | None = None) -> None:
         self.read_fd, write_fd = os.pipe()
-        self.real_out = os.dup(1)
-        self.real_err = os.dup(2)
-        os.dup2(write_fd, 1)
-        os.dup2(write_fd, 2)
+        self.real = {fd: os.dup(fd) for fd in fds}
+        for fd in fds:
+            os.dup2(write_fd, fd)
         os.close(write_fd)
+        self.passthrough = None if passthrough is None else self.real.get(passthrough, passthrough)
         self._pending: NativeLine | None = None
         self._idle = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cone-native-log", daemon=True)
@@ -233,7 +237,19 @@ class _Capture:
             emit(self._pending)
             self._pending = None
 
+    def _write_through(self, data: bytes) -> None:
+        assert self.passthrough is not None
+        self._flush_pending()
+        try:
+            while data:
+                data = data[os.write(self.passthrough, data) :]
+        except OSError:
+            pass  # the reader went away (a closed pipe): nothing to show it to
+
     def _line(self, raw: str) -> None:
+        if self.passthrough is not None:
+            self._host_line(raw)
+            return
         if not raw.strip():
             return
         native = parse(raw)
@@ -247,6 +263,22 @@ class _Capture:
         self._flush_pending()
         self._pending = native
 
+    def _host_line(self, raw: str) -> None:
+        """Pass-through mode: a native record is logged, anything else is the host's.
+        Only whole lines are records: a host line that quotes one stays as it is."""
+        native = parse(raw)
+        if native.logger != "stderr":
+            self._flush_pending()
+            self._pending = native
+        elif (
+            self._pending is not None
+            and raw.strip()
+            and (raw.startswith("\t") or "Api Stats" in self._pending.message)
+        ):
+            self._pending.message += " " + _ANSI.sub("", raw).strip()
+        else:
+            self._write_through(raw.encode() + b"\n")
+
     def _run(self) -> None:
         buffer = b""
         while True:
@@ -254,6 +286,9 @@ class _Capture:
             if not ready:
                 # A pause: the record is complete (continuations come in the same burst).
                 self._flush_pending()
+                if self.passthrough is not None and buffer:
+                    self._write_through(buffer)  # a host's partial line (progress dots)
+                    buffer = b""
                 self._idle.set()
                 continue
             self._idle.clear()
@@ -297,9 +332,30 @@ def _capture_native() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     _CAPTURE = _Capture()
-    sys.stdout = _text_stream(_CAPTURE.real_out)
-    sys.stderr = _text_stream(_CAPTURE.real_err)
+    sys.stdout = _text_stream(_CAPTURE.real[1])
+    sys.stderr = _text_stream(_CAPTURE.real[2])
     atexit.register(_CAPTURE.drain)
+
+
+def route_native(fd: int = 1) -> None:
+    """Route the native records written to `fd` (libxmtp writes its lines to stdout)
+    through the native loggers, as `setup` does for a command, and pass every other
+    line through unchanged: for a host process with output of its own (the test
+    suite, where libxmtp peers run in-process). Known-benign records are dropped, the
+    rest is one plain line each, on what `fd` was before."""
+    global _CAPTURE
+    if _CAPTURE is not None:
+        return
+    _CAPTURE = capture = _Capture((fd,), passthrough=fd)
+    stream = _text_stream(capture.real[fd])
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(TextFormatter(_colour(stream)))
+    for name in ("libxmtp", "grpc", "sqlcipher", "stderr"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.propagate = False
+        logger.setLevel(logging.WARNING)
+    atexit.register(capture.drain)
 
 
 def setup(verbosity: int = 0, *, quiet: bool = False, native: bool = True) -> None:
@@ -350,5 +406,6 @@ __all__ = [
     "emit",
     "parse",
     "remember",
+    "route_native",
     "setup",
 ]

@@ -469,7 +469,8 @@ _SUMMARIES: Final[dict[str, str]] = {
         "the last message's sequence (or headSequence) as afterSequence."
     ),
     "Conversations": (
-        "The conversations this identity is part of, newest first, a page at a time (pass "
+        "The conversations this identity is part of, newest first (by createdAt, when "
+        "this cone first saw each), a page at a time (pass "
         "the returned cursor for the next page): type, consent, the peer or the group's "
         "name and members, last message time and pending count."
     ),
