@@ -131,6 +131,11 @@ _TRACING: Final = re.compile(
 )
 # A tracing target (`xmtp_mls::groups::welcome_sync`); spans (`name{k=v}:`) precede it.
 _TARGET: Final = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
+# A libxmtp record as libxmtp writes it: a Rust target (`a::b`) after the level and spans.
+_RUST_RECORD: Final = re.compile(
+    r"^\s*\d{4}-\d\d-\d\dT[\d:.]+Z\s+(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+"
+    r"(?:\S*\{\S*:\s+)?[A-Za-z_]\w*::"
+)
 _SQLCIPHER: Final = re.compile(
     r"^\d{4}-\d\d-\d\d [\d:.]+: (TRACE|DEBUG|INFO|WARN|ERROR) CORE (.*)$"
 )
@@ -265,8 +270,12 @@ class _Capture:
 
     def _host_line(self, raw: str) -> None:
         """Pass-through mode: a native record is logged, anything else is the host's.
-        Only whole lines are records: a host line that quotes one stays as it is."""
+        Only whole lines are records, and a libxmtp record only with a Rust target
+        (`xmtp_mls::groups`): a host line that quotes a record, or a cone log line
+        (`… ERROR cone.core.outbox: …`, in a test's report), stays as it is."""
         native = parse(raw)
+        if native.logger.startswith("libxmtp") and not _RUST_RECORD.match(_ANSI.sub("", raw)):
+            native = NativeLine("stderr", logging.WARNING, raw)
         if native.logger != "stderr":
             self._flush_pending()
             self._pending = native

@@ -157,6 +157,11 @@ _BY_GRPC: Final[dict[grpc.StatusCode, type[ConeError]]] = {
 #: network (D14N): final, not an outage (FailedPrecondition; docs/networks.md).
 V3_CUTOVER: Final = "v3_cutover"
 
+#: The reason for a send to a node that does not know this identity (no identity
+#: updates for its inbox, or no key package for its installation): the node was reset
+#: or is another network (FailedPrecondition; docs/networks.md).
+IDENTITY_UNKNOWN: Final = "identity_unknown"
+
 # Reasons that belong to StateError although they travel as FAILED_PRECONDITION.
 STATE_REASONS: Final = frozenset(
     {
@@ -195,6 +200,7 @@ def error_class_for(code: grpc.StatusCode, reason: str | None) -> type[ConeError
 
 __all__ = [
     "DOMAIN",
+    "IDENTITY_UNKNOWN",
     "STATE_REASONS",
     "V3_CUTOVER",
     "ConeError",

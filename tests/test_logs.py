@@ -162,3 +162,12 @@ async def test_a_host_routes_native_records_and_passes_its_own_output_unchanged(
     assert LINE.match(first.removeprefix("tests/test_x.py .."))
     assert first.endswith("ERROR libxmtp.xmtp_mls.groups: it broke")
     assert summary == "\x1b[32m1 passed\x1b[0m in 1.00s"
+
+
+def test_a_host_keeps_cone_log_lines_it_prints_as_they_are() -> None:
+    # A test's report quotes a daemon's log: not a libxmtp record, whatever it says.
+    from cone._logs import _RUST_RECORD
+
+    assert _RUST_RECORD.match("2026-12-03T15:23:53.997Z ERROR xmtp_mls::groups: it broke")
+    assert _RUST_RECORD.match("2026-12-03T07:36:49.565Z INFO sync{a=1}:publish: xmtp_mls::g: b")
+    assert not _RUST_RECORD.match("2026-12-03T15:23:53.997Z ERROR cone.engine.engine: x::y")

@@ -54,9 +54,22 @@ def _clock(rfc3339: str | None) -> str:
 # ---- status ---------------------------------------------------------------------------
 
 
+# networkState in words (docs/networks.md).
+_NETWORK: Final = {
+    "reachable": "reachable",
+    "unreachable": "UNREACHABLE (the node does not answer now)",
+    "identity_unknown": "IDENTITY UNKNOWN (the node does not know this identity: node reset? "
+    "wrong network?)",
+    "v3_cutover": "V3 CUTOVER (the node refuses this cone's publications)",
+}
+
+
 def problems(status: JsonObject) -> list[str]:
     """Why a status is unhealthy (empty: healthy)."""
     out = []
+    state = status.get("networkState", "reachable")
+    if state != "reachable":
+        out.append(f"network {_NETWORK.get(state, state)}")
     down = [s["name"] for s in status.get("streams", []) if not s.get("connected")]
     if down:
         out.append(f"stream(s) down: {', '.join(down)}")
@@ -77,12 +90,15 @@ def status(s: JsonObject) -> str:
         f"  identity    {ident.get('address', '?')} on {ident.get('network', '?')}"
         f" (inbox {ident.get('inboxId', '?')})"
     )
+    # What the node answers now (networkState), then how the last sync went.
+    network = _NETWORK.get(s.get("networkState", "reachable"), str(s.get("networkState")))
     if s.get("lastSyncError"):
-        network = (
-            f"last sync failed ({s['lastSyncError']}); last good sync {_when(s.get('lastSyncAt'))}"
+        network += (
+            f"; last sync failed ({s['lastSyncError']}); last good sync "
+            f"{_when(s.get('lastSyncAt'))}"
         )
     else:
-        network = f"reachable; last sync {_when(s.get('lastSyncAt'))}"
+        network += f"; last sync {_when(s.get('lastSyncAt'))}"
     lines.append(f"  network     {network}")
     streams = []
     for st in s.get("streams", []):

@@ -39,6 +39,7 @@ _NETWORK_STATES = {
     "reachable": pb.NETWORK_STATE_REACHABLE,
     "unreachable": pb.NETWORK_STATE_UNREACHABLE,
     "v3_cutover": pb.NETWORK_STATE_V3_CUTOVER,
+    "identity_unknown": pb.NETWORK_STATE_IDENTITY_UNKNOWN,
 }
 _KIND_OF = {number: kind for kind, number in _KIND.items()}
 _CONSENT = {

@@ -42,6 +42,7 @@ class NetworkState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NETWORK_STATE_REACHABLE: _ClassVar[NetworkState]
     NETWORK_STATE_UNREACHABLE: _ClassVar[NetworkState]
     NETWORK_STATE_V3_CUTOVER: _ClassVar[NetworkState]
+    NETWORK_STATE_IDENTITY_UNKNOWN: _ClassVar[NetworkState]
 
 class MemberRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -67,6 +68,7 @@ NETWORK_STATE_UNSPECIFIED: NetworkState
 NETWORK_STATE_REACHABLE: NetworkState
 NETWORK_STATE_UNREACHABLE: NetworkState
 NETWORK_STATE_V3_CUTOVER: NetworkState
+NETWORK_STATE_IDENTITY_UNKNOWN: NetworkState
 MEMBER_ROLE_UNSPECIFIED: MemberRole
 MEMBER_ROLE_MEMBER: MemberRole
 MEMBER_ROLE_ADMIN: MemberRole
