@@ -63,10 +63,10 @@ async def _serve(args: argparse.Namespace, db: Path | None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        print(url, flush=True)
         where = db or "memory (a throwaway node: its state is lost on exit)"
         control = f"; control socket {args.control}" if args.control else ""
         print(f"cone devnet: serving XMTP on {url}, state in {where}{control}", file=sys.stderr)
+        print(url, flush=True)  # last: whoever waits for the URL finds stderr written
         await stop.wait()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
