@@ -18,7 +18,7 @@ Levels (`-v` counts):
 
 | logger                     | default                        | `-v`     | `-vv`   |
 | -------------------------- | ------------------------------ | -------- | ------- |
-| `cone.*`                   | INFO (WARNING for one-shot commands) | DEBUG | DEBUG |
+| `cone.*`                   | INFO (ERROR for one-shot commands) | DEBUG | DEBUG |
 | `libxmtp.*` (`RUST_LOG`)   | ERROR                          | ERROR    | DEBUG   |
 | `grpc`, `sqlcipher`        | WARNING                        | WARNING  | DEBUG   |
 
@@ -370,8 +370,9 @@ def route_native(fd: int = 1) -> None:
 def setup(verbosity: int = 0, *, quiet: bool = False, native: bool = True) -> None:
     """Configure logging for this process once (later calls do nothing).
 
-    `quiet`: cone's own INFO lines are hidden at the default level (one-shot commands,
-    whose output is their result). `native`: capture libxmtp, SQLCipher and grpc.
+    `quiet`: cone's own INFO and WARNING lines are hidden at the default level (one-shot
+    commands, whose output is their result and says what they need: a send queued, an
+    answer `stale`). `native`: capture libxmtp, SQLCipher and grpc.
     """
     global _CONFIGURED
     if _CONFIGURED:
@@ -392,7 +393,7 @@ def setup(verbosity: int = 0, *, quiet: bool = False, native: bool = True) -> No
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO if verbosity >= 2 else logging.WARNING)
-    cone_level = logging.DEBUG if verbosity else (logging.WARNING if quiet else logging.INFO)
+    cone_level = logging.DEBUG if verbosity else (logging.ERROR if quiet else logging.INFO)
     logging.getLogger("cone").setLevel(cone_level)
     native_level = logging.DEBUG if verbosity >= 2 else logging.WARNING
     for name in ("libxmtp", "grpc", "sqlcipher"):

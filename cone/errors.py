@@ -29,6 +29,7 @@ must surface it instead (the bridge parks the turn or stops; docs/bridge.md).
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar, Final
 
 import grpc
@@ -185,6 +186,19 @@ def one_line(text: str) -> str:
     return " ".join(text.split("============ Api Stats", 1)[0].split())
 
 
+def node_error_text(text: str) -> str:
+    """libxmtp's error text for a failed node call as cone shows it: one line, and a
+    node that cannot be connected to said so in words instead of libxmtp's chain
+    (`[ClientError::Api] … api client at endpoint "…" has error status: 'The service is
+    currently unavailable', self: "tcp connect error"`)."""
+    line = one_line(text)
+    if "tcp connect error" not in line:
+        return line
+    endpoint = re.search(r'endpoint "/xmtp\.[\w.]+\.(\w+/\w+)"', line)
+    where = f" ({endpoint.group(1)})" if endpoint else ""
+    return f"the XMTP node cannot be reached: no connection{where}"
+
+
 def storage_full(text: str) -> bool:
     """Whether an error message says the state directory's disk is full."""
     lowered = text.lower()
@@ -213,5 +227,6 @@ __all__ = [
     "StateError",
     "Unavailable",
     "error_class_for",
+    "node_error_text",
     "storage_full",
 ]

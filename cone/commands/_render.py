@@ -168,11 +168,22 @@ def contact(result: JsonObject) -> str:
     )
 
 
+#: The line under an answer marked `stale` (docs/cli.md).
+STALE: Final = (
+    "(from the store: the XMTP node does not answer or does not know this identity now, "
+    "so this may be stale; see `cone status`)"
+)
+
+
+def _stale(result: JsonObject, text: str) -> str:
+    return f"{text}\n{STALE}" if result.get("stale") else text
+
+
 def requests(result: JsonObject) -> str:
     """The requests table, or a line saying there are none."""
     held = result.get("requests", [])
     if not held:
-        return "no requests"
+        return _stale(result, "no requests")
     lines = [f"{len(held)} request(s); accept with `cone accept ID`, refuse with `cone block ID`:"]
     for r in held:
         who = r.get("peerAddress") or f"inbox {r.get('peerInboxId', '?')}"
@@ -181,7 +192,7 @@ def requests(result: JsonObject) -> str:
             f"  {r['conversationId']}  {r.get('conversationType', '?'):<5}  from {who}  "
             f"since {since}  {r.get('pendingMessages', 0)} message(s) waiting"
         )
-    return "\n".join(lines)
+    return _stale(result, "\n".join(lines))
 
 
 # ---- messages -------------------------------------------------------------------------
@@ -221,7 +232,7 @@ def conversations(result: JsonObject) -> str:
     """One line per conversation, and how to get the next page."""
     found = result.get("conversations", [])
     if not found:
-        return "no conversations"
+        return _stale(result, "no conversations")
     lines = []
     for c in found:
         if c.get("conversationType") == "group":
@@ -237,14 +248,14 @@ def conversations(result: JsonObject) -> str:
         )
     if result.get("cursor"):
         lines.append(f"more: --cursor {result['cursor']}")
-    return "\n".join(lines)
+    return _stale(result, "\n".join(lines))
 
 
 def history(result: JsonObject) -> str:
     """One line per message of a conversation's history."""
     found = result.get("messages", [])
     if not found:
-        return "no messages"
+        return _stale(result, "no messages")
     lines = []
     for m in found:
         who = "me" if m.get("own") else m.get("senderInboxId", "?")[:12]
@@ -254,7 +265,7 @@ def history(result: JsonObject) -> str:
         )
     if result.get("more"):
         lines.append("more: page on with --before/--after the last message id shown")
-    return "\n".join(lines)
+    return _stale(result, "\n".join(lines))
 
 
 def contacts(result: JsonObject) -> str:

@@ -284,6 +284,11 @@ class Core:
             self.engine.reconnect_streams()
             self.outbox.retry_now()
 
+    def stale(self) -> bool:
+        """Whether answers from the store may miss what the node holds: it does not
+        answer or know this identity (its latest answer), or the last sync failed."""
+        return self.network.view is not NodeView.KNOWS_IDENTITY or self.last_sync_error is not None
+
     def network_ok(self) -> bool:
         """Whether the network is known reachable: the last sync did not fail."""
         return self.last_sync_error is None

@@ -334,7 +334,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
                     pending_messages=r.pending_messages,
                 )
             )
-        return pb.RequestsResponse(requests=out)
+        return pb.RequestsResponse(requests=out, stale=self.core.stale() or None)
 
     @_boundary
     async def Accept(
@@ -462,7 +462,9 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             cursor=request.cursor if request.HasField("cursor") else None,
         )
         return pb.ConversationsResponse(
-            conversations=[conversation_to_pb(v) for v in views], cursor=cursor
+            conversations=[conversation_to_pb(v) for v in views],
+            cursor=cursor,
+            stale=self.core.stale() or None,
         )
 
     @_boundary
@@ -476,7 +478,11 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             limit=request.limit if request.HasField("limit") else None,
             oldest_first=request.oldest_first if request.HasField("oldest_first") else None,
         )
-        return pb.MessagesResponse(messages=[history_message_to_pb(h) for h in found], more=more)
+        return pb.MessagesResponse(
+            messages=[history_message_to_pb(h) for h in found],
+            more=more,
+            stale=self.core.stale() or None,
+        )
 
     @_boundary
     async def Contacts(

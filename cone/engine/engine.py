@@ -29,6 +29,7 @@ from cone.errors import (
     RateLimited,
     StateError,
     Unavailable,
+    node_error_text,
     one_line,
     storage_full,
 )
@@ -117,7 +118,7 @@ def translate(exc: BaseException, doing: str, reason: str = "network_unavailable
         )
     if "rate limit" in lowered or "resource_exhausted" in lowered or "429" in lowered:
         return RateLimited(f"XMTP rate limit while {doing}: {text}")
-    return Unavailable(f"{doing} failed: {text}", reason=reason)
+    return Unavailable(f"{doing} failed: {node_error_text(text)}", reason=reason)
 
 
 def _list_options(*, limit: int | None, inserted_after_ns: int | None) -> Any:
