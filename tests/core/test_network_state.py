@@ -12,9 +12,9 @@ import pytest
 from cone.commands._render import STALE
 from cone.errors import FailedPrecondition
 from conepb.v1 import cone_pb2 as pb
+from support import wire
 from support.cli import cone_cli
 from support.daemons import DaemonProcess
-from support import wire
 from support.devnet_process import DevnetProcess
 from support.peers import Peer
 from support.waiting import until
