@@ -131,6 +131,11 @@ _TRACING: Final = re.compile(
 )
 # A tracing target (`xmtp_mls::groups::welcome_sync`); spans (`name{k=v}:`) precede it.
 _TARGET: Final = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
+# Where a libxmtp record may start inside a line (its colour codes included).
+_RECORD_AT: Final = re.compile(
+    r"(?:\x1b\[[0-9;]*m)*\d{4}-\d\d-\d\dT[\d:.]+Z(?:\x1b\[[0-9;]*m)*\s+"
+    r"(?:\x1b\[[0-9;]*m)*(?:TRACE|DEBUG|INFO|WARN|ERROR)\b"
+)
 # A libxmtp record as libxmtp writes it: a Rust target (`a::b`) after the level and spans.
 _RUST_RECORD: Final = re.compile(
     r"^\s*\d{4}-\d\d-\d\dT[\d:.]+Z\s+(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+"
@@ -270,9 +275,14 @@ class _Capture:
 
     def _host_line(self, raw: str) -> None:
         """Pass-through mode: a native record is logged, anything else is the host's.
-        Only whole lines are records, and a libxmtp record only with a Rust target
-        (`xmtp_mls::groups`): a host line that quotes a record, or a cone log line
-        (`… ERROR cone.core.outbox: …`, in a test's report), stays as it is."""
+        A libxmtp record has a Rust target (`xmtp_mls::groups`), so a cone log line
+        (`… ERROR cone.core.outbox: …`, in a test's report) stays as it is; one that
+        follows a host's partial line (pytest's progress dots) in the same burst is
+        split off it."""
+        at = None if _RECORD_AT.match(raw) else _RECORD_AT.search(raw)
+        if at is not None and _RUST_RECORD.match(_ANSI.sub("", raw[at.start() :])):
+            self._write_through(raw[: at.start()].encode())
+            raw = raw[at.start() :]
         native = parse(raw)
         if native.logger.startswith("libxmtp") and not _RUST_RECORD.match(_ANSI.sub("", raw)):
             native = NativeLine("stderr", logging.WARNING, raw)

@@ -141,12 +141,16 @@ async def test_a_host_routes_native_records_and_passes_its_own_output_unchanged(
             "from cone import _logs",
             "_logs.route_native(1)",
             "os.write(1, b'tests/test_x.py ..')",  # a partial line (pytest's progress)
-            "_logs._CAPTURE.drain()",  # passed on at the pause
             "os.write(1, b'2026-12-03T15:17:26.937450Z \\x1b[31mERROR\\x1b[0m "
             "xmtp_mls::worker::disappearing_messages: Failed to delete expired "
             "messages, error: Platform(PoolNeedsConnection)\\n')",
             "os.write(1, b'2026-12-03T15:17:27.000000Z ERROR xmtp_mls::groups: it broke\\n')",
+            # Coloured, at a line's start (as libxmtp writes on a terminal): dropped whole.
+            "os.write(1, b'\\x1b[2m2026-12-03T15:17:28.1Z\\x1b[0m \\x1b[31mERROR\\x1b[0m "
+            "\\x1b[2mxmtp_mls::worker\\x1b[0m: Platform(PoolNeedsConnection)\\n')",
             "os.write(1, b'\\x1b[32m1 passed\\x1b[0m in 1.00s\\n')",
+            # A report quoting a cone log line: not a record.
+            "os.write(1, b'E  x = 2026-12-03T15:23:53.997Z ERROR cone.core.outbox: y\\n')",
             "_logs._CAPTURE.drain()",
         ]
     )
@@ -157,11 +161,12 @@ async def test_a_host_routes_native_records_and_passes_its_own_output_unchanged(
     out, _ = await asyncio.wait_for(process.communicate(), 30)
     lines = out.decode().splitlines()
     assert not any("PoolNeedsConnection" in line for line in lines)
-    first, summary = lines
+    first, summary, report = lines
     assert first.startswith("tests/test_x.py ..")  # the record follows on its line
     assert LINE.match(first.removeprefix("tests/test_x.py .."))
     assert first.endswith("ERROR libxmtp.xmtp_mls.groups: it broke")
     assert summary == "\x1b[32m1 passed\x1b[0m in 1.00s"
+    assert report == "E  x = 2026-12-03T15:23:53.997Z ERROR cone.core.outbox: y"
 
 
 def test_a_host_keeps_cone_log_lines_it_prints_as_they_are() -> None:
