@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, TextIO
 
-from cone.errors import one_line
+from cone.engine._errors import plain
 
 # ---- options (set by cli.main from the command line) ------------------------------------
 
@@ -220,7 +220,7 @@ def emit(native: NativeLine) -> None:
     """Log a native line through Python logging (benign ones at DEBUG), without the
     call counts ("Api Stats") libxmtp 1.10 appends to every API error."""
     level = logging.DEBUG if native.benign() else native.level
-    logging.getLogger(native.logger).log(level, "%s", one_line(native.message))
+    logging.getLogger(native.logger).log(level, "%s", plain(native.message))
 
 
 class _Capture:

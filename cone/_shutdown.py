@@ -122,19 +122,21 @@ class Shutdown:
                     self._exit(f"{signal.Signals(signum).name} again; exiting now")
                 self._signum = signum
                 deadline = time.monotonic() + self.bound_s
+                # A stop asked for is normal: INFO, not a warning (only a forced exit is).
                 self._say(
                     f"{signal.Signals(signum).name}; stopping (at most {self.bound_s:.0f} s, "
-                    "a second signal ends it at once)"
+                    "a second signal ends it at once)",
+                    logging.INFO,
                 )
                 with contextlib.suppress(RuntimeError):  # the loop has closed already
                     self._loop.call_soon_threadsafe(self._stop)
 
-    def _say(self, what: str) -> None:
+    def _say(self, what: str, level: int = logging.WARNING) -> None:
         # In the log's format, but written straight to the real stderr: the loop (and
         # a handler's lock) may be held, and fd 2 may be the pipe of cone._logs, whose
         # reader would not get to it before an os._exit.
         line = f"cone {self.command}: {what}"
-        record = logging.LogRecord("cone.shutdown", logging.WARNING, "", 0, line, None, None)
+        record = logging.LogRecord("cone.shutdown", level, "", 0, line, None, None)
         handlers = logging.getLogger().handlers
         with contextlib.suppress(Exception):
             line = handlers[0].format(record) if handlers else line

@@ -40,7 +40,10 @@ def _add_state(p: argparse.ArgumentParser) -> None:
         help="XMTP network (default: $CONE_NETWORK or local)",
     )
     p.add_argument("--api-url", help="node URL override (default: $CONE_API_URL or the network's)")
-    p.add_argument("--key-file", help="database key file (default: $CONE_DB_KEY or HOME/db.key)")
+    p.add_argument(
+        "--key-file",
+        help="database key file (default: $CONE_DB_KEY, else the state directory's db.key)",
+    )
     _add_logging(p)
 
 
@@ -255,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The `cone` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="cone", description=cone.__doc__)
     parser.add_argument("--version", action=_Version)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_devnet(sub)
     _add_devnet_ctl(sub)
     _add_daemon(sub)
@@ -273,6 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     take_secrets()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    if args.command is None and not extra:  # bare `cone`: the help (exit 0; docs/cli.md)
+        parser.print_help()
+        return 0
     if extra:  # a wrong flag: show the usage of the subcommand it was given to
         _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
     # Before any command creates anything: every file and directory cone makes is
@@ -297,7 +303,11 @@ def entry() -> None:
     import atexit
     import logging
 
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # Ctrl-C outside a command's own handling: one line
+        print("cone: interrupted", file=sys.stderr)
+        code = 130
     atexit._run_exitfuncs()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
@@ -308,7 +318,9 @@ def entry() -> None:
     os._exit(code)
 
 
-def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+def _subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser:
+    if name is None:
+        return parser
     for action in parser._subparsers._group_actions if parser._subparsers else []:
         if isinstance(action, argparse._SubParsersAction):
             found: argparse.ArgumentParser = action.choices[name]

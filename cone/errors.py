@@ -9,8 +9,10 @@ ConeError                      reason (default)        gRPC                 JSON
 ├── Unavailable                network_unavailable     UNAVAILABLE          -32001    5
 ├── RateLimited                rate_limited            RESOURCE_EXHAUSTED   -32005    5
 ├── StateError                 state_error             FAILED_PRECONDITION  -32006    6
-│   (lock held, wrong database key, installation mismatch, bad permissions,
-│    storage full, corrupt database)
+│   │ (lock held, wrong database key, installation mismatch, bad permissions,
+│   │  storage full, corrupt database)
+│   └── NoIdentity             no_identity             FAILED_PRECONDITION  -32007    7
+│       (the state directory has no identity: a one-shot command never makes one)
 └── Internal                   internal                INTERNAL             -32603    1
 ```
 
@@ -136,6 +138,23 @@ class StateError(ConeError):
     exit_code = 6
 
 
+class NoIdentity(StateError):
+    """The state directory has no identity, and this command never creates one
+    (only `cone init` and the long-running hosts do)."""
+
+    default_reason = "no_identity"
+    jsonrpc_code = -32007
+    exit_code = 7
+
+    @classmethod
+    def of(cls, home: object) -> NoIdentity:
+        """The error for state directory `home`, saying how to create its identity."""
+        return cls(
+            f"{home} has no identity (nothing was created there): create one with "
+            f"`cone init --home {home}`, or give the --home that has it"
+        )
+
+
 class Internal(ConeError):
     """A bug or an unexpected failure; the message says what was being done."""
 
@@ -175,15 +194,17 @@ STATE_REASONS: Final = frozenset(
         "corrupt_database",
     }
 )
+# Reasons with a class of their own below their wire code's class.
+_BY_REASON: Final[dict[str, type[ConeError]]] = {"no_identity": NoIdentity}
 
 # How SQLite (cone's store and libxmtp's) and the OS say that the disk is full.
 _FULL_MARKERS: Final = ("database or disk is full", "no space left on device")
 
 
 def one_line(text: str) -> str:
-    """libxmtp's error text on one line: the call counts ("Api Stats") libxmtp 1.10
-    appends to every API error cut off, whitespace collapsed."""
-    return " ".join(text.split("============ Api Stats", 1)[0].split())
+    """A message on one line: whitespace (newlines included) collapsed. libxmtp's own
+    text is made plain first by `cone.engine._errors.plain`."""
+    return " ".join(text.split())
 
 
 def node_error_text(text: str) -> str:
@@ -207,6 +228,8 @@ def storage_full(text: str) -> bool:
 
 def error_class_for(code: grpc.StatusCode, reason: str | None) -> type[ConeError]:
     """The ConeError class for a gRPC status code and ErrorInfo reason."""
+    if reason in _BY_REASON:
+        return _BY_REASON[reason]
     if reason in STATE_REASONS:
         return StateError
     return _BY_GRPC.get(code, Internal)
@@ -222,6 +245,7 @@ __all__ = [
     "FailedPrecondition",
     "Internal",
     "InvalidArgument",
+    "NoIdentity",
     "NotFound",
     "RateLimited",
     "StateError",

@@ -1,18 +1,15 @@
-"""The protocol's limits, in one place for the core's validation and the facades' schemas."""
+"""Sizes and budgets of the store and the receive path, and the defaults the core applies.
+
+Request rules (ranges, lengths, patterns) are not here: they are the buf.validate
+annotations of proto/conepb/v1/cone.proto (read them with `cone.rules.field_rules`).
+"""
 
 from __future__ import annotations
 
 from typing import Final
 
-RECEIVE_LIMIT_MIN: Final = 1
-RECEIVE_LIMIT_MAX: Final = 1000
+#: A Receive, Peek, Conversations or Messages page when `limit` is absent.
 RECEIVE_LIMIT_DEFAULT: Final = 50
-WAIT_MS_MAX: Final = 30_000
-ACK_IDS_MAX: Final = 1000
-KEY_MAX_CHARS: Final = 256
-DESTINATION_MAX_CHARS: Final = 256
-TEXT_MAX_BYTES: Final = 512 * 1024
-DATA_MAX_BYTES: Final = 512 * 1024
 #: The most text or JSON data one stored message keeps, as UTF-8 after decompression
 #: and decoding; larger incoming content is stored as unreadable (cone.core.content).
 CONTENT_MAX_BYTES: Final = 1024 * 1024
@@ -24,13 +21,8 @@ MESSAGE_MAX_BYTES: Final = CONTENT_MAX_BYTES + 64 * 1024
 #: per control character, 13 through MCP's text-plus-structured result) a batch stays
 #: under 16 MiB on every wire, and under gRPC's default 4 MiB receive limit.
 RECEIVE_BATCH_BYTES: Final = 1024 * 1024
-CONSUMER_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
-CONTACT_NAME_PATTERN: Final = r"^[A-Za-z][A-Za-z0-9._-]{0,63}$"
-HEX_ID_PATTERN: Final = r"^[0-9a-f]{2,128}$"
+#: The consumer when none is given.
 DEFAULT_CONSUMER: Final = "default"
-# The largest file `send` and `reply` attach inline (XMTP's guidance for inline
-# attachments is under 1 MB; larger files go as remote attachments).
-ATTACHMENT_MAX_BYTES: Final = 1_000_000
 # Receive hands a file's bytes inline when it is at most this large and the batch's
 # inline bytes stay within the budget; otherwise the `attachment` call fetches them.
 ATTACHMENT_INLINE_MAX_BYTES: Final = 256 * 1024

@@ -1,31 +1,33 @@
 """One schema per core operation, shared by the JSON-RPC facade, the MCP server and the CLI.
 
-Everything here is derived from the proto descriptors of `cone.v1.ConeService`, plus
-one overlay table (`_PARAMS`) that adds what proto3 cannot say: which parameters are
-required, their ranges and patterns (from `cone.limits`) and a sentence for each.
-From that one definition come, for every RPC:
+Everything here is derived from `proto/conepb/v1/cone.proto`: its descriptors, its
+buf.validate rules, its `(cone.v1.operation)` options and its comments (kept by
+tools/genproto.py in `conepb.v1.cone_comments`). No second table. From that one
+definition come, for every RPC:
 
-- the JSON-RPC method name (`Send` → `send`) and MCP tool name (`cone_send`);
-- the parameter JSON Schema, closed (`additionalProperties: false`), and the result
-  JSON Schema;
-- `Method.to_request(params)`: validation against that schema (an InvalidArgument
-  naming the parameter in its JSON form) and conversion to the request message;
+- the JSON-RPC method name (`Send` → `send`) and MCP tool name (`cone_send`), and the
+  operation's summary and facts (read-only, long poll, operator);
+- the parameter JSON Schema, closed (`additionalProperties: false`), with the rules
+  the proto declares (lengths, patterns, ranges, item bounds, required fields) and
+  each field's comment as its description; and the result JSON Schema;
+- `Method.to_request(params)`: conversion to the request message, refusing only what
+  JSON gets wrong (a wrong type, an unknown member) with an InvalidArgument naming the
+  parameter; the rules themselves are checked once, by the daemon
+  (`cone.daemon.validation`), for every transport;
 - `Method.to_result(response)`: the response message in JSON form.
 
 The JSON form follows proto3 JSON names (`conversation_id` → `conversationId`) with
 three deliberate differences, all mechanical: `data_json` and `content_json` (JSON
 text) are `data` and `content` (any JSON value); enums are their short lowercase names
 (`CONVERSATION_TYPE_DM` → `dm`); 64-bit integers are JSON numbers. Bytes are base64
-strings, as in proto3 JSON; a message-typed parameter is a closed JSON object whose
-members have overlay entries of their own (`properties`). Fields without presence are always emitted, so a
+strings, as in proto3 JSON; a message-typed parameter is a closed JSON object. Fields without presence are
+always emitted, so a
 result carries `more: false` and `deduplicated: false`; fields with presence (proto3
 `optional`, oneof members, messages) only when set. Timestamps are RFC 3339 strings.
 
-Drift guard: a request field without its overlay entry (or an entry naming no field,
-or a new RPC without a summary) still works from the proto alone, so the daemon never
-fails to start over it, but `drift()` lists it and `tests/facades/test_schema.py`
-fails until this module catches up; the same tests check every RPC has its method and
-tool.
+Drift guard: a request field without a comment or an RPC without a summary still
+works, but `drift()` lists it and `tests/facades/test_schema.py` fails; the same tests
+check every RPC has its method and tool.
 """
 
 from __future__ import annotations
@@ -36,15 +38,17 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from cone import limits
+from buf.validate import validate_pb2
 from cone.errors import InvalidArgument
 from conepb.v1 import cone_pb2 as pb
+from conepb.v1 import options_pb2
+from conepb.v1.cone_comments import COMMENTS
 
 JsonObject = dict[str, Any]
 
@@ -62,472 +66,39 @@ CALL_TIMEOUT_S: Final = 120.0
 RECEIVE_MARGIN_S: Final = 30.0
 
 _TIMESTAMP = "google.protobuf.Timestamp"
-_INTEGER_TYPES = {
-    FieldDescriptor.TYPE_INT32,
-    FieldDescriptor.TYPE_INT64,
-    FieldDescriptor.TYPE_UINT32,
-    FieldDescriptor.TYPE_UINT64,
-    FieldDescriptor.TYPE_SINT32,
-    FieldDescriptor.TYPE_SINT64,
-    FieldDescriptor.TYPE_FIXED32,
-    FieldDescriptor.TYPE_FIXED64,
-    FieldDescriptor.TYPE_SFIXED32,
-    FieldDescriptor.TYPE_SFIXED64,
+# Each integer type's range: JSON numbers outside it fit no request.
+_INTEGER_BOUNDS: Final = {
+    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_INT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_SINT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_SFIXED64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
+    FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1),
 }
-_UNSIGNED_TYPES = {
-    FieldDescriptor.TYPE_UINT32,
-    FieldDescriptor.TYPE_UINT64,
-    FieldDescriptor.TYPE_FIXED32,
-    FieldDescriptor.TYPE_FIXED64,
-}
+_INTEGER_TYPES: Final = frozenset(_INTEGER_BOUNDS)
+_UNSIGNED_TYPES: Final = frozenset(t for t, (low, _) in _INTEGER_BOUNDS.items() if low == 0)
 
 
-def _hex(doc: str) -> JsonObject:
-    return {"pattern": limits.HEX_ID_PATTERN, "maxLength": 128, "description": doc}
+def _operation(rpc: Any) -> Any:
+    return rpc.GetOptions().Extensions[options_pb2.operation]
 
 
-def _ids(doc: str, *, at_least: int = 0) -> JsonObject:
-    out: JsonObject = {
-        "maxItems": limits.ACK_IDS_MAX,
-        "items": {"pattern": limits.HEX_ID_PATTERN, "maxLength": 128},
-        "description": doc,
-    }
-    if at_least:
-        out["minItems"] = at_least
-    return out
-
-
-_MESSAGE_LIMIT: Final[JsonObject] = {
-    "minimum": limits.RECEIVE_LIMIT_MIN,
-    "maximum": limits.RECEIVE_LIMIT_MAX,
-    "default": limits.RECEIVE_LIMIT_DEFAULT,
-    "description": "At most this many messages (1–1000). Default 50.",
-}
-_WAIT_MS: Final[JsonObject] = {
-    "minimum": 0,
-    "maximum": limits.WAIT_MS_MAX,
-    "default": 0,
-    "description": "How long to wait for a first message, in milliseconds (0–30000).",
-}
-_CONSUMER: JsonObject = {
-    "pattern": limits.CONSUMER_PATTERN,
-    "maxLength": 64,
-    "default": limits.DEFAULT_CONSUMER,
-    "description": (
-        "The consumer whose receipts apply (1–64 letters, digits, '.', '_', ':' or '-'). "
-        "Consumers are independent: each has its own pending set. Default `default`."
-    ),
-}
-_KEY: JsonObject = {
-    "required": True,
-    "minLength": 1,
-    "maxLength": limits.KEY_MAX_CHARS,
-    "description": (
-        "The send key: one logical message per key (1–256 characters). Reuse the same key "
-        "when retrying the same logical message, even if the text was regenerated: a settled "
-        "key returns the original messageId with deduplicated true and sends nothing new. "
-        "For a reply to an incoming message, `reply:<incoming messageId>` is a good key."
-    ),
-}
-_TEXT: JsonObject = {
-    "maxLength": limits.TEXT_MAX_BYTES,
-    "description": f"Plain text, at most {limits.TEXT_MAX_BYTES} bytes as UTF-8.",
-}
-_MARKDOWN: JsonObject = {
-    "maxLength": limits.TEXT_MAX_BYTES,
-    "description": (
-        f"Markdown text, sent as XMTP's markdown content type (apps render it), at most "
-        f"{limits.TEXT_MAX_BYTES} bytes as UTF-8."
-    ),
-}
-_DATA: JsonObject = {
-    "description": (
-        f"Any JSON value, sent as cone's data content type (at most "
-        f"{limits.DATA_MAX_BYTES} bytes as JSON)."
-    )
-}
-_BASE64_MAX_CHARS: Final = -(-limits.ATTACHMENT_MAX_BYTES // 3) * 4
-_REACTION: JsonObject = {
-    "description": (
-        "A reaction to an earlier message, sent as XMTP's reaction content type: "
-        "{messageId, emoji, action (added or removed; default added), schema (unicode, "
-        "shortcode or custom; default unicode)}."
-    ),
-    "properties": {
-        "messageId": {"required": True, **_hex("The messageId of the message reacted to.")},
-        "emoji": {
-            "required": True,
-            "minLength": 1,
-            "maxLength": 256,
-            "description": "The reaction: an emoji such as 👍 (or a shortcode, or custom).",
-        },
-        "action": {"default": "added", "description": "added (default) or removed."},
-        "schema": {
-            "default": "unicode",
-            "description": "What emoji holds: unicode (default), shortcode or custom.",
-        },
-        "referenceInboxId": {
-            "maxLength": 256,
-            "description": "Ignored when sending: cone names the reacted message's sender.",
-        },
-    },
-}
-_ATTACHMENT: JsonObject = {
-    "description": (
-        f"A file sent inline as XMTP's attachment content type: {{filename, mimeType, "
-        f"data (base64)}}, at most {limits.ATTACHMENT_MAX_BYTES} bytes."
-    ),
-    "properties": {
-        "filename": {
-            "required": True,
-            "maxLength": 1024,
-            "description": "The file's name, as the recipient's app shows it.",
-        },
-        "mimeType": {
-            "required": True,
-            "minLength": 1,
-            "maxLength": 256,
-            "description": "The MIME type, such as image/png.",
-        },
-        "data": {
-            "required": True,
-            "maxLength": _BASE64_MAX_CHARS,
-            "description": (
-                f"The file's bytes, base64 (at most {limits.ATTACHMENT_MAX_BYTES} bytes)."
-            ),
-        },
-    },
-}
-_CONTENT_ONE_OF = "Give exactly one of text, markdown, data, reaction and attachment."
-_DESTINATION: JsonObject = {
-    "required": True,
-    "minLength": 1,
-    "maxLength": limits.DESTINATION_MAX_CHARS,
-    "description": (
-        "An Ethereum address (0x + 40 hex), an inbox id (64 hex), a saved contact name, "
-        "or (for send) a conversation id."
-    ),
-}
-_MEMBERS: JsonObject = {
-    "required": True,
-    "minItems": 1,
-    "maxItems": 250,
-    "items": {"minLength": 1, "maxLength": limits.DESTINATION_MAX_CHARS},
-    "description": "Members: addresses, inbox ids or saved contact names (1–250).",
-}
-
-# The overlay: per RPC, per JSON parameter name, the constraints and description the
-# proto cannot carry. `required` is lifted into the object's `required` list.
-_PARAMS: Final[dict[str, dict[str, JsonObject]]] = {
-    "Identity": {},
-    "Connect": {
-        "to": _DESTINATION,
-        "name": {
-            "pattern": limits.CONTACT_NAME_PATTERN,
-            "maxLength": 64,
-            "description": (
-                "A name to save the contact under (1–64 letters, digits, '.', '_' or '-', "
-                "starting with a letter); later usable as `to`."
-            ),
-        },
-    },
-    "Send": {
-        "to": _DESTINATION,
-        "text": _TEXT,
-        "data": _DATA,
-        "markdown": _MARKDOWN,
-        "reaction": _REACTION,
-        "attachment": _ATTACHMENT,
-        "key": _KEY,
-        "replyTo": _hex(
-            "The messageId of an earlier message this one replies to (with text, markdown or data)."
-        ),
-    },
-    "Reply": {
-        "conversationId": {"required": True, **_hex("The conversation to reply in.")},
-        "text": _TEXT,
-        "key": _KEY,
-        "markdown": _MARKDOWN,
-        "reaction": _REACTION,
-        "attachment": _ATTACHMENT,
-        "data": _DATA,
-    },
-    "Attachment": {
-        "messageId": {
-            "required": True,
-            **_hex("The messageId of a received message with an attachment."),
-        },
-        "index": {
-            "minimum": 0,
-            "maximum": 31,
-            "default": 0,
-            "description": "Which file of a multi remote attachment (0 first). Default 0.",
-        },
-    },
-    "Receive": {
-        "consumer": _CONSUMER,
-        "limit": _MESSAGE_LIMIT,
-        "waitMs": {
-            "minimum": 0,
-            "maximum": limits.WAIT_MS_MAX,
-            "default": 0,
-            "description": (
-                "How long to wait for a first message, in milliseconds (0–30000). "
-                "A long poll may return an empty batch at its deadline."
-            ),
-        },
-        "excludeConversationIds": _ids(
-            "Conversations to leave out of this batch, e.g. those a turn is already "
-            "processing, so that no competing turn starts in them."
-        ),
-    },
-    "Ack": {
-        "messageIds": {
-            "required": True,
-            **_ids(
-                "The messageIds to acknowledge (1–1000), after acting on them. "
-                "Idempotent: acknowledging again is harmless.",
-                at_least=1,
-            ),
-        },
-        "consumer": _CONSUMER,
-    },
-    "Requests": {},
-    "Accept": {"conversationId": {"required": True, **_hex("The conversation to accept.")}},
-    "Block": {"conversationId": {"required": True, **_hex("The conversation to block.")}},
-    "Sync": {},
-    "Status": {},
-    "Peek": {
-        "afterSequence": {
-            "minimum": 0,
-            "description": (
-                "Only messages after this inbox sequence (a message's `sequence`, or "
-                "`headSequence` of an earlier peek to follow from then on). Default: from "
-                "the oldest."
-            ),
-        },
-        "consumer": {
-            "pattern": limits.CONSUMER_PATTERN,
-            "maxLength": 64,
-            "description": (
-                "When given, only the messages this consumer has not acknowledged; its "
-                "receipts are not touched. Default: every accepted message."
-            ),
-        },
-        "limit": _MESSAGE_LIMIT,
-        "waitMs": _WAIT_MS,
-    },
-    "Conversations": {
-        "consent": {"description": "Only conversations in this consent state; all when absent."},
-        "type": {"description": "Only direct (dm) or group conversations; all when absent."},
-        "limit": {
-            "minimum": limits.RECEIVE_LIMIT_MIN,
-            "maximum": limits.RECEIVE_LIMIT_MAX,
-            "default": limits.RECEIVE_LIMIT_DEFAULT,
-            "description": "At most this many conversations (1–1000). Default 50.",
-        },
-        "cursor": {
-            "minLength": 1,
-            "maxLength": 200,
-            "description": "The cursor of the previous page, to get the next one.",
-        },
-        "consumer": {
-            **_CONSUMER,
-            "description": "The consumer whose pending counts are reported. Default `default`.",
-        },
-    },
-    "Messages": {
-        "conversationId": {"required": True, **_hex("The conversation whose history to read.")},
-        "before": _hex(
-            "Only messages before this messageId (exclusive): the previous page. "
-            "Newest first unless oldestFirst."
-        ),
-        "after": _hex(
-            "Only messages after this messageId (exclusive): the next page. "
-            "Oldest first unless oldestFirst is false."
-        ),
-        "limit": _MESSAGE_LIMIT,
-        "oldestFirst": {
-            "description": (
-                "The page's order. Default: newest first, or oldest first when only "
-                "`after` is given."
-            )
-        },
-    },
-    "Contacts": {},
-    "CreateGroup": {
-        "members": _MEMBERS,
-        "name": {"maxLength": 100, "description": "The group's name (at most 100 characters)."},
-        "description": {
-            "maxLength": 1000,
-            "description": "The group's description (at most 1000 characters).",
-        },
-        "imageUrl": {"maxLength": 2048, "description": "The group's image URL."},
-        "key": {
-            **_KEY,
-            "description": (
-                "The key: one group per key (1–256 characters). Reuse it when retrying: "
-                "a retry returns the same group with deduplicated true, never a second one."
-            ),
-        },
-    },
-    "Members": {"conversationId": {"required": True, **_hex("The group.")}},
-    "AddMembers": {
-        "conversationId": {"required": True, **_hex("The group.")},
-        "members": _MEMBERS,
-    },
-    "RemoveMembers": {
-        "conversationId": {"required": True, **_hex("The group.")},
-        "members": _MEMBERS,
-    },
-    "LeaveGroup": {"conversationId": {"required": True, **_hex("The group to leave.")}},
-    "UpdateGroup": {
-        "conversationId": {"required": True, **_hex("The group.")},
-        "name": {"maxLength": 100, "description": "A new name (at most 100 characters)."},
-        "description": {
-            "maxLength": 1000,
-            "description": "A new description (at most 1000 characters).",
-        },
-        "imageUrl": {"maxLength": 2048, "description": "A new image URL."},
-    },
-    "RevokeInstallations": {
-        "installationIds": {
-            "maxItems": 10,
-            "items": {"pattern": limits.HEX_ID_PATTERN, "maxLength": 128},
-            "description": (
-                "Installation ids (hex) of this inbox to revoke, not this one's. "
-                "Give these or allExceptThis."
-            ),
-        },
-        "allExceptThis": {
-            "description": "Revoke every installation of this inbox except this one.",
-        },
-    },
-    "Unblock": {
-        "conversationId": {
-            "required": True,
-            **_hex("The blocked conversation to turn back into a request."),
-        }
-    },
-}
-
-# One sentence or three per operation: the JSON-RPC reference and the MCP tool
-# descriptions both use these, so they teach the same discipline.
-_SUMMARIES: Final[dict[str, str]] = {
-    "Identity": (
-        "The public identity of this cone: protocol version (check it is 1), inboxId, "
-        "address and network. Give the address or inbox id to peers so they can reach you."
-    ),
-    "Connect": (
-        "Find or create the direct conversation with an address, inbox id or contact name, "
-        "accept it and save the contact (optionally under a name)."
-    ),
-    "Send": (
-        "Send one logical message (text, markdown, JSON data, a reaction or a file) to an "
-        "address, inbox id, contact name or conversation id. The key makes it safe to "
-        "retry: use the same key for the same logical message and nothing is sent twice. "
-        + _CONTENT_ONE_OF
-    ),
-    "Reply": (
-        "Reply in an accepted conversation (use the conversationId of a received message) "
-        "with text, markdown, JSON data, a reaction or a file. Use a stable key such as "
-        "`reply:<incoming messageId>` and reuse it when retrying, even with regenerated "
-        "text. " + _CONTENT_ONE_OF
-    ),
-    "Attachment": (
-        "The bytes of a received attachment that did not come inline with receive (too "
-        "large for the batch, or a remote file cone downloaded), with its name, MIME type, "
-        "size and SHA-256."
-    ),
-    "Receive": (
-        "Pending messages for a consumer, oldest first, waiting up to waitMs for the first. "
-        "Messages stay pending until acknowledged: receive, act on them, then ack their "
-        "messageIds. A message may come again after a crash; its messageId is the "
-        "deduplication key. An empty batch at the deadline is normal."
-    ),
-    "Ack": (
-        "Acknowledge messages for a consumer once you have acted on them, so they are not "
-        "received again. Idempotent."
-    ),
-    "Requests": (
-        "Conversations from unknown senders, held as requests: identities only, never "
-        "content. Accept one to let its messages into receive, or block it."
-    ),
-    "Accept": "Accept a conversation held as a request: its pending and future messages enter receive.",
-    "Block": (
-        "Block a conversation; for a direct conversation, also the peer everywhere, "
-        "including their messages inside accepted groups."
-    ),
-    "Sync": "Fetch conversations, messages and consent from the network now. Fails rather than pretend.",
-    "Status": (
-        "Operator health report: streams, last sync, inbox and outbox, consumers, and the "
-        "identity's installation and update budgets."
-    ),
-    "Peek": (
-        "Read messages of accepted conversations without touching any receipt (nothing is "
-        "acknowledged or counted as delivered), e.g. to watch the inbox. To follow, pass "
-        "the last message's sequence (or headSequence) as afterSequence."
-    ),
-    "Conversations": (
-        "The conversations this identity is part of, newest first (by createdAt, when "
-        "this cone first saw each), a page at a time (pass "
-        "the returned cursor for the next page): type, consent, the peer or the group's "
-        "name and members, last message time and pending count."
-    ),
-    "Messages": (
-        "Read back an accepted conversation's history, including your own sent messages "
-        "(own: true) and messages already acknowledged. Page with before/after a messageId. "
-        "Reading history changes nothing: it does not receive or acknowledge."
-    ),
-    "Contacts": "The saved contacts: name, inbox id, address and the direct conversation.",
-    "CreateGroup": (
-        "Create a group with members (addresses, inbox ids or contact names), accepted. "
-        "Requires a key: a retry with the same key returns the same group, never a second."
-    ),
-    "Members": "A group's members: inbox id, addresses and role (member, admin, super_admin).",
-    "AddMembers": "Add members to a group, if the group's permissions let you.",
-    "RemoveMembers": "Remove members from a group, if the group's permissions let you (by default admins only).",
-    "LeaveGroup": "Leave a group. Its messages stop entering receive at once.",
-    "UpdateGroup": "Change a group's name, description or image URL, if its permissions let you.",
-    "RevokeInstallations": (
-        "Revoke other installations of this identity's inbox (XMTP allows 10), by id or "
-        "all except this one. For operators: `status` reports the count."
-    ),
-    "Unblock": (
-        "Undo a block: the conversation becomes a request again (accept it to let its "
-        "messages in); for a direct conversation, the peer is unblocked everywhere."
-    ),
-}
+_OPERATIONS: Final = {rpc.name: _operation(rpc) for rpc in SERVICE.methods}
 # RPCs the JSON surfaces do not offer, with the reason; every other RPC is a method
 # and a tool (a test holds this).
 NOT_EXPOSED: Final[dict[str, str]] = {
-    "Backup": "a server stream of file bytes: use `cone backup`, not a JSON call",
+    name: op.not_exposed for name, op in _OPERATIONS.items() if op.not_exposed
 }
 # Operations for operators rather than agents (documented as such).
-OPERATOR_RPCS: Final = frozenset({"Status", "RevokeInstallations"})
+OPERATOR_RPCS: Final = frozenset(name for name, op in _OPERATIONS.items() if op.operator)
 # Operations that only read: safe to cancel, to repeat, and cancelled when input closes.
-READ_ONLY_RPCS: Final = frozenset(
-    {
-        "Identity",
-        "Receive",
-        "Requests",
-        "Status",
-        "Peek",
-        "Attachment",
-        "Conversations",
-        "Messages",
-        "Contacts",
-        "Members",
-    }
-)
+READ_ONLY_RPCS: Final = frozenset(name for name, op in _OPERATIONS.items() if op.read_only)
 # Operations that wait (long polls): cancelled, not awaited, when a session's input ends.
-LONG_POLL_RPCS: Final = frozenset({"Receive", "Peek"})
-# Content parameters of which the caller must give exactly one (the proto cannot say
-# so: Reply's `text` predates its oneof), and the parameter an error names.
-_EXACTLY_ONE: Final[dict[str, tuple[tuple[str, ...], str]]] = {
-    "Send": (("text", "markdown", "data", "reaction", "attachment"), "text"),
-    "Reply": (("text", "markdown", "data", "reaction", "attachment"), "text"),
-}
+LONG_POLL_RPCS: Final = frozenset(name for name, op in _OPERATIONS.items() if op.long_poll)
 
 
 def lower_camel(name: str) -> str:
@@ -606,72 +177,85 @@ def _result_schema(desc: Descriptor) -> JsonObject:
     return schema
 
 
-_KEYWORDS: Final = frozenset(
-    {
-        "type",
-        "description",
-        "default",
-        "minimum",
-        "maximum",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minItems",
-        "maxItems",
-        "items",
-        "enum",
-        "format",
-        "contentEncoding",
-    }
-)
-
-
-# Where the proto and this module's tables disagree (a field or RPC added to the proto
-# without its entry here). The facades keep working from the proto alone (such a
-# parameter gets its proto type and no limits); `drift()` lists the gaps and a test
-# fails on any, so they are closed before release.
+# Where the proto lacks what the JSON surfaces publish: a request field without a
+# comment (its description), an RPC without a summary. The facades keep working (the
+# gap gets a placeholder); `drift()` lists the gaps and a test fails on any.
 _DRIFT: list[str] = []
 
 
+def _rules(fd: FieldDescriptor) -> Any:
+    """The field's buf.validate rules (an empty FieldRules when it has none)."""
+    return fd.GetOptions().Extensions[validate_pb2.field]
+
+
+def _description(fd: FieldDescriptor, where: str) -> str:
+    text: str | None = COMMENTS.get(fd.full_name)
+    if text is None:
+        _DRIFT.append(f"{where}: no comment in proto/conepb/v1/cone.proto")
+        return f"(see the proto field {fd.full_name})"
+    return text
+
+
+def _constraints(rules: Any, fd: FieldDescriptor, schema: JsonObject) -> None:
+    """Add the JSON Schema keywords that say what `rules` (buf.validate) say."""
+    kind = rules.WhichOneof("type")
+    if kind == "string":
+        s = rules.string
+        if s.HasField("min_len"):
+            schema["minLength"] = s.min_len
+        if s.HasField("max_len"):
+            schema["maxLength"] = s.max_len
+        if s.HasField("pattern"):
+            schema["pattern"] = s.pattern
+        elif s.HasField("contains"):
+            schema["pattern"] = re.escape(s.contains)
+        # max_bytes counts UTF-8 bytes, which JSON Schema cannot say: the description does.
+    elif kind == "bytes" and rules.bytes.HasField("max_len"):
+        schema["maxLength"] = -(-rules.bytes.max_len // 3) * 4  # as base64
+    elif kind in _INTEGER_RULES:
+        r = getattr(rules, kind)
+        if r.HasField("gte"):
+            schema["minimum"] = r.gte
+        if r.HasField("lte"):
+            schema["maximum"] = r.lte
+    elif kind == "repeated":
+        r = rules.repeated
+        if r.HasField("min_items"):
+            schema["minItems"] = r.min_items
+        if r.HasField("max_items"):
+            schema["maxItems"] = r.max_items
+        _constraints(r.items, fd, schema["items"])
+    if rules.required:
+        if fd.is_repeated:
+            schema["minItems"] = max(schema.get("minItems", 0), 1)
+        elif fd.type == FieldDescriptor.TYPE_STRING:
+            schema["minLength"] = max(schema.get("minLength", 0), 1)
+
+
+_INTEGER_RULES: Final = frozenset(
+    {"int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64"}
+)
+
+
 def _params_schema(rpc: str, desc: Descriptor) -> JsonObject:
-    overlay = _PARAMS.get(rpc)
-    if overlay is None:
-        _DRIFT.append(f"{rpc}: no parameter overlay in cone/schema.py")
-        overlay = {}
-    names = {json_name(fd): fd for fd in desc.fields}
-    for name in sorted(set(overlay) - set(names)):
-        _DRIFT.append(f"{rpc}.{name}: in the overlay but not in the proto")
-    return _object_schema(rpc, names, overlay)
+    return _object_schema(rpc, {json_name(fd): fd for fd in desc.fields})
 
 
-def _object_schema(
-    where: str, names: dict[str, FieldDescriptor], overlay: JsonObject
-) -> JsonObject:
+def _object_schema(where: str, names: dict[str, FieldDescriptor]) -> JsonObject:
+    """A closed object schema for request fields, from their rules and comments."""
     props: JsonObject = {}
     required: list[str] = []
     for name, fd in names.items():
-        if name not in overlay:
-            _DRIFT.append(f"{where}.{name}: in the proto but not in the overlay")
-        extra = dict(overlay.get(name, {"description": f"(see the proto field {fd.name})"}))
-        if extra.pop("required", False):
+        rules = _rules(fd)
+        if rules.required:
             required.append(name)
         if fd.type == FieldDescriptor.TYPE_MESSAGE and fd.message_type.full_name != _TIMESTAMP:
             inner = {json_name(f): f for f in fd.message_type.fields}
-            sub = extra.pop("properties", {})
-            for unknown in sorted(set(sub) - set(inner)):
-                _DRIFT.append(f"{where}.{name}.{unknown}: in the overlay but not in the proto")
-            prop = _object_schema(f"{where}.{name}", inner, sub)
-            prop.update(extra)
-            props[name] = prop
-            continue
-        prop = _field_schema(fd)
-        if fd.is_repeated:
-            items = extra.pop("items", {})
-            prop["items"] = {**prop["items"], **items}
-        prop.update(extra)
-        unknown = set(prop) - _KEYWORDS - {"properties", "required", "additionalProperties"}
-        if unknown or set(prop.get("items", {})) - _KEYWORDS:
-            raise TypeError(f"{where}.{name}: unsupported schema keywords {sorted(unknown)}")
+            prop = _object_schema(f"{where}.{name}", inner)
+        else:
+            prop = _field_schema(fd)
+            _constraints(rules, fd, prop)
+        prop["description"] = _description(fd, f"{where}.{name}")
         props[name] = prop
     schema: JsonObject = {"type": "object", "properties": props}
     if required:
@@ -680,127 +264,98 @@ def _object_schema(
     return schema
 
 
-# ---- validation: the subset of JSON Schema the overlay uses -------------------------
-
-
-def _python_pattern(pattern: str) -> re.Pattern[str]:
-    # ECMA's `$` never matches before a trailing newline; Python's does. Use \Z.
-    if pattern.endswith("$") and not pattern.endswith("\\$"):
-        pattern = pattern[:-1] + r"\Z"
-    return re.compile(pattern)
-
-
-@cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return _python_pattern(pattern)
+# ---- conversion: JSON values into the request message ------------------------------
+# Only what JSON itself can get wrong (a wrong type, an unknown member, bad base64, a
+# lone surrogate) is refused here; every rule is the daemon's (cone.daemon.validation).
 
 
 def _fail(field: str, message: str) -> InvalidArgument:
     return InvalidArgument(message, field=field)
 
 
-def _check(value: Any, schema: JsonObject, field: str, label: str) -> Any:
-    """`value` checked against `schema`; integral floats become ints, base64 strings
-    their bytes."""
-    kind = schema.get("type")
-    if kind == "string" and schema.get("contentEncoding") == "base64":
-        return _check_base64(value, schema, field)
-    if kind == "object":
-        return _check_object(value, schema, field)
-    if kind == "string":
+def _convert(value: Any, fd: FieldDescriptor, field: str, label: str) -> Any:
+    """One JSON value as the field's Python value; integral floats become ints."""
+    if fd.name in _JSON_TEXT:
+        return _dump_data(value, field)
+    kind = fd.type
+    if kind == FieldDescriptor.TYPE_STRING:
         if not isinstance(value, str):
             raise _fail(field, f"{label} must be a string")
         try:
             value.encode()
         except UnicodeEncodeError:
             raise _fail(field, f"{label} must be valid Unicode (no lone surrogates)") from None
-        if len(value) < schema.get("minLength", 0):
-            raise _fail(field, f"{label} must not be empty")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            raise _fail(field, f"{label} must be at most {schema['maxLength']} characters")
-        if "pattern" in schema and not _compiled(schema["pattern"]).search(value):
-            raise _fail(field, f"{label} must match {schema['pattern']}")
-        if "enum" in schema and value not in schema["enum"]:
-            raise _fail(field, f"{label} must be one of {', '.join(schema['enum'])}")
-    elif kind == "integer":
+        return value
+    if kind == FieldDescriptor.TYPE_BYTES:
+        if not isinstance(value, str):
+            raise _fail(field, f"{label} must be a base64 string")
+        try:
+            return base64.b64decode(value, validate=True)
+        except (ValueError, binascii.Error):
+            raise _fail(field, f"{label} must be base64 (RFC 4648, with padding)") from None
+    if kind == FieldDescriptor.TYPE_BOOL:
+        if not isinstance(value, bool):
+            raise _fail(field, f"{label} must be true or false")
+        return value
+    if kind == FieldDescriptor.TYPE_ENUM:
+        names = _enum_names(fd)
+        if not isinstance(value, str) or value not in names:
+            raise _fail(field, f"{label} must be one of {', '.join(names)}")
+        return _enum_number(fd, value)
+    if kind in _INTEGER_BOUNDS:
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise _fail(field, f"{label} must be an integer")
-        if "minimum" in schema and value < schema["minimum"]:
-            raise _fail(field, f"{label} must be at least {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise _fail(field, f"{label} must be at most {schema['maximum']}")
-    elif kind == "boolean":
-        if not isinstance(value, bool):
-            raise _fail(field, f"{label} must be true or false")
-    elif kind == "array":
-        if not isinstance(value, list):
-            raise _fail(field, f"{label} must be an array")
-        if len(value) < schema.get("minItems", 0):
-            raise _fail(field, f"{label} must hold at least {schema['minItems']} item(s)")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            raise _fail(field, f"{label} must hold at most {schema['maxItems']} items")
-        items = schema.get("items", {})
-        value = [_check(v, items, field, f"{label}[{i}]") for i, v in enumerate(value)]
-    elif kind is None:
-        _check_json(value, field)
-    return value
+        low, high = _INTEGER_BOUNDS[kind]
+        if not low <= value <= high:
+            raise _fail(field, f"{label} must be between {low} and {high}")
+        return value
+    raise _fail(field, f"{label} has no JSON form")  # messages are handled by _fill
 
 
-def _check_base64(value: Any, schema: JsonObject, field: str) -> bytes:
-    if not isinstance(value, str):
-        raise _fail(field, f"{field} must be a base64 string")
-    if "maxLength" in schema and len(value) > schema["maxLength"]:
-        limit = schema["maxLength"] // 4 * 3
-        raise _fail(field, f"{field} is over {limit} bytes (base64: {schema['maxLength']} chars)")
-    try:
-        return base64.b64decode(value, validate=True)
-    except (ValueError, binascii.Error):
-        raise _fail(field, f"{field} must be base64 (RFC 4648, with padding)") from None
-
-
-def _check_object(value: Any, schema: JsonObject, field: str) -> JsonObject:
-    if not isinstance(value, dict):
+def _fill(message: Any, value: Any, field: str, method: str = "") -> None:
+    """Fill a proto message from a JSON object, member by member (`field`: the
+    object's path, empty for the params of `method`)."""
+    if not isinstance(value, Mapping):
         raise _fail(field, f"{field} must be an object")
-    props: JsonObject = schema.get("properties", {})
-    for name in sorted(value):
-        if name not in props:
-            known = ", ".join(props)
-            raise _fail(f"{field}.{name}", f"unknown member {name!r} of {field} (known: {known})")
-    for name in schema.get("required", []):
-        if name not in value:
-            raise _fail(f"{field}.{name}", f"{field} needs {name!r}")
-    return {
-        name: _check(v, props[name], f"{field}.{name}", f"{field}.{name}")
-        for name, v in value.items()
-    }
-
-
-def _to_message(message: Any, value: JsonObject) -> None:
-    """Fill a proto message from a checked JSON object (enums by short name)."""
     fields = {json_name(fd): fd for fd in message.DESCRIPTOR.fields}
+    for name in sorted(value):
+        if name not in fields:
+            known = ", ".join(fields) or "none"
+            where = f"{field}.{name}" if field else name
+            noun = f"member {name!r} of {field}" if field else f"parameter {name!r} for {method}"
+            raise _fail(where, f"unknown {noun} (known: {known})")
+    given: dict[str, str] = {}
     for name, v in value.items():
         fd = fields[name]
-        if fd.type == FieldDescriptor.TYPE_ENUM:
-            numbers = {_enum_value(fd, e.number): e.number for e in fd.enum_type.values}
-            setattr(message, fd.name, numbers[v])
+        path = f"{field}.{name}" if field else name
+        if _is_real_oneof(fd):
+            oneof = fd.containing_oneof
+            if oneof.name in given:  # a message holds one member: the JSON has two
+                members = [json_name(f) for f in oneof.fields]
+                first = f"{field}.{members[0]}" if field else members[0]
+                raise _fail(first, f"give exactly one of {', '.join(members)}")
+            given[oneof.name] = name
+        if fd.is_repeated:
+            if not isinstance(v, list):
+                raise _fail(path, f"{path} must be an array")
+            getattr(message, fd.name).extend(
+                _convert(item, fd, path, f"{path}[{i}]") for i, item in enumerate(v)
+            )
         elif fd.type == FieldDescriptor.TYPE_MESSAGE:
-            _to_message(getattr(message, fd.name), v)
+            getattr(message, fd.name).SetInParent()
+            _fill(getattr(message, fd.name), v, path)
         else:
-            setattr(message, fd.name, v)
+            setattr(message, fd.name, _convert(v, fd, path, path))
 
 
-def _check_json(value: Any, field: str) -> None:
-    """Any JSON value: encodable as strict JSON."""
+def _dump_data(value: Any, field: str) -> str:
+    """Any JSON value as compact JSON text (strict: no NaN or infinities)."""
     try:
-        json.dumps(value, allow_nan=False)
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (ValueError, TypeError, RecursionError):
         raise _fail(field, f"{field} must be a JSON value") from None
-
-
-def _dump_data(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
         text.encode()
     except UnicodeEncodeError:  # lone surrogates survive only as \u escapes
@@ -834,44 +389,18 @@ class Method:
     read_only: bool
     long_poll: bool
     operator: bool
-    _fields: dict[str, FieldDescriptor] = field(repr=False, default_factory=dict)
 
     def to_request(self, params: Mapping[str, Any] | None) -> Any:
-        """Check `params` against the schema and build the request message.
+        """Build the request message from JSON params.
 
-        Raises InvalidArgument (JSON-RPC -32602) naming the parameter.
+        Raises InvalidArgument (JSON-RPC -32602) naming the parameter when a value has
+        the wrong JSON type or a member is unknown; the rules (ranges, patterns,
+        required fields) are checked where every transport meets, at the daemon.
         """
-        params = {} if params is None else params
-        schema = self.params_schema
-        props: JsonObject = schema["properties"]
-        for name in sorted(params):
-            if name not in props:
-                known = ", ".join(props) or "none"
-                raise _fail(name, f"unknown parameter {name!r} for {self.name} (known: {known})")
-        for name in schema.get("required", []):
-            if name not in params:
-                raise _fail(name, f"missing parameter {name!r} for {self.name}")
+        if params is not None and not isinstance(params, Mapping):
+            raise _fail("params", "params must be an object")
         request = self.request_type()
-        for name, prop in props.items():
-            if name not in params:
-                continue
-            value = _check(params[name], prop, name, name)
-            fd = self._fields[name]
-            if fd.is_repeated:
-                getattr(request, fd.name).extend(value)
-            elif fd.name in _JSON_TEXT:
-                setattr(request, fd.name, _dump_data(value))
-            elif fd.type == FieldDescriptor.TYPE_MESSAGE:
-                getattr(request, fd.name).SetInParent()
-                _to_message(getattr(request, fd.name), value)
-            elif fd.type == FieldDescriptor.TYPE_ENUM:
-                setattr(request, fd.name, _enum_number(fd, value))
-            else:
-                setattr(request, fd.name, value)
-        if self.rpc in _EXACTLY_ONE:
-            members, name = _EXACTLY_ONE[self.rpc]
-            if sum(m in params for m in members) != 1:
-                raise _fail(name, f"give exactly one of {', '.join(members)}")
+        _fill(request, params or {}, "", self.name)
         return request
 
     def to_result(self, response: Any) -> JsonObject:
@@ -880,7 +409,7 @@ class Method:
 
     def timeout(self, request: Any) -> float:
         """The deadline for relaying `request`, in seconds."""
-        if self.rpc in LONG_POLL_RPCS:
+        if self.long_poll:
             return float(request.wait_ms) / 1000 + RECEIVE_MARGIN_S
         return CALL_TIMEOUT_S
 
@@ -948,7 +477,7 @@ def message_to_json(message: Any) -> JsonObject:
 
 
 def _undocumented(rpc: str) -> str:
-    _DRIFT.append(f"{rpc}: no summary in cone/schema.py")
+    _DRIFT.append(f"{rpc}: no (cone.v1.operation).summary in proto/conepb/v1/cone.proto")
     return f"The {rpc} operation (see proto/conepb/v1/cone.proto)."
 
 
@@ -956,21 +485,20 @@ def _build(rpc_desc: Any) -> Method:
     rpc = rpc_desc.name
     req = getattr(pb, rpc_desc.input_type.name)
     resp = getattr(pb, rpc_desc.output_type.name)
-    fields = {json_name(fd): fd for fd in req.DESCRIPTOR.fields}
     name = lower_camel(rpc)
+    operation = _OPERATIONS[rpc]
     return Method(
         rpc=rpc,
         name=name,
         tool=TOOL_PREFIX + name.lower(),
-        summary=_SUMMARIES.get(rpc) or _undocumented(rpc),
+        summary=operation.summary or _undocumented(rpc),
         request_type=req,
         response_type=resp,
         params_schema=_params_schema(rpc, req.DESCRIPTOR),
         result_schema=_result_schema(resp.DESCRIPTOR),
-        read_only=rpc in READ_ONLY_RPCS,
-        long_poll=rpc in LONG_POLL_RPCS,
-        operator=rpc in OPERATOR_RPCS,
-        _fields=fields,
+        read_only=operation.read_only,
+        long_poll=operation.long_poll,
+        operator=operation.operator,
     )
 
 

@@ -38,10 +38,10 @@ def passphrase_from(args: argparse.Namespace) -> str:
 
 async def _backup(settings: Settings, target: Path, passphrase: str) -> str:
     from cone.client import ConeClient
-    from cone.facades._host import reach_core
+    from cone.startup import reach_core
 
     progress = Progress(f"backup {target.name}")
-    async with reach_core(settings), ConeClient(settings.paths.socket) as client:
+    async with reach_core(settings, create=False), ConeClient(settings.paths.socket) as client:
         size = written = 0
         # A unique new file beside the target (O_EXCL, never a planted link), renamed
         # onto it when complete: the rename replaces a link at FILE, never its target.
@@ -119,7 +119,7 @@ def start_flags(settings: Settings) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run `cone backup` or `cone restore`."""
-    from cone.daemon.command import settings_from
+    from cone.startup import settings_from
 
     configure_logging(args.verbose, quiet=True)
 

@@ -19,8 +19,8 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from cone import limits
 from cone.bridge._turns import Turn, kind
+from cone.rules import field_rules
 from conepb.v1 import cone_pb2 as pb
 
 log = logging.getLogger("cone.bridge")
@@ -35,8 +35,9 @@ class Caller(Protocol):
 async def ack(caller: Caller, ids: Iterable[str], consumer: str) -> None:
     """Acknowledge `ids` for `consumer`, in calls of at most ACK_IDS_MAX."""
     todo = list(dict.fromkeys(ids))
-    for i in range(0, len(todo), limits.ACK_IDS_MAX):
-        chunk = todo[i : i + limits.ACK_IDS_MAX]
+    most = field_rules("AckRequest", "message_ids").repeated.max_items
+    for i in range(0, len(todo), most):
+        chunk = todo[i : i + most]
         await caller.call("Ack", pb.AckRequest(message_ids=chunk, consumer=consumer), timeout=60)
 
 
@@ -98,7 +99,7 @@ class Context:
                 "Receive",
                 pb.ReceiveRequest(
                     consumer=self.consumer,
-                    limit=limits.RECEIVE_LIMIT_MAX,
+                    limit=field_rules("ReceiveRequest", "limit").uint32.lte,
                     wait_ms=0,
                     exclude_conversation_ids=excluded,
                 ),

@@ -22,8 +22,8 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from cone import limits
 from cone.errors import InvalidArgument
+from cone.rules import check, field_rules
 from cone.schema import methods
 
 MAX_REPLIES: Final = 10
@@ -57,13 +57,14 @@ def _with_file(item: dict[str, Any]) -> dict[str, Any]:
         return item
     attachment = dict(attachment)
     path = Path(str(attachment.pop("path")))
+    most = field_rules("OutgoingAttachment", "data").bytes.max_len
     try:
         with path.open("rb") as f:
-            data = f.read(limits.ATTACHMENT_MAX_BYTES + 1)
+            data = f.read(most + 1)
     except OSError as exc:
         raise _invalid(f"cannot read attachment path {path}: {exc.strerror}") from None
-    if len(data) > limits.ATTACHMENT_MAX_BYTES:
-        raise _invalid(f"{path} is over the {limits.ATTACHMENT_MAX_BYTES}-byte attachment limit")
+    if len(data) > most:
+        raise _invalid(f"{path} is over the {most}-byte attachment limit")
     attachment.setdefault("filename", path.name)
     attachment["data"] = base64.b64encode(data).decode("ascii")
     return {**item, "attachment": attachment}
@@ -71,7 +72,9 @@ def _with_file(item: dict[str, Any]) -> dict[str, Any]:
 
 def replies(stdout: bytes, conversation_id: str, key: str) -> list[Any]:
     """The ReplyRequests for a command's stdout (empty: no reply). InvalidArgument when a
-    JSON reply object is malformed."""
+    JSON reply object is malformed or a reply breaks the proto's rules: checked here as
+    well as at the daemon, since a command's output may be too large for the wire to
+    carry to the daemon's check at all."""
     text = stdout.decode("utf-8", errors="replace").rstrip("\r\n")
     items = _structured(text)
     if items is None:
@@ -83,7 +86,9 @@ def replies(stdout: bytes, conversation_id: str, key: str) -> list[Any]:
     for n, item in enumerate(items):
         params = {**_with_file(item), "conversationId": conversation_id}
         params["key"] = key if n == 0 else f"{key}:{n}"
-        out.append(method.to_request(params))
+        request = method.to_request(params)
+        check(request)
+        out.append(request)
     return out
 
 

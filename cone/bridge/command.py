@@ -11,13 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import shutil
 import sys
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
-from cone import limits
 from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
 from cone.errors import InvalidArgument
@@ -54,13 +52,17 @@ def _check(args: argparse.Namespace) -> None:
 
     if args.agent and args.agent[0] == "--":
         args.agent = args.agent[1:]
-    if not re.fullmatch(limits.CONSUMER_PATTERN, args.consumer) or len(args.consumer) > (
-        _CONSUMER_MAX
-    ):
+    from cone.rules import check
+    from conepb.v1 import cone_pb2
+
+    try:  # the consumer and its `.context` consumer must both be valid consumers
+        check(cone_pb2.ReceiveRequest(consumer=f"{args.consumer}.context"))
+    except InvalidArgument:
         raise InvalidArgument(
-            f"--consumer must be 1–{_CONSUMER_MAX} letters, digits, '.', '_', ':' or '-'",
+            f"--consumer must be 1–{_CONSUMER_MAX} letters, digits, '.', '_', ':' or '-', "
+            "starting with a letter or digit",
             field="consumer",
-        )
+        ) from None
     if args.parked:
         return
     if not args.agent:
@@ -90,8 +92,8 @@ def _check(args: argparse.Namespace) -> None:
 async def _main(args: argparse.Namespace, settings: Settings) -> None:
     from cone._shutdown import Shutdown
     from cone.bridge import Bridge, Journal
-    from cone.facades._host import reach_core
     from cone.schema import message_to_json
+    from cone.startup import reach_core
     from conepb.v1 import cone_pb2 as pb
 
     config = _config(args, settings)
@@ -99,7 +101,9 @@ async def _main(args: argparse.Namespace, settings: Settings) -> None:
     # the process exits within the bound (agents get STOP_GRACE_S, less than it).
     async with Shutdown("bridge") as shutdown, AsyncExitStack() as stack:
         stop = shutdown.requested
-        reached = await shutdown.unless_requested(stack.enter_async_context(reach_core(settings)))
+        reached = await shutdown.unless_requested(
+            stack.enter_async_context(reach_core(settings, create=True, announce="bridge"))
+        )
         if reached is None:
             return
         journal = Journal(settings.paths.home, args.consumer)
@@ -133,8 +137,7 @@ def _show_parked(settings: Settings, consumer: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the bridge until stopped; the exit code follows the error table in cone.errors."""
     configure_logging(args.verbose)
-    from cone.daemon.command import settings_from
-    from cone.facades._host import held_by_other
+    from cone.startup import held_by_other, settings_from
 
     def body() -> int | None:
         _check(args)

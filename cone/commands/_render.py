@@ -212,12 +212,19 @@ def content(m: JsonObject) -> str:
     return f"[{kind}]{fallback}"
 
 
+def label(inbox_id: str) -> str:
+    """An inbox id shortened for reading, marked as shortened (never taken back as an id:
+    `--json` has it in full)."""
+    return inbox_id if len(inbox_id) <= 8 else inbox_id[:8] + "…"
+
+
 def message_line(m: JsonObject) -> str:
-    """One line of `cone tail`: time, conversation, sender, content."""
+    """One line of `cone tail`: time, conversation, sender, content (ids a command takes
+    back, the conversation's and a reply's target, in full)."""
     sender = m.get("senderInboxId", "")
-    reply = f" (reply to {m['replyTo'][:8]})" if m.get("replyTo") else ""
+    reply = f" (reply to {m['replyTo']})" if m.get("replyTo") else ""
     return (
-        f"{_clock(m.get('sentAt'))}  {m.get('conversationId', '?')}  {sender[:8]}  "
+        f"{_clock(m.get('sentAt'))}  {m.get('conversationId', '?')}  {label(sender)}  "
         f"{content(m)}{reply}"
     )
 
@@ -251,20 +258,21 @@ def conversations(result: JsonObject) -> str:
     return _stale(result, "\n".join(lines))
 
 
-def history(result: JsonObject) -> str:
-    """One line per message of a conversation's history."""
+def history(result: JsonObject, *, oldest_first: bool = False) -> str:
+    """One line per message of a conversation's history, ids in full (as --before and
+    --after take them), and the command line's flag for the next page."""
     found = result.get("messages", [])
     if not found:
         return _stale(result, "no messages")
     lines = []
     for m in found:
-        who = "me" if m.get("own") else m.get("senderInboxId", "?")[:12]
+        who = "me" if m.get("own") else label(m.get("senderInboxId", "?"))
         state = " [deleted]" if m.get("deleted") else " [expired]" if m.get("expired") else ""
-        lines.append(
-            f"{_clock(m.get('sentAt'))}  {m['messageId'][:12]}  {who}: {content(m)}{state}"
-        )
+        lines.append(f"{_clock(m.get('sentAt'))}  {m['messageId']}  {who}: {content(m)}{state}")
     if result.get("more"):
-        lines.append("more: page on with --before/--after the last message id shown")
+        edge = found[-1]["messageId"]
+        flag = "--after" if oldest_first else "--before"
+        lines.append(f"more: page on with {flag} {edge}")
     return _stale(result, "\n".join(lines))
 
 

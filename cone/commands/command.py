@@ -19,21 +19,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from cone import errors
 from cone._command import configure_logging, run_loop
 from cone.commands import _render
 from cone.config import Settings
-from cone.errors import ConeError, StateError, Unavailable
+from cone.errors import ConeError, InvalidArgument, NoIdentity, StateError, Unavailable
 
 if TYPE_CHECKING:
-    from cone.facades._host import Reached
+    from cone.startup import Reached
 
 JsonObject = dict[str, Any]
 
@@ -103,7 +104,9 @@ def state_flags(args: argparse.Namespace, *, home: bool = False) -> str:
     return (" " + " ".join(parts)) if parts else ""
 
 
-def _not_running(ctx: Context) -> Unavailable:
+def _not_running(ctx: Context) -> ConeError:
+    if not ctx.settings.paths.store.exists():
+        return NoIdentity.of(ctx.settings.paths.home)
     return Unavailable(
         f"no cone process holds the identity in {ctx.settings.paths.home}: start it with "
         f"`cone daemon{state_flags(ctx.args)}`",
@@ -139,15 +142,21 @@ async def _call(ctx: Context, method: str, params: JsonObject, *, host: bool = T
     """One core operation, relayed to the holder of the identity or hosted here (the
     core is reached at the first call, after its parameters are checked, and kept for
     the command's later calls)."""
-    from cone.facades._host import held_by_other, reach_core
+    from cone.rules import check
     from cone.schema import methods
+    from cone.startup import held_by_other, reach_core
 
     spec = methods()[method]
     request = spec.to_request(params)
+    # The daemon checks the same rules; checking here first means a bad argument is
+    # exit 2 whether or not an identity or a daemon is there to ask.
+    check(request)
     if ctx.reached is None:
         if not host and not held_by_other(ctx.settings):
             raise _not_running(ctx)
-        ctx.reached = await ctx.stack.enter_async_context(reach_core(ctx.settings))
+        # Only `cone init` creates an identity; every other command needs one there.
+        create = ctx.args.command == "init"
+        ctx.reached = await ctx.stack.enter_async_context(reach_core(ctx.settings, create=create))
     response = await ctx.reached.pool.call(
         spec.rpc, request, timeout=spec.timeout(request), long_poll=spec.long_poll
     )
@@ -171,10 +180,8 @@ def _key_source(ctx: Context) -> str:
 
 
 async def _init(ctx: Context) -> int:
-    from cone.facades._host import held_by_other
-
-    created = not held_by_other(ctx.settings) and not ctx.settings.paths.store.exists()
     ident = await _call(ctx, "identity", {})
+    created = ctx.reached is not None and ctx.reached.created
     result = {
         **ident,
         "created": created,
@@ -212,8 +219,36 @@ async def _status(ctx: Context) -> int:
     return UNHEALTHY if _render.problems(result) else 0
 
 
+_ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]{40}")
+
+
+def _check_destination(value: str, label: str) -> None:
+    """An argument that starts like an address must be one (not a contact name)."""
+    if value[:2].lower() == "0x" and not _ADDRESS.fullmatch(value):
+        raise InvalidArgument(
+            f"{label} {value!r} is not an address: an address is 0x and 40 hex digits",
+            field="to" if label == "TO" else "members",
+        )
+
+
+async def _refuse_self(ctx: Context, to: str) -> None:
+    """Refuse TO when it is this identity's own address or inbox id."""
+    if to[:2].lower() != "0x" and len(to) != 64:
+        return
+    me = await _call(ctx, "identity", {})
+    if to.lower() in (me["address"].lower(), me["inboxId"]):
+        raise InvalidArgument(
+            f"{to} is this identity itself: cone sends only to others "
+            "(give a peer's address, inbox id, contact name or conversation id)",
+            field="to",
+        )
+
+
 async def _send(ctx: Context) -> int:
     args = ctx.args
+    if args.command == "send":
+        _check_destination(args.to, "TO")
+        await _refuse_self(ctx, args.to)
     key, generated = args.key, args.key is None
     if generated:
         key = new_key()
@@ -235,6 +270,8 @@ async def _send(ctx: Context) -> int:
 
 
 async def _connect(ctx: Context) -> int:
+    _check_destination(ctx.args.to, "TO")
+    await _refuse_self(ctx, ctx.args.to)
     params: JsonObject = {"to": ctx.args.to}
     if ctx.args.name:
         params["name"] = ctx.args.name
@@ -286,7 +323,7 @@ async def _messages(ctx: Context) -> int:
         oldestFirst=a.oldest_first or None,
     )
     result = await _call(ctx, "messages", params)
-    ctx.emit(result, _render.history(result))
+    ctx.emit(result, _render.history(result, oldest_first=bool(a.oldest_first)))
     return 0
 
 
@@ -300,6 +337,8 @@ async def _group(ctx: Context) -> int:
     a = ctx.args
     action = a.group_command
     if action == "create":
+        for member in a.members:
+            _check_destination(member, "MEMBER")
         key, generated = a.key, a.key is None
         if generated:
             key = new_key()
@@ -313,9 +352,14 @@ async def _group(ctx: Context) -> int:
         result = await _call(ctx, "members", {"conversationId": a.conversation})
         ctx.emit(result, _render.members(result))
     elif action in ("add", "remove"):
+        for member in a.members:
+            _check_destination(member, "MEMBER")
         method = "addMembers" if action == "add" else "removeMembers"
         result = await _call(ctx, method, {"conversationId": a.conversation, "members": a.members})
-        ctx.emit(result, _render.members(result))
+        done = "added" if action == "add" else "removed"
+        where = "to" if action == "add" else "from"
+        head = f"{done} {len(a.members)} member(s) {where} group {a.conversation}; its members now:"
+        ctx.emit(result, head + "\n" + _render.members(result))
     elif action == "leave":
         result = await _call(ctx, "leaveGroup", {"conversationId": a.conversation})
         ctx.emit(result, f"left {a.conversation}")
@@ -328,6 +372,15 @@ async def _group(ctx: Context) -> int:
         )
         result = await _call(ctx, "updateGroup", params)
         ctx.emit(result, _render.group(result["group"]))
+    return 0
+
+
+async def _sync(ctx: Context) -> int:
+    result = await _call(ctx, "sync", {})
+    ctx.emit(
+        result,
+        "synced with the XMTP node: welcomes, conversations, messages and consent taken in",
+    )
     return 0
 
 
@@ -351,6 +404,7 @@ _HANDLERS: dict[str, Callable[[Context], Awaitable[int]]] = {
     "messages": _messages,
     "contacts": _contacts,
     "group": _group,
+    "sync": _sync,
     "tail": _tail,
 }
 # Commands that never start the core themselves (they report on a running one).
@@ -375,9 +429,8 @@ def _fail(ctx_args: argparse.Namespace, out: IO[str], err: ConeError) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run one operator command; the exit code follows the error table in cone.errors."""
-    from cone.daemon.command import settings_from
-    from cone.facades._host import held_by_other
     from cone.facades._stdio import guard_stdout
+    from cone.startup import held_by_other, settings_from
 
     out = os.fdopen(guard_stdout(), "w", encoding="utf-8", errors="replace")
     configure_logging(args.verbose, quiet=True)

@@ -28,15 +28,16 @@ COMMANDS: Final = (
     "messages",
     "contacts",
     "group",
+    "sync",
     "tail",
 )
 
 
-def _json(p: argparse.ArgumentParser) -> None:
+def _json(p: argparse.ArgumentParser, help_text: str | None = None) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON document on stdout (the JSON-RPC result's shape)",
+        help=help_text or "print one JSON document on stdout (the JSON-RPC result's shape)",
     )
 
 
@@ -208,6 +209,15 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
     _json(g)
 
     p = command(
+        "sync",
+        "fetch welcomes, conversations, messages and consent from the network now",
+        "Sync with the XMTP node now and ingest what it has (a running identity also "
+        "catches up by itself, every 30 s). Fails when the node cannot be reached.",
+    )
+    add_state(p)
+    _json(p)
+
+    p = command(
         "tail",
         "follow incoming messages, one line each",
         "Print messages as they arrive in accepted conversations: time, conversation, "
@@ -222,7 +232,7 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
     )
     p.add_argument("--ack", action="store_true", help="acknowledge each message printed")
     add_state(p)
-    _json(p)
+    _json(p, "print one JSON document per line, one per message (shaped as in receive)")
 
 
 __all__ = ["COMMANDS", "MODULE", "add_commands"]

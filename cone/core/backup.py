@@ -19,8 +19,8 @@ from pathlib import Path
 
 from cone._fs import free_bytes
 from cone.core.ingest import Ingestor
-from cone.engine.engine import Engine
-from cone.errors import ConeError, InvalidArgument, StateError, Unavailable
+from cone.engine.port import EnginePort
+from cone.errors import ConeError, StateError, Unavailable
 from cone.store import Store
 from cone.store.backup import Manifest, write_backup
 
@@ -32,7 +32,7 @@ RELEASE_TIMEOUT_S = 10.0
 class BackupMaker:
     """Makes backup files for one running identity."""
 
-    def __init__(self, store: Store, engine: Engine, ingestor: Ingestor, xmtp_db: Path) -> None:
+    def __init__(self, store: Store, engine: EnginePort, ingestor: Ingestor, xmtp_db: Path) -> None:
         self._store = store
         self._engine = engine
         self._ingestor = ingestor
@@ -80,8 +80,6 @@ class BackupMaker:
     @asynccontextmanager
     async def backup(self, passphrase: str) -> AsyncIterator[tuple[Path, Manifest]]:
         """A finished backup file in the state directory, removed when the block ends."""
-        if not passphrase:
-            raise InvalidArgument("the backup passphrase is empty", field="passphrase")
         self._check_room()
         fd, name = tempfile.mkstemp(prefix=".backup-", suffix=".cone", dir=self._xmtp_db.parent)
         os.close(fd)

@@ -27,21 +27,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from cone import _failpoints
-from cone.core import validate
 from cone.core.history import ConversationView, History
-from cone.core.outbox import check_key
-from cone.engine.engine import Engine
-from cone.engine.groups import Action, Member
+from cone.engine.port import Action, EnginePort, Member
 from cone.errors import ConeError, Conflict, FailedPrecondition, InvalidArgument, NotFound
 from cone.store import Consent, Kind, Store, conversations
 from cone.store import groups as group_keys
 
 log = logging.getLogger(__name__)
 
-MEMBERS_MAX = 250
-NAME_MAX_CHARS = 100
-DESCRIPTION_MAX_CHARS = 1000
-IMAGE_URL_MAX_CHARS = 2048
 _MARKER_PREFIX = "cone.group:"
 
 
@@ -51,18 +44,6 @@ class Created:
 
     group: ConversationView
     deduplicated: bool
-
-
-def _text(value: str | None, field: str, most: int) -> str | None:
-    if value is not None and len(value) > most:
-        raise InvalidArgument(f"{field} must be at most {most} characters", field=field)
-    return value
-
-
-def _members(values: list[str]) -> list[str]:
-    if not 1 <= len(values) <= MEMBERS_MAX:
-        raise InvalidArgument(f"members must hold 1–{MEMBERS_MAX} entries", field="members")
-    return [validate.destination(v, "members") for v in values]
 
 
 def marker(own_inbox_id: str, key: str) -> str:
@@ -77,7 +58,7 @@ class Groups:
     def __init__(
         self,
         store: Store,
-        engine: Engine,
+        engine: EnginePort,
         history: History,
         resolve: Callable[[str], Awaitable[tuple[str, str | None]]],
         on_new_group: Callable[[str], None],
@@ -91,7 +72,7 @@ class Groups:
     async def _inboxes(self, members: list[str]) -> list[str]:
         """Inbox ids for members given as addresses, inbox ids or contact names."""
         out: list[str] = []
-        for m in _members(members):
+        for m in members:
             inbox_id, _ = await self._resolve(m)
             if inbox_id != self._engine.inbox_id and inbox_id not in out:
                 out.append(inbox_id)
@@ -107,10 +88,6 @@ class Groups:
         key: str,
     ) -> Created:
         """One group per key (see the module docstring)."""
-        check_key(key)
-        name = _text(name, "name", NAME_MAX_CHARS)
-        description = _text(description, "description", DESCRIPTION_MAX_CHARS)
-        image_url = _text(image_url, "imageUrl", IMAGE_URL_MAX_CHARS)
         inboxes = await self._inboxes(members)
         request = json.dumps(
             {"members": sorted(inboxes), "name": name, "description": description,
@@ -122,7 +99,8 @@ class Groups:
             first = json.loads(rec.request)
             if first["members"] != sorted(inboxes):
                 raise Conflict(
-                    f"key {key!r} was first used to create a group with other members",
+                    f"key {key!r} was first used to create a group with other members: "
+                    "use a new key for a new group",
                     reason="key_conflict",
                     field="key",
                 )
@@ -158,7 +136,6 @@ class Groups:
 
     async def _group(self, conversation_id: str) -> None:
         """The conversation must be a group cone records."""
-        validate.hex_id(conversation_id, "conversationId")
         conv = await self._store.read(conversations.get, conversation_id)
         if conv is None:
             raise NotFound(
@@ -202,7 +179,7 @@ class Groups:
 
     async def _inboxes_to_remove(self, members: list[str]) -> list[str]:
         out: list[str] = []
-        for m in _members(members):
+        for m in members:
             inbox_id, _ = await self._resolve(m)
             if inbox_id == self._engine.inbox_id:
                 raise InvalidArgument(
@@ -234,11 +211,6 @@ class Groups:
     ) -> ConversationView:
         """Change the given metadata (the group's policy permitting)."""
         await self._group(conversation_id)
-        name = _text(name, "name", NAME_MAX_CHARS)
-        description = _text(description, "description", DESCRIPTION_MAX_CHARS)
-        image_url = _text(image_url, "imageUrl", IMAGE_URL_MAX_CHARS)
-        if name is None and description is None and image_url is None:
-            raise InvalidArgument("give at least one of name, description and imageUrl")
         for value, action in (
             (name, Action.UPDATE_NAME),
             (description, Action.UPDATE_DESCRIPTION),

@@ -12,8 +12,7 @@ import functools
 from dataclasses import dataclass
 
 from cone.core import content, validate
-from cone.engine.engine import Engine
-from cone.errors import InvalidArgument
+from cone.engine.port import EnginePort
 from cone.store import (
     Consent,
     ContactRecord,
@@ -23,9 +22,6 @@ from cone.store import (
     conversations,
     history,
 )
-
-# The longest cursor a listing hands out: a time and a conversation id.
-_CURSOR_MAX = 200
 
 
 @dataclass(frozen=True)
@@ -59,7 +55,7 @@ class ConversationView:
 class History:
     """The read side of conversations, over one store and engine."""
 
-    def __init__(self, store: Store, engine: Engine) -> None:
+    def __init__(self, store: Store, engine: EnginePort) -> None:
         self._store = store
         self._engine = engine
 
@@ -75,8 +71,6 @@ class History:
         """A page of conversations, newest first, and the next page's cursor."""
         consumer = validate.consumer(consumer)
         limit = validate.receive_limit(limit)
-        if cursor is not None and (not cursor or len(cursor) > _CURSOR_MAX):
-            raise InvalidArgument("cursor is not one this method returned", field="cursor")
         rows, next_cursor = await self._store.read(
             functools.partial(
                 history.conversations,
@@ -159,11 +153,6 @@ class History:
         oldest_first: bool | None,
     ) -> tuple[list[HistoryMessage], bool]:
         """A page of an accepted conversation's history (see store.history)."""
-        validate.hex_id(conversation_id, "conversationId")
-        if before is not None:
-            validate.hex_id(before, "before")
-        if after is not None:
-            validate.hex_id(after, "after")
         limit = validate.receive_limit(limit)
         if oldest_first is None:
             oldest_first = after is not None and before is None
@@ -187,9 +176,8 @@ class History:
     async def unblock(self, conversation_id: str) -> None:
         """Back to a request (see store.history.unblock); XMTP's records go back to
         unknown for the conversation and a DM's peer inbox."""
-        validate.hex_id(conversation_id, "conversationId")
         conv = await self._store.write(history.unblock, conversation_id)
-        await self._engine.groups.reset_consent(
+        await self._engine.reset_consent(
             conversation_id=conversation_id,
             peer_inbox_id=conv.peer_inbox_id if conv.kind is Kind.DM else None,
         )

@@ -34,7 +34,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from cone.core import content
-from cone.engine.engine import ConversationInfo, Engine, RawMessage, XmtpConsent
+from cone.engine.port import ConversationInfo, EnginePort, RawMessage, XmtpConsent
 from cone.store import (
     AttachmentRow,
     Connection,
@@ -162,7 +162,7 @@ class _Retry:
 class Ingestor:
     """Owns the path from libxmtp's database to the inbox."""
 
-    def __init__(self, store: Store, engine: Engine, on_new: Callable[[], None]) -> None:
+    def __init__(self, store: Store, engine: EnginePort, on_new: Callable[[], None]) -> None:
         self._store = store
         self._engine = engine
         self._on_new = on_new

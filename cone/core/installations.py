@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from cone.core import validate
-from cone.engine.engine import Engine
+from cone.engine.port import EnginePort
 from cone.errors import InvalidArgument
 
 
 async def revoke(
-    engine: Engine, installation_ids: list[str], all_except_this: bool
+    engine: EnginePort, installation_ids: list[str], all_except_this: bool
 ) -> tuple[list[str], int]:
     """Revoke the given installations, or all but this one; (revoked ids, left)."""
-    if bool(installation_ids) == all_except_this:
-        raise InvalidArgument(
-            "give either installationIds or allExceptThis: true", field="installationIds"
-        )
-    ids = validate.hex_ids(installation_ids, "installationIds")
+    ids = installation_ids
     if engine.installation_id in ids:
         raise InvalidArgument(
             "installationIds names this installation: cone cannot revoke the installation "
             "it runs on",
             field="installationIds",
         )
-    return await engine.groups.revoke(None if all_except_this else ids)
+    return await engine.installations.revoke(None if all_except_this else ids)

@@ -28,14 +28,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from cone import limits
 from cone.core import content
 from cone.core.ingest import READ_MARGIN_NS
 from cone.core.network import NetworkWatch, identity_unknown
 from cone.core.ratelimit import WriteBudget
-from cone.core.validate import HEX as _HEX
 from cone.engine._node import NodeView
-from cone.engine.engine import Engine
+from cone.engine.port import EnginePort
 from cone.errors import (
     V3_CUTOVER,
     ConeError,
@@ -66,78 +64,14 @@ class SendResult:
     retry_after_ms: int | None = None
 
 
-def check_key(key: str) -> str:
-    """A send key: 1–256 characters."""
-    if not key or len(key) > limits.KEY_MAX_CHARS:
-        raise InvalidArgument(
-            f"key must be 1–{limits.KEY_MAX_CHARS} characters; reuse it when retrying",
-            field="key",
-        )
-    return key
-
-
-def check_content(c: content.Outgoing, reply_to: str | None = None) -> None:
-    """Exactly one content field, within size limits; data must be JSON; replyTo only
-    with text, markdown or data."""
-    given = [
-        v for v in (c.text, c.markdown, c.data_json, c.reaction, c.attachment) if v is not None
-    ]
-    if len(given) != 1:
-        raise InvalidArgument(
-            "give exactly one of text, markdown, data, reaction and attachment", field="text"
-        )
-    if reply_to is not None and (c.reaction is not None or c.attachment is not None):
-        raise InvalidArgument(
-            "replyTo goes with text, markdown or data; a reaction names its message itself",
-            field="replyTo",
-        )
-    for name, text in (("text", c.text), ("markdown", c.markdown)):
-        if text is not None and len(text.encode()) > limits.TEXT_MAX_BYTES:
-            raise InvalidArgument(f"{name} is over {limits.TEXT_MAX_BYTES} bytes", field=name)
-    if c.reaction is not None:
-        _check_reaction(c.reaction)
-    if c.attachment is not None:
-        _check_attachment(c.attachment)
-    data_json = c.data_json
-    if data_json is not None:
-        if len(data_json.encode()) > limits.DATA_MAX_BYTES:
-            raise InvalidArgument(f"data is over {limits.DATA_MAX_BYTES} bytes", field="data")
+def check_content(c: content.Outgoing) -> None:
+    """Data must be JSON text (a gRPC client may send any string; the JSON surfaces only
+    JSON). Every other rule of the content is the proto's, checked at the daemon's edge."""
+    if c.data_json is not None:
         try:
-            json.loads(data_json)
+            json.loads(c.data_json)
         except ValueError:
             raise InvalidArgument("data is not valid JSON", field="data") from None
-
-
-def _check_reaction(r: content.Reaction) -> None:
-    if not _HEX.match(r.message_id):
-        raise InvalidArgument(
-            "reaction.messageId must be the hex id of a message", field="reaction.messageId"
-        )
-    if not r.emoji or len(r.emoji) > content.MAX_LABEL_CHARS:
-        raise InvalidArgument(
-            f"reaction.emoji must be 1–{content.MAX_LABEL_CHARS} characters",
-            field="reaction.emoji",
-        )
-
-
-def _check_attachment(a: content.AttachmentPart) -> None:
-    size = len(a.data or b"")
-    if size > limits.ATTACHMENT_MAX_BYTES:
-        raise InvalidArgument(
-            f"attachment.data is {size} bytes, over the inline limit of "
-            f"{limits.ATTACHMENT_MAX_BYTES} bytes",
-            field="attachment.data",
-        )
-    if not a.mime_type or len(a.mime_type) > content.MAX_LABEL_CHARS or "/" not in a.mime_type:
-        raise InvalidArgument(
-            "attachment.mimeType must be a MIME type such as image/png",
-            field="attachment.mimeType",
-        )
-    if len(a.filename) > content.MAX_FILENAME_CHARS:
-        raise InvalidArgument(
-            f"attachment.filename must be at most {content.MAX_FILENAME_CHARS} characters",
-            field="attachment.filename",
-        )
 
 
 def _backoff_ns(attempts: int) -> int:
@@ -148,7 +82,9 @@ def _backoff_ns(attempts: int) -> int:
 class Outbox:
     """Owns the send path and its retries."""
 
-    def __init__(self, store: Store, engine: Engine, network: NetworkWatch | None = None) -> None:
+    def __init__(
+        self, store: Store, engine: EnginePort, network: NetworkWatch | None = None
+    ) -> None:
         self._store = store
         self._engine = engine
         self._network = network
@@ -191,7 +127,7 @@ class Outbox:
         reply_to_inbox_id: str | None = None,
     ) -> SendResult:
         """Send one logical message for `key` into `conversation_id` (the caller has
-        checked the key and content with `check_key` and `check_content`).
+        checked the content with `check_content`; the proto's rules hold at the edge).
 
         One write claims the key (or finds it) and, for a new key, checks that the
         conversation is accepted when `require_accepted`; `record_unknown` lets cone
@@ -226,13 +162,15 @@ class Outbox:
         """A key seen before: the same logical message, or a conflict."""
         if rec.content_type != kind:
             raise Conflict(
-                f"key {rec.key!r} was first used for {rec.content_type} content, not {kind}",
+                f"key {rec.key!r} was first used for {rec.content_type} content, not {kind}: "
+                "a key names one message; use a new key for a new message",
                 reason="key_conflict",
                 field="key",
             )
         if conversation_id != rec.conversation_id:
             raise Conflict(
-                f"key {rec.key!r} was first used for conversation {rec.conversation_id}",
+                f"key {rec.key!r} was first used for conversation {rec.conversation_id}: "
+                "a key names one message; use a new key for a new message",
                 reason="key_conflict",
                 field="key",
             )

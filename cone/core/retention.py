@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from cone.core import content
-from cone.engine.engine import Engine, RawMessage
+from cone.engine.port import EnginePort, RawMessage
 from cone.errors import ConeError
 from cone.store import Connection, Store, retention
 
@@ -44,7 +44,7 @@ class Retention:
     def __init__(
         self,
         store: Store,
-        engine: Engine,
+        engine: EnginePort,
         conversation_ids: Callable[[], Awaitable[list[str]]],
         refresh_interval_s: float,
     ) -> None:
@@ -97,7 +97,7 @@ class Retention:
             return None
         if not content.decode(raw.content).content_type.startswith(DELETE_TYPE):
             return None
-        return self._engine.groups.deleted_message_id(raw.content)
+        return self._engine.deleted_message_id(raw.content)
 
     async def _apply(self, cid: str, deletions: list[tuple[str, str, str]]) -> None:
         now = time.time_ns()

@@ -24,11 +24,16 @@ from cone.core.groups import Groups
 from cone.core.history import History
 from cone.core.ingest import Ingestor
 from cone.core.network import ADVICE, STATUS_PROBE_S, NetworkWatch
-from cone.core.outbox import Outbox, SendResult, check_content, check_key
+from cone.core.outbox import Outbox, SendResult, check_content
 from cone.core.retention import Retention
 from cone.engine._node import NodeView
-from cone.engine.engine import ConsentUpdate, ConversationInfo, Engine, XmtpConsent
-from cone.engine.streams import StreamHealth
+from cone.engine.port import (
+    ConsentUpdate,
+    ConversationInfo,
+    EnginePort,
+    StreamHealth,
+    XmtpConsent,
+)
 from cone.errors import ConeError, FailedPrecondition, NotFound, StateError, Unavailable
 from cone.store import (
     Consent,
@@ -91,7 +96,7 @@ class Core:
     def __init__(
         self,
         store: Store,
-        engine: Engine,
+        engine: EnginePort,
         network: str,
         xmtp_db: Path,
         catchup_interval_s: float = 30.0,
@@ -299,8 +304,6 @@ class Core:
         """Pending messages, oldest first, waiting up to `wait_ms` for the first."""
         consumer = validate.consumer(consumer)
         limit = validate.receive_limit(limit)
-        wait_ms = validate.wait_ms(wait_ms)
-        exclude = validate.hex_ids(exclude, "excludeConversationIds")
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
@@ -343,9 +346,7 @@ class Core:
     ) -> tuple[list[StoredMessage], bool, int]:
         """Messages after `after_seq` without touching receipts (all accepted ones, or
         those `consumer` has not acknowledged), waiting up to `wait_ms` for the first."""
-        consumer = validate.consumer(consumer) if consumer else ""
         limit = validate.receive_limit(limit)
-        wait_ms = validate.wait_ms(wait_ms)
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
@@ -361,8 +362,7 @@ class Core:
     async def ack(self, consumer: str, message_ids: list[str]) -> int:
         """Acknowledge ids for a consumer (idempotent, all or nothing)."""
         consumer = validate.consumer(consumer)
-        ids = validate.hex_ids(message_ids, "messageIds", at_least=1)
-        return await self.store.write(inbox.ack, consumer, ids, time.time_ns())
+        return await self.store.write(inbox.ack, consumer, message_ids, time.time_ns())
 
     async def requests(self) -> list[tuple[Request, str | None]]:
         """Requests with the peer's address where known."""
@@ -374,7 +374,6 @@ class Core:
         return out
 
     async def _known(self, conversation_id: str) -> ConversationInfo:
-        validate.hex_id(conversation_id, "conversationId")
         info = await self.engine.conversation(conversation_id)
         if info is None:
             raise NotFound(
@@ -406,7 +405,6 @@ class Core:
 
     async def resolve_inbox(self, to: str) -> tuple[str, str | None]:
         """(inbox id, address or None) for an address, inbox id or contact name."""
-        to = validate.destination(to)
         lowered = to.lower()
         address: str | None = None
         if lowered.startswith("0x") and len(lowered) == 42:
@@ -429,7 +427,6 @@ class Core:
 
     async def connect(self, to: str, name: str | None) -> ContactRecord:
         """Resolve, find or create the DM, accept it, save the contact."""
-        name = validate.contact_name(name)
         inbox_id, address = await self.resolve_inbox(to)
         dm = await self.engine.find_or_create_dm(inbox_id)
         now = time.time_ns()
@@ -495,9 +492,7 @@ class Core:
         self,
         *,
         to: str,
-        content: Outgoing | None = None,
-        text: str | None = None,
-        data_json: str | None = None,
+        content: Outgoing,
         key: str,
         reply_to: str | None,
     ) -> SendResult:
@@ -506,13 +501,7 @@ class Core:
         To an address, inbox id or contact: the DM, accepted by this act. To a
         conversation id: it must be accepted, as for Reply.
         """
-        to = validate.destination(to)
-        check_key(key)
-        if content is None:
-            content = Outgoing(text=text, data_json=data_json)
-        check_content(content, reply_to)
-        if reply_to is not None:
-            validate.hex_id(reply_to, "replyTo")
+        check_content(content)
         self._check_room()
         self.network.require_identity()
         content, reply_to_inbox_id = await self._referenced(content, reply_to)
@@ -534,14 +523,9 @@ class Core:
         *,
         conversation_id: str,
         key: str,
-        content: Outgoing | None = None,
-        text: str | None = None,
+        content: Outgoing,
     ) -> SendResult:
-        """One message (text by default) into an accepted conversation, one per key."""
-        validate.hex_id(conversation_id, "conversationId")
-        check_key(key)
-        if content is None:
-            content = Outgoing(text=text)
+        """One message into an accepted conversation, one per key."""
         check_content(content)
         content, _ = await self._referenced(content, None)
         self._check_room()
@@ -569,7 +553,6 @@ class Core:
 
     async def attachment(self, message_id: str, index: int) -> StoredAttachment:
         """One attachment of a received message, with its bytes."""
-        validate.hex_id(message_id, "messageId")
         found = await self.store.read(attachments.get, message_id, index)
         if found is None:
             raise NotFound(

@@ -14,28 +14,19 @@ from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
-    """Settings from the common state/network flags."""
-    return Settings.resolve(
-        home=args.home,
-        network=args.network,
-        api_url=args.api_url,
-        key_file=args.key_file,
-        wallet_key_file=getattr(args, "wallet_key_file", None),
-    )
-
-
 async def _main(settings: Settings) -> None:
     from cone._shutdown import Shutdown
-    from cone.daemon.runtime import running_core
     from cone.facades.jsonrpc import json_handler_for
+    from cone.startup import host_core
 
     # Signals are watched from the first moment: starting the core can wait on the
     # network for minutes, and a SIGTERM then must not wait for it.
     async with Shutdown("daemon") as shutdown, AsyncExitStack() as stack:
         json_handler = await stack.enter_async_context(json_handler_for(settings.paths.socket))
         running = await shutdown.unless_requested(
-            stack.enter_async_context(running_core(settings, json_handler=json_handler))
+            stack.enter_async_context(
+                host_core(settings, create=True, json_handler=json_handler, announce="daemon")
+            )
         )
         if running is None:
             return
@@ -51,5 +42,7 @@ async def _main(settings: Settings) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the daemon; the exit code follows the error table in cone.errors."""
+    from cone.startup import settings_from
+
     configure_logging(args.verbose)
     return exit_code("daemon", lambda: run_loop(_main(settings_from(args)), hosting=True))

@@ -30,11 +30,12 @@ from cone.daemon.decoding import DecodeGuard
 from cone.daemon.lock import StateLock
 from cone.daemon.servicer import ConeServicer
 from cone.daemon.socket_front import JsonHandler, SocketFront
+from cone.daemon.validation import RuleGuard
 from cone.engine import _client
 from cone.engine.engine import Engine
-from cone.errors import StateError, Unavailable
+from cone.errors import NoIdentity, StateError, Unavailable
 from cone.store import Connection, Store, load_db_key, meta
-from cone.store.keys import parse_hex_key
+from cone.store.keys import KEY_ENV, parse_hex_key
 from conepb.v1 import cone_pb2, cone_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,9 @@ class Running:
 
     core: Core
     socket: Path
+    #: Whether this start registered a new identity (a new wallet, or one a start
+    #: that could not reach the node left unregistered).
+    created: bool = False
 
 
 def _private_dir(home: Path) -> None:
@@ -119,10 +123,19 @@ def _put_identity_keys(conn: Connection, wallet: bytes, xmtp_key: bytes) -> None
     meta.put(conn, "xmtp_db_key", xmtp_key)
 
 
-async def _open_identity(settings: Settings, store: Store) -> Engine:
+async def _open_identity(settings: Settings, store: Store, *, create: bool) -> tuple[Engine, bool]:
+    """libxmtp opened on the store's identity; True when it was registered now.
+
+    An identity is complete once libxmtp's installation id is recorded (after the node
+    registered it). Until then the store holds only the wallet key: `create` registers
+    it (the same wallet each time, so a retry after a lost answer finds the same
+    inbox); without `create` it counts as no identity at all (NoIdentity).
+    """
     paths = settings.paths
     wallet = await store.read(meta.get, "wallet_key")
     xmtp_key = await store.read(meta.get, "xmtp_db_key")
+    if not create and (wallet is None or await store.read(meta.get, "installation_id") is None):
+        raise NoIdentity.of(paths.home)
     if wallet is None:
         if paths.xmtp_db.exists():
             raise StateError(
@@ -184,14 +197,14 @@ async def _open_identity(settings: Settings, store: Store) -> Engine:
         )
     for side in paths.home.iterdir():
         make_private(side)  # never through a link: its target may be anywhere
-    return engine
+    return engine, recorded is None
 
 
 def _grpc_server(
     core: Core, grpc_socket: Path
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     server = grpc.aio.server(
-        interceptors=[DecodeGuard()],
+        interceptors=[DecodeGuard(), RuleGuard()],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -205,12 +218,30 @@ def _grpc_server(
     return server, health_servicer
 
 
+def _key_source_said(exc: StateError, settings: Settings) -> StateError:
+    """A wrong key's error, saying which source the key came from when that is not
+    the state directory's own db.key (the environment wins over every file)."""
+    if exc.reason != "wrong_key":
+        return exc
+    if secret(KEY_ENV):
+        exc.message += (
+            f" ({KEY_ENV} is set: it overrides {settings.paths.default_key_file}; "
+            f"unset {KEY_ENV} to use that file)"
+        )
+    elif settings.key_file is not None:
+        exc.message += f" (the key came from --key-file {settings.key_file})"
+    return exc
+
+
 @asynccontextmanager
 async def running_core(
-    settings: Settings, *, json_handler: JsonHandler | None = None
+    settings: Settings, *, json_handler: JsonHandler | None = None, create: bool = True
 ) -> AsyncIterator[Running]:
-    """Host the core for `settings` until the block exits."""
+    """Host the core for `settings` until the block exits. Without `create`, a state
+    directory without a registered identity raises NoIdentity and is left as it was."""
     paths = settings.paths
+    if not create and not paths.store.exists():
+        raise NoIdentity.of(paths.home)
     _private_dir(paths.home)
     lock = StateLock(paths.lock)
     lock.acquire()
@@ -222,9 +253,12 @@ async def running_core(
             default_key_file=paths.default_key_file,
             store_exists=paths.store.exists(),
         )
-        store = Store.open(paths.store, key)
         try:
-            engine = await _open_identity(settings, store)
+            store = Store.open(paths.store, key)
+        except StateError as exc:
+            raise _key_source_said(exc, settings) from exc
+        try:
+            engine, created = await _open_identity(settings, store, create=create)
             core = Core(store, engine, settings.network, paths.xmtp_db, settings.catchup_interval_s)
             await core.start()
             grpc_socket = _internal_dir(paths.home) / GRPC_SOCKET_NAME
@@ -240,7 +274,7 @@ async def running_core(
             front = SocketFront(paths.socket, grpc_socket, json_handler)
             await front.start()
             try:
-                yield Running(core, paths.socket)
+                yield Running(core, paths.socket, created)
             finally:
                 await front.close()
                 await server.stop(grace=1.0)

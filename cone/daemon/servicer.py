@@ -21,7 +21,7 @@ from cone.core.history import ConversationView, HistoryMessage
 from cone.core.outbox import SendResult
 from cone.core.service import Core
 from cone.engine.groups import Member, Role
-from cone.errors import ConeError, Internal, InvalidArgument
+from cone.errors import ConeError, Internal
 from cone.grpc_errors import to_status
 from cone.store import Consent, ContactRecord, Kind, StoredAttachment, StoredMessage
 from conepb.v1 import cone_pb2 as pb
@@ -290,10 +290,6 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Reply(
         self, request: pb.ReplyRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReplyResponse:
-        if request.text and request.WhichOneof("content") is not None:
-            raise InvalidArgument(
-                "give exactly one of text, markdown, data, reaction and attachment", field="text"
-            )
         r = await self.core.reply(
             conversation_id=request.conversation_id, content=outgoing(request), key=request.key
         )

@@ -140,8 +140,8 @@ FILE: Final = b"cone carries files: this one travels as an XMTP attachment.\n"
 
 
 async def _demo(out: IO[str], log: IO[bytes]) -> None:
-    from cone.daemon.runtime import running_core
     from cone.devnet import Devnet
+    from cone.startup import host_core
 
     show = _Show(out)
     root = Path(tempfile.mkdtemp(prefix="cone-demo-"))
@@ -151,7 +151,7 @@ async def _demo(out: IO[str], log: IO[bytes]) -> None:
             you_settings = Settings(paths=Paths(root / "you"), network="local", api_url=url)
             async with (
                 _bridge(root / "agent", url, log) as agent,
-                running_core(you_settings) as running,
+                host_core(you_settings, create=True) as running,
                 ConeClient(running.socket) as you,
             ):
                 a = await agent.identity()
@@ -207,6 +207,11 @@ def run(args: argparse.Namespace) -> int:
     with out, tempfile.TemporaryFile() as log:
         try:
             uvloop.run(_demo(out, log))
+        except KeyboardInterrupt:
+            # Ctrl-C: the demo has cleaned up (the bridge stopped, the directories
+            # removed) on its way out; one line, no traceback.
+            print("cone demo: interrupted; everything it started is stopped", file=sys.stderr)
+            return 130
         except (ConeError, RuntimeError, TimeoutError) as err:
             log.seek(0)
             sys.stderr.write(log.read().decode(errors="replace"))

@@ -17,12 +17,17 @@ auxiliary servers):
 
 from __future__ import annotations
 
+import os
 import secrets
 from typing import Final
 
 from xmtp_bindings import xmtpv3 as ffi
 
 import cone
+
+# libxmtp logs through Rust's tracing to stderr and reads RUST_LOG when its first client
+# is made (through this module); keep it to errors unless the operator asks for more.
+os.environ.setdefault("RUST_LOG", "error")
 
 
 def _identifier_hash(self: ffi.FfiIdentifier) -> int:

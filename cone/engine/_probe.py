@@ -14,18 +14,11 @@ from __future__ import annotations
 import grpc
 import grpc.aio
 
+from cone.engine._errors import is_v3_cutover
 from conepb.xmtp import mls_api_pb2 as mls
 from conepb.xmtp import mls_api_pb2_grpc as mls_grpc
 
 PROBE_S = 10.0
-
-
-def is_v3_cutover(text: str) -> bool:
-    """Whether an error text is a V3 node's refusal after its cutover (node-go says
-    "publishing to XMTP V3 is no longer available. Please upgrade your client to XMTP
-    D14N." or "XMTP V3 streaming is no longer available. …")."""
-    lowered = text.lower()
-    return "xmtp v3 is no longer available" in lowered or "client to xmtp d14n" in lowered
 
 
 async def refuses_v3(api_url: str) -> bool:

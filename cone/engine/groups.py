@@ -1,8 +1,8 @@
-"""Groups, conversation details, deletions and installations, over libxmtp 1.10.
+"""Groups and conversation details, over libxmtp 1.10.
 
-Part of the engine (the only importer of xmtp-bindings). Every libxmtp call here is
-bounded: synchronous ones run on a worker thread, asynchronous ones under a timeout,
-so none blocks the event loop or waits forever. libxmtp's errors become ConeErrors.
+Part of the engine (the only importer of xmtp-bindings). Every libxmtp call here goes
+through the engine's `Calls` (off the loop, bounded, translated), reading libxmtp's
+group-state refusals (`_errors.group_refusal`) first.
 
 libxmtp reports a change a group's policy refuses only as a generic sync error (the
 reason, `InsufficientPermissions`, goes to its log), so each change is checked
@@ -11,63 +11,15 @@ against the group's permission policy first and refused with a clear reason.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any, TypeVar
+from typing import Any
 
 from xmtp_bindings import xmtpv3 as ffi
 
-from cone.engine._offload import Offload
-from cone.engine.engine import LOCAL_CALL_S, NETWORK_CALL_S, consent_records, translate
+from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls
+from cone.engine._convert import every_conversation, find
+from cone.engine._errors import group_refusal
+from cone.engine.port import Action, Details, Member, Role
 from cone.errors import ConeError, FailedPrecondition, NotFound
-
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-DELETE_MESSAGE_TYPE = "xmtp.org/deleteMessage"
-
-
-def _not_a_member(exc: BaseException, doing: str) -> ConeError | None:
-    """The group-state refusals libxmtp reports, as what they are (deterministic:
-    retrying cannot help), or None for anything else."""
-    text = str(exc)
-    if "GroupInactive" in text:
-        # Removed (or left) before cone's local state knew it.
-        return FailedPrecondition(
-            f"{doing} failed: this identity is no longer a member of the group",
-            reason="not_a_member",
-            field="conversationId",
-        )
-    if "LeaveCantProcessed" in text or "super-admin cannot leave" in text:
-        return FailedPrecondition(
-            f"{doing} failed: a super admin cannot leave its group (XMTP requires another "
-            "super admin first); remove the other members or keep the group",
-            reason="not_permitted",
-            field="conversationId",
-        )
-    return None
-
-
-class Role(Enum):
-    """A member's permission level in a group."""
-
-    MEMBER = 0
-    ADMIN = 1
-    SUPER_ADMIN = 2
-
-
-class Action(Enum):
-    """A group change, named for its permission policy."""
-
-    ADD_MEMBERS = "add_member_policy"
-    REMOVE_MEMBERS = "remove_member_policy"
-    UPDATE_NAME = "update_group_name_policy"
-    UPDATE_DESCRIPTION = "update_group_description_policy"
-    UPDATE_IMAGE = "update_group_image_url_square_policy"
-
 
 _ACTION_WORDS = {
     Action.ADD_MEMBERS: "add members",
@@ -76,29 +28,6 @@ _ACTION_WORDS = {
     Action.UPDATE_DESCRIPTION: "change the description",
     Action.UPDATE_IMAGE: "change the image",
 }
-
-
-@dataclass(frozen=True)
-class Member:
-    """A member of a group: its inbox, addresses and role."""
-
-    inbox_id: str
-    addresses: list[str]
-    role: Role
-
-
-@dataclass(frozen=True)
-class Details:
-    """What libxmtp knows of a conversation beyond cone's record."""
-
-    id: str
-    is_group: bool
-    created_ns: int
-    active: bool
-    name: str | None
-    description: str | None
-    image_url: str | None
-    disappearing: tuple[int, int] | None  # (from_ns, in_ns)
 
 
 def _settings(conv: Any) -> tuple[int, int] | None:
@@ -139,44 +68,28 @@ def _create_options(
 class Groups:
     """Group and conversation operations on one libxmtp client."""
 
-    def __init__(self, client: Any, inbox_id: str, wallet_key: bytes, offload: Offload) -> None:
+    def __init__(self, client: Any, inbox_id: str, calls: Calls) -> None:
         self._client = client
         self._inbox_id = inbox_id
-        self._wallet_key = wallet_key
-        self._x = offload
-
-    async def _offload(self, fn: Callable[[], T], seconds: float, doing: str) -> T:
-        """A synchronous libxmtp call on the engine's offload, bounded."""
-        try:
-            return await self._x.run_sync(fn, seconds, doing)
-        except ffi.FfiError as exc:
-            raise translate(exc, doing) from exc
-
-    async def _call(self, make: Callable[[], Awaitable[T]], seconds: float, doing: str) -> T:
-        """An asynchronous libxmtp call, made and awaited on the engine's offload (libxmtp
-        works on the thread that polls it), bounded."""
-        try:
-            return await self._x.run(make, seconds, doing)
-        except ffi.FfiError as exc:
-            raise _not_a_member(exc, doing) or translate(exc, doing) from exc
+        self._x = calls.refusing(group_refusal)
 
     async def _conversation(self, conversation_id: str) -> Any:
-        return await self._offload(
+        return await self._x.call_sync(
             lambda: self._conversation_now(conversation_id), LOCAL_CALL_S, "reading a conversation"
         )
 
     def _conversation_now(self, conversation_id: str) -> Any:
-        try:
-            return self._client.conversation(bytes.fromhex(conversation_id))
-        except (ffi.FfiError, ValueError):
+        conv = find(self._client, conversation_id)
+        if conv is None:
             raise NotFound(
                 f"conversation {conversation_id} is not known to this inbox: run sync first",
                 reason="unknown_conversation",
                 field="conversationId",
-            ) from None
+            )
+        return conv
 
     async def _group(self, conversation_id: str) -> Any:
-        return await self._offload(
+        return await self._x.call_sync(
             lambda: self._group_now(conversation_id), LOCAL_CALL_S, "reading a group"
         )
 
@@ -198,20 +111,22 @@ class Groups:
         def read() -> dict[str, Details]:
             out = {}
             for cid in conversation_ids:
+                conv = find(self._client, cid)
                 try:
-                    out[cid] = _details(self._client.conversation(bytes.fromhex(cid)))
-                except (ffi.FfiError, ValueError):
-                    continue
+                    if conv is not None:
+                        out[cid] = _details(conv)
+                except ffi.FfiError:
+                    continue  # a conversation libxmtp cannot read has no details
             return out
 
-        return await self._offload(read, LOCAL_CALL_S, "reading conversation details")
+        return await self._x.call_sync(read, LOCAL_CALL_S, "reading conversation details")
 
     async def addresses(self, inbox_ids: list[str]) -> dict[str, list[str]]:
         """The addresses of these inboxes that libxmtp knows locally (one call)."""
         if not inbox_ids:
             return {}
         try:
-            states = await self._call(
+            states = await self._x.call(
                 lambda: self._client.addresses_from_inbox_id(False, inbox_ids),
                 LOCAL_CALL_S,
                 "reading addresses",
@@ -223,13 +138,13 @@ class Groups:
     async def member_count(self, conversation_id: str) -> int:
         """How many inboxes are members of a group (libxmtp's local state)."""
         conv = await self._conversation(conversation_id)
-        members = await self._call(lambda: conv.list_members(), LOCAL_CALL_S, "listing members")
+        members = await self._x.call(lambda: conv.list_members(), LOCAL_CALL_S, "listing members")
         return len(members)
 
     async def members(self, conversation_id: str) -> list[Member]:
         """The members of a group with their addresses and roles."""
         conv = await self._group(conversation_id)
-        found = await self._call(lambda: conv.list_members(), LOCAL_CALL_S, "listing members")
+        found = await self._x.call(lambda: conv.list_members(), LOCAL_CALL_S, "listing members")
         return sorted(
             (
                 Member(
@@ -254,23 +169,13 @@ class Groups:
         createGroup key finds its group again after a crash before its record."""
 
         def scan() -> str | None:
-            opts = ffi.FfiListConversationsOptions(
-                created_after_ns=None,
-                created_before_ns=None,
-                last_activity_before_ns=None,
-                last_activity_after_ns=None,
-                order_by=None,
-                limit=None,
-                consent_states=None,
-                include_duplicate_dms=False,
-            )
-            for item in self._client.conversations().list_groups(opts):
+            for item in self._client.conversations().list_groups(every_conversation()):
                 conv = item.conversation()
                 if conv.app_data() == app_data and conv.added_by_inbox_id() == self._inbox_id:
                     return bytes(conv.id()).hex()
             return None
 
-        return await self._offload(scan, LOCAL_CALL_S, "looking for a created group")
+        return await self._x.call_sync(scan, LOCAL_CALL_S, "looking for a created group")
 
     async def create_local(
         self, *, name: str | None, description: str | None, image_url: str | None, app_data: str
@@ -281,7 +186,7 @@ class Groups:
         def create() -> str:
             return bytes(self._client.conversations().create_group_optimistic(opts).id()).hex()
 
-        return await self._offload(create, LOCAL_CALL_S, "creating a group")
+        return await self._x.call_sync(create, LOCAL_CALL_S, "creating a group")
 
     # --- changing a group ---------------------------------------------------------------
 
@@ -302,7 +207,7 @@ class Groups:
             policy = getattr(conv.group_permissions().policy_set(), action.value)
             return policy, self.role_of(conv, self._inbox_id), bool(conv.is_active())
 
-        policy, role, active = await self._offload(
+        policy, role, active = await self._x.call_sync(
             decide, LOCAL_CALL_S, "reading group permissions"
         )
         if not active:
@@ -334,7 +239,7 @@ class Groups:
     async def add_members(self, conversation_id: str, inbox_ids: list[str]) -> list[str]:
         """Add inboxes (publishing the commit and welcomes); the ones newly added."""
         conv = await self._group(conversation_id)
-        result = await self._call(
+        result = await self._x.call(
             lambda: conv.add_members(inbox_ids), NETWORK_CALL_S, "adding members"
         )
         return sorted(result.added_members)
@@ -342,12 +247,14 @@ class Groups:
     async def remove_members(self, conversation_id: str, inbox_ids: list[str]) -> None:
         """Remove inboxes from a group."""
         conv = await self._group(conversation_id)
-        await self._call(lambda: conv.remove_members(inbox_ids), NETWORK_CALL_S, "removing members")
+        await self._x.call(
+            lambda: conv.remove_members(inbox_ids), NETWORK_CALL_S, "removing members"
+        )
 
     async def leave(self, conversation_id: str) -> None:
         """Ask to leave a group; its admins' clients remove this inbox."""
         conv = await self._group(conversation_id)
-        await self._call(lambda: conv.leave_group(), NETWORK_CALL_S, "leaving the group")
+        await self._x.call(lambda: conv.leave_group(), NETWORK_CALL_S, "leaving the group")
 
     async def update(
         self,
@@ -360,87 +267,21 @@ class Groups:
         """Change the given fields of a group's metadata."""
         conv = await self._group(conversation_id)
         if name is not None:
-            await self._call(
+            await self._x.call(
                 lambda: conv.update_group_name(name), NETWORK_CALL_S, "renaming the group"
             )
         if description is not None:
-            await self._call(
+            await self._x.call(
                 lambda: conv.update_group_description(description),
                 NETWORK_CALL_S,
                 "changing the group's description",
             )
         if image_url is not None:
-            await self._call(
+            await self._x.call(
                 lambda: conv.update_group_image_url_square(image_url),
                 NETWORK_CALL_S,
                 "changing the group's image",
             )
-
-    async def reset_consent(self, *, conversation_id: str, peer_inbox_id: str | None) -> None:
-        """Set XMTP's consent records for a conversation (and a DM's peer) back to unknown."""
-        records = consent_records(conversation_id, peer_inbox_id, ffi.FfiConsentState.UNKNOWN)
-        await self._call(
-            lambda: self._client.set_consent_states(records),
-            NETWORK_CALL_S,
-            "recording consent in XMTP",
-        )
-
-    # --- deletions --------------------------------------------------------------------
-
-    @staticmethod
-    def deleted_message_id(encoded_content: bytes) -> str | None:
-        """The message id a deleteMessage content names, or None for anything else."""
-        try:
-            decoded = ffi.decode_delete_message(encoded_content)
-        except ffi.FfiError:
-            return None
-        target = str(decoded.message_id).lower()
-        return target if target and all(c in "0123456789abcdef" for c in target) else None
-
-    # --- installations ------------------------------------------------------------------
-
-    async def installations(self) -> list[str]:
-        """This inbox's installation ids (hex), from the network."""
-        state = await self._call(
-            lambda: self._client.inbox_state(True), NETWORK_CALL_S, "reading the inbox"
-        )
-        return [bytes(i.id).hex() for i in state.installations]
-
-    async def revoke(self, installation_ids: list[str] | None) -> tuple[list[str], int]:
-        """Revoke these installations (None: every other one), signed with the wallet;
-        returns the ids revoked and how many installations are left.
-        NotFound(unknown_installation) for an id the inbox does not have."""
-        own = bytes(self._client.installation_id()).hex()
-        current = await self.installations()
-        if installation_ids is None:
-            targets = [i for i in current if i != own]
-        else:
-            unknown = [i for i in installation_ids if i not in current]
-            if unknown:
-                raise NotFound(
-                    f"installation {unknown[0]} is not one of this inbox's installations",
-                    reason="unknown_installation",
-                    field="installationIds",
-                )
-            targets = list(dict.fromkeys(installation_ids))
-        if not targets:
-            return [], len(current)
-        request = await self._call(
-            lambda: self._client.revoke_installations([bytes.fromhex(i) for i in targets]),
-            NETWORK_CALL_S,
-            "preparing the revocation",
-        )
-        text = await self._call(
-            lambda: request.signature_text(), LOCAL_CALL_S, "reading the revocation"
-        )
-        signature = ffi.ethereum_sign_recoverable(text.encode(), self._wallet_key, True)
-        await self._call(lambda: request.add_ecdsa_signature(signature), LOCAL_CALL_S, "signing")
-        await self._call(
-            lambda: self._client.apply_signature_request(request),
-            NETWORK_CALL_S,
-            "publishing the revocation",
-        )
-        return targets, len(await self.installations())
 
 
 __all__ = ["Action", "Details", "Groups", "Member", "Role"]

@@ -22,21 +22,12 @@ from typing import Any
 
 from xmtp_bindings import xmtpv3 as ffi
 
+from cone.engine.port import StreamHealth
+
 log = logging.getLogger(__name__)
 
 BACKOFF_START_S = 0.2
 BACKOFF_MAX_S = 30.0
-
-
-@dataclass
-class StreamHealth:
-    """What status reports about one stream."""
-
-    name: str
-    connected: bool = False
-    last_event_ns: int | None = None
-    restarts: int = 0
-    last_error: str | None = None
 
 
 class _Callback(ffi.FfiMessageCallback, ffi.FfiConversationCallback, ffi.FfiConsentCallback):

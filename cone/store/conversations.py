@@ -63,9 +63,13 @@ def ensure(
 def set_consent(
     conn: Connection, conversation_id: str, consent: Consent, now_ns: int
 ) -> Conversation:
-    """Record consent; blocking a DM also blocks its peer inbox, accepting unblocks it."""
+    """Record consent; blocking a DM also blocks its peer inbox, accepting unblocks it.
+    Accepting releases the conversation's messages: they take new inbox sequences
+    (`release`), as they become receivable now."""
     conv = require(conn, conversation_id)
     conn.execute("UPDATE conversations SET consent = ? WHERE id = ?", (int(consent), conv.id))
+    if consent is Consent.ACCEPTED and conv.consent is not Consent.ACCEPTED:
+        release(conn, conv.id)
     if conv.kind is Kind.DM:
         if consent is Consent.BLOCKED:
             conn.execute(
@@ -75,6 +79,43 @@ def set_consent(
         elif consent is Consent.ACCEPTED:
             conn.execute("DELETE FROM blocked_inboxes WHERE inbox_id = ?", (conv.peer_inbox_id,))
     return require(conn, conv.id)
+
+
+def release(conn: Connection, conversation_id: str) -> int:
+    """Give a conversation's messages new inbox sequences after every existing one, in
+    their order; returns how many moved.
+
+    The inbox sequence is the order in which messages become receivable: a request's
+    messages, stored while it was held, become receivable when it is accepted, so
+    whoever follows the inbox by sequence (`peek`, `cone tail`) sees them then. Their
+    receipts move with them (acknowledged stays acknowledged). A group this identity
+    has left keeps its sequences (its `left_seq` bounds what is delivered).
+    """
+    left = conn.execute(
+        "SELECT left_seq FROM conversations WHERE id = ?", (conversation_id,)
+    ).fetchone()
+    if left is None or left[0] is not None:
+        return 0
+    old = [
+        int(row[0])
+        for row in conn.execute(
+            "SELECT seq FROM messages WHERE conversation_id = ? ORDER BY seq", (conversation_id,)
+        )
+    ]
+    if not old:
+        return 0
+    # AUTOINCREMENT never reuses a sequence: start above the highest ever given.
+    (top,) = conn.execute(
+        "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0),"
+        " (SELECT coalesce(max(seq), 0) FROM messages))"
+    ).fetchone()
+    # Receipts point at messages(seq): checked at commit, once both have moved.
+    conn.execute("PRAGMA defer_foreign_keys = ON")
+    for i, seq in enumerate(old, 1):
+        conn.execute("UPDATE messages SET seq = ? WHERE seq = ?", (top + i, seq))
+        conn.execute("UPDATE receipts SET seq = ? WHERE seq = ?", (top + i, seq))
+    conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'messages'", (top + len(old),))
+    return len(old)
 
 
 def set_ingested(conn: Connection, conversation_id: str, ingested_ns: int) -> None:
@@ -103,12 +144,6 @@ def requests(conn: Connection) -> list[Request]:
     return [Request(r[0], Kind(r[1]), r[2], r[3], r[4]) for r in rows]
 
 
-def is_blocked_inbox(conn: Connection, inbox_id: str) -> bool:
-    """Whether the inbox is blocked."""
-    row = conn.execute("SELECT 1 FROM blocked_inboxes WHERE inbox_id = ?", (inbox_id,)).fetchone()
-    return row is not None
-
-
 def save_contact(conn: Connection, contact: ContactRecord) -> ContactRecord:
     """Save or update a contact; a name already used by another inbox is a Conflict."""
     if contact.name is not None:
@@ -117,7 +152,8 @@ def save_contact(conn: Connection, contact: ContactRecord) -> ContactRecord:
         ).fetchone()
         if row and row[0] != contact.inbox_id:
             raise Conflict(
-                f"the contact name {contact.name!r} already belongs to inbox {row[0]}",
+                f"the contact name {contact.name!r} already belongs to inbox {row[0]}: "
+                "choose another name",
                 reason="contact_name_taken",
                 field="name",
             )

@@ -58,12 +58,19 @@ async def test_init_creates_then_shows_the_identity_and_says_what_to_do_next(
     assert doc["address"] in first.out and doc["inboxId"] in first.out
 
 
-async def test_status_without_a_running_identity_fails_with_what_to_do(home: Path) -> None:
-    result = await cone_cli(["status", "--home", str(home)], tty=True)
+async def test_status_without_a_running_identity_fails_with_what_to_do(
+    home: Path, devnet: str
+) -> None:
+    state = ["--home", str(home), "--api-url", devnet]
+    empty = await cone_cli(["status", *state], tty=True)
+    assert empty.code == 7
+    assert f"cone init --home {home}" in _one_error_line(empty, "status")
+    assert (await cone_cli(["init", *state])).code == 0
+    result = await cone_cli(["status", *state], tty=True)
     assert result.code == 5
     line = _one_error_line(result, "status")
     assert f"cone daemon --home {home}" in line
-    as_json = await cone_cli(["status", "--home", str(home), "--json"])
+    as_json = await cone_cli(["status", *state, "--json"])
     assert as_json.code == 5
     assert as_json.json()["error"]["data"]["reason"] == "daemon_unavailable"
 

@@ -12,9 +12,14 @@ import subprocess
 import sys
 import threading
 
+from xmtp_bindings import xmtpv3 as ffi
+
+from cone.engine import _client
 from conepb.v1 import cone_pb2 as pb
+from support.cli import cone_cli
 from support.daemons import DaemonProcess, short_home
-from support.waiting import until
+from support.peers import Peer
+from support.waiting import receive_n, until
 
 
 class _Follower:
@@ -128,3 +133,43 @@ async def test_tail_follows_without_touching_receipts_and_acks_only_when_asked(
         assert [m.deliveries for m in fresh.messages] == [1, 1]
         status = await d2.client.call("Status", pb.StatusRequest())
         assert "watch" not in {c.consumer for c in status.consumers}
+
+
+async def test_tail_prints_what_arrives_as_it_starts_and_what_an_accept_releases(
+    devnet: str, alice: Peer
+) -> None:
+    h1, h2 = short_home(), short_home()
+    async with DaemonProcess(h1, devnet) as d1, DaemonProcess(h2, devnet) as d2:
+        cid = await _talking_pair(d1, d2)
+        me = await d2.client.identity()
+
+        async def send(text: str, key: str) -> None:
+            await d1.client.call("Send", pb.SendRequest(to=cid, text=text, key=key))
+
+        await send("before the tail", "k0")
+        await receive_n(d2.client, 1, consumer="seen")
+        # A stranger's request, held (not receivable) before the tail starts.
+        dm = await alice.client.conversations().find_or_create_dm_by_identity(
+            _client.identifier(me.address),
+            ffi.FfiCreateDmOptions(message_disappearing_settings=None),
+        )
+        await alice.send(dm, "from a stranger")
+
+        async def requested() -> str | None:
+            held = (await d2.client.call("Requests", pb.RequestsRequest())).requests
+            return held[0].conversation_id if held else None
+
+        request = await until(requested)
+        watch = _Follower(["tail", "--home", str(h2)], tty=True)
+        try:
+            # Sent the instant the tail starts, before it can have read the head.
+            await send("as it starts", "k1")
+            await watch.shows("as it starts")
+            accepted = await cone_cli(["accept", request, "--home", str(h2)])
+            assert accepted.code == 0, accepted.err
+            text = await watch.shows("from a stranger")
+        finally:
+            code, err = await watch.interrupt()
+        assert code == 0, err
+        assert "before the tail" not in text
+        assert len([line for line in text.splitlines() if "as it starts" in line]) == 1

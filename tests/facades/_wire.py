@@ -1,7 +1,9 @@
 """In-memory JSON-RPC sessions for unit tests: lines in, answers out, no sockets.
 
 The fake core (`FakeCore`) is for pure-logic tests of framing, dispatch and schema
-only; everything end to end runs against a real daemon on the devnet.
+only; like the daemon's gRPC edge, it checks each request's proto rules first
+(`cone.daemon.validation.check`). Everything end to end runs against a real daemon on
+the devnet.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cone.facades.jsonrpc import LineWriter, Relay, run_session
+from cone.rules import check
 from cone.schema import methods
 from conepb.v1 import cone_pb2 as pb
 
@@ -39,6 +42,7 @@ class FakeCore:
     async def call(
         self, rpc: str, request: Any, timeout: float | None = None, *, long_poll: bool = False
     ) -> Any:
+        check(request)
         self.calls.append((rpc, request))
         behaviour = self.behaviours.get(rpc)
         try:

@@ -18,6 +18,7 @@ from cone import limits
 from cone.facades.jsonrpc import MAX_LINE_BYTES, Relay
 from cone.facades.jsonrpc._framing import encode
 from cone.facades.mcp._tools import call_tool
+from cone.rules import field_rules
 from cone.store import inbox
 from conepb.v1 import cone_pb2 as pb
 
@@ -56,7 +57,7 @@ def _fill(budget: int, piece: str, fallback: bool = False) -> pb.ReceiveResponse
     fallback if asked), as many as the budget takes."""
     out = pb.ReceiveResponse(more=True)
     used = 0
-    for i in range(limits.RECEIVE_LIMIT_MAX):
+    for i in range(field_rules("ReceiveRequest", "limit").uint32.lte):
         bare = _size(_message(i, "", "" if fallback else None))
         n = min(budget - used - bare, 64 * 1024) // len(piece.encode())
         if n <= 0:

@@ -35,7 +35,7 @@ def test_facades_and_the_schema_never_import_store_core_or_engine() -> None:
 def test_the_relay_path_loads_neither_the_core_nor_uvloop_nor_mcp() -> None:
     probe = (
         "import sys, json\n"
-        "import cone.cli, cone.facades.jsonrpc.command, cone.facades._host, cone.facades._stdio\n"
+        "import cone.cli, cone.facades.jsonrpc.command, cone.startup, cone.facades._stdio\n"
         "import cone.facades.jsonrpc, cone.daemon.command\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )

@@ -110,6 +110,7 @@ def error_table() -> str:
         errors.FailedPrecondition,
         errors.RateLimited,
         errors.StateError,
+        errors.NoIdentity,
         errors.Internal,
     ]:
         rows.append(

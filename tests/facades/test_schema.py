@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from cone import limits
 from cone.errors import InvalidArgument
+from cone.rules import check
 from cone.schema import NOT_EXPOSED, SERVICE, drift, message_to_json, methods, tools
 from conepb.v1 import cone_pb2 as pb
 
@@ -49,19 +49,31 @@ def test_schemas_are_valid_json_schema_and_params_are_closed(name: str) -> None:
         assert prop.get("description"), name
 
 
-def test_the_limits_are_in_the_schema() -> None:
+def test_the_proto_rules_are_in_the_schema() -> None:
     receive = methods()["receive"].params_schema["properties"]
-    assert receive["limit"]["minimum"] == limits.RECEIVE_LIMIT_MIN
-    assert receive["limit"]["maximum"] == limits.RECEIVE_LIMIT_MAX
-    assert receive["limit"]["default"] == limits.RECEIVE_LIMIT_DEFAULT
-    assert receive["waitMs"]["maximum"] == limits.WAIT_MS_MAX
-    assert receive["consumer"]["pattern"] == limits.CONSUMER_PATTERN
+    assert (receive["limit"]["minimum"], receive["limit"]["maximum"]) == (1, 1000)
+    assert receive["waitMs"]["maximum"] == 30_000
+    assert receive["consumer"]["pattern"] == "^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
     send = methods()["send"].params_schema
-    assert send["properties"]["key"]["maxLength"] == limits.KEY_MAX_CHARS
+    assert (send["properties"]["key"]["minLength"], send["properties"]["key"]["maxLength"]) == (
+        1,
+        256,
+    )
     assert send["required"] == ["to", "key"]
+    # text counts UTF-8 bytes, which JSON Schema cannot say: no character bound, words.
+    assert "maxLength" not in send["properties"]["text"]
+    assert "524288 bytes as UTF-8" in send["properties"]["text"]["description"]
     ack = methods()["ack"].params_schema
-    assert ack["properties"]["messageIds"]["maxItems"] == limits.ACK_IDS_MAX
-    assert ack["properties"]["messageIds"]["items"]["pattern"] == limits.HEX_ID_PATTERN
+    assert ack["required"] == ["messageIds"]
+    assert (
+        ack["properties"]["messageIds"]["minItems"],
+        ack["properties"]["messageIds"]["maxItems"],
+    ) == (1, 1000)
+    assert ack["properties"]["messageIds"]["items"]["pattern"] == "^[0-9a-f]{2,128}$"
+    revoke = methods()["revokeInstallations"].params_schema["properties"]
+    assert revoke["installationIds"]["maxItems"] == 10
+    assert methods()["receive"].long_poll and methods()["receive"].read_only
+    assert not methods()["send"].read_only
 
 
 def test_params_become_the_request_message() -> None:
@@ -85,21 +97,45 @@ def test_params_become_the_request_message() -> None:
         ("receive", {"waitMs": -1}, "waitMs"),
         ("receive", {"waitMs": 1.5}, "waitMs"),
         ("receive", {"limit": True}, "limit"),
-        ("receive", {"consumer": "ok\n"}, "consumer"),
         ("receive", {"excludeConversationIds": ["ab", 3]}, "excludeConversationIds"),
-        ("ack", {"messageIds": ["ab"] * 1001}, "messageIds"),
-        ("send", {"to": "", "text": "x", "key": "k"}, "to"),
         ("send", {"to": "x", "text": "\ud800", "key": "k"}, "text"),
         ("send", {"to": "x", "data": float("nan"), "key": "k"}, "data"),
-        ("reply", {"conversationId": "ab", "key": "k"}, "text"),
-        ("block", {}, "conversationId"),
+        ("send", {"to": "x", "text": "a", "markdown": "b", "key": "k"}, "text"),
+        ("send", {"to": "x", "attachment": {"data": "not base64!"}, "key": "k"}, "attachment.data"),
+        ("send", {"to": "x", "reaction": {"colour": 1}, "key": "k"}, "reaction.colour"),
+        ("ack", {"messageIds": "ab"}, "messageIds"),
+        ("block", {"conversationId": 7}, "conversationId"),
     ],
 )
-def test_invalid_params_name_the_parameter(method: str, params: dict[str, Any], field: str) -> None:
+def test_json_that_fits_no_request_names_the_parameter(
+    method: str, params: dict[str, Any], field: str
+) -> None:
     with pytest.raises(InvalidArgument) as caught:
         methods()[method].to_request(params)
     assert caught.value.field == field
     assert caught.value.jsonrpc_code == -32602
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("receive", {"consumer": "ok\n"}, "consumer"),
+        ("ack", {"messageIds": ["ab"] * 1001}, "messageIds"),
+        ("send", {"to": "", "text": "x", "key": "k"}, "to"),
+        ("send", {"to": "x", "key": "k"}, "text"),
+        ("reply", {"conversationId": "ab", "key": "k"}, "text"),
+        ("block", {}, "conversationId"),
+        ("revokeInstallations", {}, "installationIds"),
+    ],
+)
+def test_the_daemons_rule_check_names_the_parameter(
+    method: str, params: dict[str, Any], field: str
+) -> None:
+    request = methods()[method].to_request(params)
+    with pytest.raises(InvalidArgument) as caught:
+        check(request)
+    assert caught.value.field == field
+    assert "^" not in caught.value.message  # words, not a regular expression
 
 
 def test_results_emit_defaults_and_use_the_json_names() -> None:
@@ -161,3 +197,12 @@ def test_enum_parameters_take_their_short_names() -> None:
     with pytest.raises(InvalidArgument) as err:
         methods()["conversations"].to_request({"consent": "maybe"})
     assert err.value.field == "consent"
+
+
+@pytest.mark.parametrize("rpc", [m.name for m in SERVICE.methods])
+def test_every_requests_rules_compile(rpc: str) -> None:
+    request = getattr(pb, SERVICE.methods_by_name[rpc].input_type.name)()
+    try:
+        check(request)  # an empty request may break a rule, never fail to compile
+    except InvalidArgument as err:
+        assert err.field, rpc

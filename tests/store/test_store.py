@@ -106,5 +106,33 @@ def test_only_accepted_conversations_and_unblocked_senders_are_pending(store: St
     store.write_now(conversations.set_consent, "dm2", Consent.BLOCKED, 5)
     assert ids() == ["m0003"]
     store.write_now(conversations.set_consent, "req", Consent.ACCEPTED, 6)
-    assert ids() == ["m0001", "m0003"]
+    assert ids() == ["m0003", "m0001"]  # released now: after what was receivable before
     assert [m.id for m in store.write_now(inbox.take_pending, "a", 10, ["req"], 1)[0]] == ["m0003"]
+
+
+def test_accepting_a_request_gives_its_messages_new_sequences_and_keeps_receipts(
+    store: Store,
+) -> None:
+    store.write_now(conversations.ensure, "req", Kind.DM, "stranger", Consent.ACCEPTED, 2)
+    store.write_now(inbox.insert_messages, [_msg(1, "req", "stranger"), _msg(2, "req", "x")])
+    store.write_now(inbox.insert_messages, [_msg(3), _msg(4, "req", "stranger")])
+    # delivered once and one acknowledged, then blocked while more came in
+    store.write_now(inbox.take_pending, "a", 10, [], 1)
+    store.write_now(inbox.ack, "a", ["m0001"], 2)
+    store.write_now(conversations.set_consent, "req", Consent.BLOCKED, 3)
+    store.write_now(inbox.insert_messages, [_msg(5), _msg(6, "req", "stranger")])
+    _, _, head = store.read_now(inbox.peek, "", 0, 10)
+    store.write_now(conversations.set_consent, "req", Consent.REQUESTED, 4)
+    store.write_now(conversations.set_consent, "req", Consent.ACCEPTED, 5)
+    # A follower at the old head sees the released messages, in their own order.
+    after, _, new_head = store.read_now(inbox.peek, "", head, 10)
+    assert [m.id for m in after] == ["m0001", "m0002", "m0004", "m0006"]
+    assert [m.seq for m in after] == list(range(head + 1, head + 5)) and new_head == head + 4
+    # Receipts moved with them: acknowledged stays acknowledged, counts are kept.
+    pending, _ = store.write_now(inbox.take_pending, "a", 10, [], 9)
+    assert [(m.id, m.deliveries) for m in pending] == [
+        ("m0003", 2), ("m0005", 1), ("m0002", 2), ("m0004", 2), ("m0006", 1)
+    ]  # fmt: skip
+    # A sequence is never given twice, also after the moved ones.
+    store.write_now(inbox.insert_messages, [_msg(7)])
+    assert store.read_now(inbox.peek, "", new_head, 10)[0][0].seq == new_head + 1

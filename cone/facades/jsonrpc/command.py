@@ -26,16 +26,18 @@ log = logging.getLogger("cone.serve")
 
 async def _main(settings: Settings, out_fd: int) -> None:
     from cone._shutdown import Shutdown
-    from cone.facades._host import core_in_background
     from cone.facades._stdio import open_stdio
     from cone.facades.jsonrpc import Relay, run_session
+    from cone.startup import core_in_background
 
     # stdio first, the core in the background: every request read gets an answer,
     # an error one when the core cannot start (then the start failure's exit code).
     async with (
         Shutdown("serve") as shutdown,
         open_stdio(out_fd) as (read, writer),
-        core_in_background(settings, shutdown.requested, end_on_failure=True) as core,
+        core_in_background(
+            settings, shutdown.requested, end_on_failure=True, command="serve"
+        ) as core,
     ):
         relay = Relay(core)
         await run_session(
@@ -49,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     out_fd = guard_stdout()
     configure_logging(args.verbose)
-    from cone.daemon.command import settings_from
-    from cone.facades._host import held_by_other
+    from cone.startup import held_by_other, settings_from
 
     def body() -> None:
         settings = settings_from(args)

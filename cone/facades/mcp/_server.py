@@ -3,7 +3,7 @@
 The low-level Server rather than `MCPServer`'s typed functions: the tools are built
 from `cone.schema` at run time (closed input schemas, output schemas, one definition
 shared with JSON-RPC), which typed Python signatures would have to copy by hand.
-The lifespan reaches the core (relay or embed, `cone.facades._host`) and hands the
+The lifespan reaches the core (relay or embed, `cone.startup`) and hands the
 channel pool to every call.
 """
 

@@ -23,10 +23,10 @@ async def _main(settings: Settings, out_fd: int) -> None:
     from mcp.server.stdio import stdio_server
 
     from cone._shutdown import Shutdown
-    from cone.facades._host import core_in_background
     from cone.facades._stdio import open_stdio, until_set
     from cone.facades.mcp import build_server, fixed_lifespan
     from cone.facades.mcp._stdio import LineSink, LineSource
+    from cone.startup import core_in_background
 
     # The core is reached in the background, outside the SDK's lifespan: the session
     # answers at once, tool calls wait for the core (or fail with the reason it could
@@ -34,7 +34,9 @@ async def _main(settings: Settings, out_fd: int) -> None:
     async with (
         Shutdown("mcp") as shutdown,
         open_stdio(out_fd) as (read, writer),
-        core_in_background(settings, shutdown.requested, end_on_failure=False) as core,
+        core_in_background(
+            settings, shutdown.requested, end_on_failure=False, command="mcp"
+        ) as core,
     ):
         server = build_server(fixed_lifespan(core))
         # Duck-typed for the SDK's AsyncFile[str] (it uses only these calls).
@@ -52,8 +54,7 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(args.verbose)
     import anyio
 
-    from cone.daemon.command import settings_from
-    from cone.facades._host import held_by_other
+    from cone.startup import held_by_other, settings_from
 
     def body() -> None:
         settings = settings_from(args)

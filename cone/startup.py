@@ -1,27 +1,44 @@
-"""Reaching the core: relay to the process that holds the identity, or host it here.
+"""Start-up in one place: how every `cone` command finds the core, or hosts it.
 
-`cone serve` and `cone mcp` share this. When another process (a daemon, a bridge,
-another facade) holds the state lock, calls go to its `cone.sock`. Otherwise the core
-starts in this process (`cone.daemon.runtime.running_core`), takes the lock and serves
-`cone.sock` (gRPC, and JSON-RPC through this package) so that others can relay to it;
-calls then go through that same socket. Leaving the block stops the core and releases
-the lock.
+Each entry point (the operator's commands, `cone daemon`, `serve`, `mcp`, `bridge`,
+`backup`) resolves its `Settings` here (`settings_from`) and reaches the core here:
+
+- When another process (a daemon, a bridge, a facade) holds the state lock, calls go
+  to its `cone.sock` (`reach_core` relays).
+- Otherwise the core starts in this process (`cone.daemon.runtime.running_core`),
+  takes the lock and serves `cone.sock` (gRPC, and JSON-RPC through the facades) so
+  that others can relay to it; calls then go through that same socket. Leaving the
+  block stops the core and releases the lock.
+
+The identity gate lives here too: only `cone init` and the long-running hosts
+(`create=True`) may create an identity; every other command given a state directory
+without one fails with `NoIdentity` (exit 7) before anything is written there. A
+host that creates one says so in one line on stderr (`announce_created`).
+
+Settings walk down from here (into `cone.daemon.runtime`, the facades' relay), never
+back up: nothing below imports this module.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cone.config import Settings
 from cone.daemon.lock import StateLock
-from cone.errors import ConeError, StateError, Unavailable
+from cone.errors import ConeError, NoIdentity, StateError, Unavailable
 from cone.facades._pool import ChannelPool
+
+if TYPE_CHECKING:
+    from cone.daemon.runtime import Running
+    from cone.daemon.socket_front import JsonHandler
 
 log = logging.getLogger(__name__)
 
@@ -30,17 +47,69 @@ log = logging.getLogger(__name__)
 SOCKET_WAIT_S = 30.0
 
 
-@dataclass(frozen=True)
-class Reached:
-    """How this process reaches the core."""
-
-    pool: ChannelPool
-    embedded: bool
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Settings from the common state/network flags (`--home`, `--network`, ...)."""
+    return Settings.resolve(
+        home=args.home,
+        network=args.network,
+        api_url=args.api_url,
+        key_file=args.key_file,
+        wallet_key_file=getattr(args, "wallet_key_file", None),
+    )
 
 
 def held_by_other(settings: Settings) -> bool:
     """Whether another process holds the identity now."""
     return StateLock(settings.paths.lock).held_by_other()
+
+
+def require_identity(settings: Settings) -> None:
+    """NoIdentity unless the state directory has an identity or a process holds it.
+
+    Reads only: a typo in `--home` must not leave a directory behind. (A store whose
+    identity was never registered is caught when the core opens it.)
+    """
+    if held_by_other(settings) or settings.paths.store.exists():
+        return
+    raise NoIdentity.of(settings.paths.home)
+
+
+def announce_created(command: str, running: Running) -> None:
+    """The one stderr line a long-running host prints when it made a new identity."""
+    if running.created:
+        ident = running.core.identity
+        print(
+            f"cone {command}: created a new identity {ident.address} in "
+            f"{running.socket.parent} (registered on {ident.network})",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+@asynccontextmanager
+async def host_core(
+    settings: Settings,
+    *,
+    create: bool,
+    json_handler: JsonHandler | None = None,
+    announce: str | None = None,
+) -> AsyncIterator[Running]:
+    """Host the core here (`running_core`); with `announce`, say so when it is new."""
+    from cone.daemon.runtime import running_core
+
+    async with running_core(settings, json_handler=json_handler, create=create) as running:
+        if announce:
+            announce_created(announce, running)
+        yield running
+
+
+@dataclass(frozen=True)
+class Reached:
+    """How this process reaches the core; `created` when it registered a new identity."""
+
+    pool: ChannelPool
+    embedded: bool
+    created: bool = False
 
 
 async def _socket_up(settings: Settings, timeout: float = SOCKET_WAIT_S) -> None:
@@ -59,21 +128,30 @@ async def _socket_up(settings: Settings, timeout: float = SOCKET_WAIT_S) -> None
 
 
 @asynccontextmanager
-async def reach_core(settings: Settings) -> AsyncIterator[Reached]:
-    """Relay or embed, as the state lock says; see the module docstring."""
+async def reach_core(
+    settings: Settings, *, create: bool, announce: str | None = None
+) -> AsyncIterator[Reached]:
+    """Relay or embed, as the state lock says; see the module docstring. Without
+    `create`, a state directory without an identity raises NoIdentity."""
+    if not create:
+        require_identity(settings)
     async with ChannelPool(settings.paths.socket) as pool:
         if held_by_other(settings):
             log.info("relaying to %s", settings.paths.socket)
             await _socket_up(settings)
             yield Reached(pool, embedded=False)
             return
-        from cone.daemon.runtime import running_core
         from cone.facades.jsonrpc import JsonRpcOnSocket
 
         stack = AsyncExitStack()
         try:
-            await stack.enter_async_context(
-                running_core(settings, json_handler=JsonRpcOnSocket(pool))
+            running = await stack.enter_async_context(
+                host_core(
+                    settings,
+                    create=create,
+                    json_handler=JsonRpcOnSocket(pool),
+                    announce=announce,
+                )
             )
         except StateError as err:
             if err.reason != "locked":
@@ -84,7 +162,7 @@ async def reach_core(settings: Settings) -> AsyncIterator[Reached]:
             return
         async with stack:
             log.info("hosting the core on %s", settings.paths.socket)
-            yield Reached(pool, embedded=True)
+            yield Reached(pool, embedded=True, created=running.created)
 
 
 class CoreNotStarted(Unavailable):
@@ -129,9 +207,10 @@ class LateCore:
 
 @asynccontextmanager
 async def core_in_background(
-    settings: Settings, stop: asyncio.Event, *, end_on_failure: bool
+    settings: Settings, stop: asyncio.Event, *, end_on_failure: bool, command: str
 ) -> AsyncIterator[LateCore]:
-    """Reach the core (`reach_core`) while the block already serves its stdio.
+    """Reach the core (`reach_core`, which may create the identity: these are
+    long-running hosts) while the block already serves its stdio.
 
     Requests read meanwhile wait for the core. If it cannot start, each is answered
     with CoreNotStarted, and with `end_on_failure` `stop` is set (the input ends as
@@ -144,7 +223,7 @@ async def core_in_background(
 
     async def hold() -> None:
         try:
-            async with reach_core(settings) as reached:
+            async with reach_core(settings, create=True, announce=command) as reached:
                 late._reached(reached.pool)
                 await done.wait()
         except ConeError as err:
@@ -176,7 +255,11 @@ __all__ = [
     "CoreNotStarted",
     "LateCore",
     "Reached",
+    "announce_created",
     "core_in_background",
     "held_by_other",
+    "host_core",
     "reach_core",
+    "require_identity",
+    "settings_from",
 ]

@@ -1,0 +1,172 @@
+"""The outbox's states: claimed → prepared → published, retry, failure, key conflict,
+and recovery by key after a crash between prepare and its record."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from cone.core.content import Outgoing
+from cone.core.outbox import Outbox, SendResult
+from cone.errors import V3_CUTOVER, Conflict, FailedPrecondition, Unavailable
+from cone.store import Consent, Kind, Store, conversations, outbox
+from cone.store.outbox import OutboxRecord
+from support.fake_engine import Crash, FakeEngine
+from support.waiting import until
+
+HI = Outgoing(text="hi")
+
+
+@pytest.fixture
+async def cid(store: Store, engine: FakeEngine) -> str:
+    """An accepted DM, held by libxmtp and recorded by cone."""
+    _, peer = engine.peer("peer")
+    cid = engine.dm(peer)
+    await store.write(conversations.ensure, cid, Kind.DM, peer, Consent.ACCEPTED, 1)
+    return cid
+
+
+async def _send(box: Outbox, cid: str, key: str = "k", message: Outgoing = HI) -> SendResult:
+    async def unknown(conversation_id: str) -> None:
+        raise AssertionError("the conversation is recorded")
+
+    return await box.send(
+        key=key,
+        destination=cid,
+        conversation_id=cid,
+        require_accepted=True,
+        record_unknown=unknown,
+        message=message,
+        reply_to=None,
+    )
+
+
+async def _record(store: Store, key: str = "k") -> OutboxRecord:
+    rec = await store.read(outbox.get, key)
+    assert rec is not None
+    return rec
+
+
+async def test_a_new_key_is_prepared_published_and_settled(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    sent = await _send(Outbox(store, engine), cid)
+
+    assert sent.published and not sent.deduplicated
+    assert engine.prepared == engine.published == [sent.message_id]
+    rec = await _record(store)
+    assert (rec.state, rec.message_id, rec.attempts, rec.last_error) == (
+        "settled",
+        sent.message_id,
+        1,
+        None,
+    )
+
+
+async def test_the_same_key_again_returns_the_first_message_without_sending(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    box = Outbox(store, engine)
+    first = await _send(box, cid)
+
+    again = await _send(box, cid)
+
+    assert again == SendResult(first.message_id, cid, deduplicated=True, published=True)
+    assert engine.prepared == [first.message_id]
+
+
+async def test_a_key_reused_for_other_content_or_another_conversation_conflicts(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    box = Outbox(store, engine)
+    await _send(box, cid)
+    _, other_peer = engine.peer("other")
+    other = engine.dm(other_peer)
+    await store.write(conversations.ensure, other, Kind.DM, other_peer, Consent.ACCEPTED, 1)
+
+    with pytest.raises(Conflict) as kind:
+        await _send(box, cid, message=Outgoing(data_json="{}"))
+    with pytest.raises(Conflict) as conversation:
+        await _send(box, other)
+
+    assert kind.value.reason == conversation.value.reason == "key_conflict"
+    assert len(engine.prepared) == 1
+
+
+async def test_a_failed_publication_keeps_the_prepared_message_and_retries_it(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    box = Outbox(store, engine)
+    engine.fail_publish.append(Unavailable("publishing a message failed: the node is down"))
+
+    waiting = await _send(box, cid)
+
+    assert not waiting.published and waiting.retry_after_ms is not None
+    rec = await _record(store)
+    assert (rec.state, rec.message_id, rec.attempts) == ("failing", waiting.message_id, 1)
+    assert rec.last_error == "publishing a message failed: the node is down"
+
+    box.start()
+    try:
+        box.retry_now()
+        settled = await until(_settled(store), timeout=5)
+    finally:
+        await box.stop()
+
+    assert settled.message_id == waiting.message_id
+    assert engine.prepared == engine.published == [waiting.message_id]
+
+
+def _settled(store: Store) -> Callable[[], Awaitable[OutboxRecord | None]]:
+    """A probe for `until`: the key's record once it is settled."""
+
+    async def probe() -> OutboxRecord | None:
+        rec = await store.read(outbox.get, "k")
+        return rec if rec is not None and rec.state == "settled" else None
+
+    return probe
+
+
+async def test_a_failed_prepare_is_recorded_and_the_caller_told(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    engine.fail_prepare.append(Unavailable("preparing a message failed: disk busy"))
+
+    with pytest.raises(Unavailable):
+        await _send(Outbox(store, engine), cid)
+
+    rec = await _record(store)
+    assert (rec.state, rec.message_id, rec.attempts) == ("failing", None, 1)
+    assert engine.prepared == []
+
+
+async def test_a_v3_cutover_fails_the_send_and_keeps_its_payload_for_later(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    engine.fail_publish.append(FailedPrecondition("refused", reason=V3_CUTOVER))
+
+    with pytest.raises(FailedPrecondition):
+        await _send(Outbox(store, engine), cid)
+
+    rec = await _record(store)
+    assert rec.state == "failing" and rec.message_id == engine.prepared[0]
+    assert rec.next_attempt_ns is not None and rec.next_attempt_ns > rec.created_ns + 250 * 10**9
+
+
+async def test_after_a_crash_between_prepare_and_publish_the_key_finds_its_message(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    engine.crash_after_prepare = True
+    with pytest.raises(Crash):
+        await _send(Outbox(store, engine), cid)
+    rec = await _record(store)
+    assert (rec.state, rec.message_id) == ("pending", None)  # the prepared id was never written
+    [prepared] = engine.prepared
+
+    # A new process: the same key is sent again.
+    sent = await _send(Outbox(store, engine), cid)
+
+    assert sent.message_id == prepared and sent.published and sent.deduplicated
+    assert engine.prepared == engine.published == [prepared]
+    assert (await _record(store)).state == "settled"
