@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     # grpc's C core writes its own lines (a refused port, with advice about
     # GRPC_VERBOSITY) straight to fd 2: route them through the log, where cone's
     # own one-line reason replaces them.
-    _logs.setup(getattr(args, "verbose", 0) or 0, quiet=True)
+    _logs.setup(getattr(args, "verbose", 0) or 0)
     try:
         db = state_file(args)
         if db is not None:
