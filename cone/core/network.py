@@ -94,6 +94,9 @@ class NetworkWatch:
             return self.answer
         if self._asking is None or self._asking.done():
             self._asking = asyncio.create_task(self._probe.ask(PROBE_S))
+            # A caller that stopped waiting leaves the answer unread: never an
+            # "exception was never retrieved" for it.
+            self._asking.add_done_callback(_seen)
         try:
             answer = await asyncio.wait_for(asyncio.shield(self._asking), timeout)
         except TimeoutError:
@@ -141,3 +144,8 @@ def identity_unknown(api_url: str, detail: str) -> FailedPrecondition:
         "reset? wrong network? Nothing can be sent there; see `cone status`",
         reason=IDENTITY_UNKNOWN,
     )
+
+
+def _seen(task: asyncio.Task[NodeAnswer]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("probing the XMTP node failed: %s", task.exception())
