@@ -52,8 +52,13 @@ class Faults:
     def __init__(self, methods: Iterable[str], drop_streams: Callable[[EndReason], int]) -> None:
         """`methods` are the full paths served; `drop_streams` ends every open stream
         for the reason given."""
-        self._methods = frozenset(methods)
-        self._by_name = {path.rsplit("/", 1)[-1]: path for path in self._methods}
+        ordered = list(dict.fromkeys(methods))
+        self._methods = frozenset(ordered)
+        # A bare name served by two APIs (GetInboxIds) means the first listed, the V3
+        # one; the D14N one is named by its full path.
+        self._by_name: dict[str, str] = {}
+        for path in ordered:
+            self._by_name.setdefault(path.rsplit("/", 1)[-1], path)
         self._drop_streams = drop_streams
         self._failures: dict[str, _Failure] = {}
         self._group_failures: dict[bytes, _Failure] = {}
@@ -73,7 +78,8 @@ class Faults:
             return self._by_name[method]
         raise InvalidArgument(
             f"unknown method {method!r}: use a bare name such as 'SendGroupMessages' "
-            "or a full path such as '/xmtp.mls.api.v1.MlsApi/SendGroupMessages'",
+            "or a full path such as '/xmtp.mls.api.v1.MlsApi/SendGroupMessages' "
+            "(a D14N method shared by name with V3, such as GetInboxIds, by its full path)",
             field="method",
         )
 
@@ -128,8 +134,9 @@ class Faults:
     def fail_group(
         self, group_id: bytes, count: int, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE
     ) -> None:
-        """Fail the next `count` SendGroupMessages calls that carry a message of one
-        group (0 cancels): publication fails for that conversation only."""
+        """Fail the next `count` SendGroupMessages (or D14N PublishClientEnvelopes)
+        calls that carry a message of one group (0 cancels): publication fails for
+        that conversation only."""
         if code is grpc.StatusCode.OK:
             raise InvalidArgument("a failure needs a status code other than OK", field="code")
         if count <= 0:

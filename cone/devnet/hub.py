@@ -12,7 +12,7 @@ import asyncio
 import enum
 from collections import deque
 from collections.abc import Iterable
-from typing import Final, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 #: Rows buffered for one subscriber before it is cut off as too slow.
 MAX_BUFFERED: Final = 100_000
@@ -53,8 +53,10 @@ class StreamEnded(Exception):
 class Subscription(Generic[R]):
     """One open stream's live buffer."""
 
-    def __init__(self, topics: frozenset[bytes]) -> None:
+    def __init__(self, topics: frozenset[bytes], *, d14n: bool = False) -> None:
         self.topics = topics
+        #: Whether a D14N client opened it (the V3 cutover does not end it).
+        self.d14n = d14n
         self._rows: deque[R] = deque()
         self._wake = asyncio.Event()
         self._ended: EndReason | None = None
@@ -101,13 +103,23 @@ class Hub(Generic[R]):
     def __len__(self) -> int:
         return len(self._all)
 
-    def subscribe(self, topics: Iterable[bytes]) -> Subscription[R]:
-        """Register a subscription for live rows of the topics."""
-        sub: Subscription[R] = Subscription(frozenset(topics))
+    def subscribe(self, topics: Iterable[bytes], *, d14n: bool = False) -> Subscription[R]:
+        """Register a subscription for live rows of the topics (`d14n`: for the
+        D14N API)."""
+        sub: Subscription[R] = Subscription(frozenset(topics), d14n=d14n)
         self._all.add(sub)
         for topic in sub.topics:
             self._by_topic.setdefault(topic, set()).add(sub)
         return sub
+
+    def attach(self, sub: Subscription[Any], topics: Iterable[bytes]) -> None:
+        """Also hand this hub's live rows of `topics` to an existing subscription (a
+        D14N stream over group and welcome topics at once)."""
+        added = frozenset(topics)
+        sub.topics = sub.topics | added
+        self._all.add(sub)
+        for topic in added:
+            self._by_topic.setdefault(topic, set()).add(sub)
 
     def unsubscribe(self, sub: Subscription[R]) -> None:
         """Forget a subscription (its stream has ended)."""
@@ -126,8 +138,9 @@ class Hub(Generic[R]):
                 sub.push(row)
 
     def end_all(self, reason: EndReason) -> int:
-        """End every open subscription; returns how many there were."""
-        subs = list(self._all)
+        """End every open subscription (for the V3 cutover, every V3 one); returns
+        how many were ended."""
+        subs = [s for s in self._all if not (reason is EndReason.V3_CUTOVER and s.d14n)]
         for sub in subs:
             sub.end(reason)
         return len(subs)

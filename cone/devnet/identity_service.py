@@ -52,25 +52,7 @@ class IdentityService(api_grpc.IdentityApiServicer):
         self, request: api.PublishIdentityUpdateRequest, context: Any
     ) -> api.PublishIdentityUpdateResponse:
         raw = request.identity_update
-        wire.require_payload(raw, "identity_update")
-        try:
-            update = assoc.IdentityUpdate.FromString(raw)
-        except DecodeError as exc:
-            raise InvalidArgument(
-                f"identity_update is not an IdentityUpdate: {exc}", field="identity_update"
-            ) from exc
-        inbox_id = update.inbox_id
-        if not _INBOX_ID.fullmatch(inbox_id):
-            raise InvalidArgument(
-                f"inbox_id {inbox_id!r} is not 64 lowercase hex characters", field="inbox_id"
-            )
-        existing = self._store.identity_update_count(inbox_id)
-        if existing >= MAX_UPDATES_PER_INBOX:
-            raise FailedPrecondition(
-                f"inbox {inbox_id} already has {existing} updates, the most an inbox can have",
-                reason="inbox_update_cap",
-            )
-        changes = _address_changes(update, creating=existing == 0)
+        inbox_id, changes = check_update(self._store, "identity_update", raw)
         self._store.append_identity_update(inbox_id, raw, time.time_ns(), changes)
         return api.PublishIdentityUpdateResponse()
 
@@ -96,8 +78,7 @@ class IdentityService(api_grpc.IdentityApiServicer):
             entry = response.responses.add(
                 identifier=req.identifier, identifier_kind=req.identifier_kind
             )
-            kind = req.identifier_kind or KIND_ETHEREUM
-            inbox_id = self._store.inbox_for(kind, req.identifier.lower())
+            inbox_id = resolve_inbox(self._store, req.identifier_kind, req.identifier)
             if inbox_id is not None:
                 entry.inbox_id = inbox_id  # absent, not empty, when unknown
         return response
@@ -110,6 +91,33 @@ class IdentityService(api_grpc.IdentityApiServicer):
         for _ in request.signatures:
             response.responses.add(is_valid=False, error=SCW_UNSUPPORTED)
         return response
+
+
+def check_update(store: Store, field: str, raw: bytes) -> tuple[str, list[AddressChange]]:
+    """Check a serialized update (`field` names it in errors) against the store:
+    returns its inbox id and its address changes, or raises as the V3 API answers."""
+    wire.require_payload(raw, field)
+    try:
+        update = assoc.IdentityUpdate.FromString(raw)
+    except DecodeError as exc:
+        raise InvalidArgument(f"{field} is not an IdentityUpdate: {exc}", field=field) from exc
+    inbox_id = update.inbox_id
+    if not _INBOX_ID.fullmatch(inbox_id):
+        raise InvalidArgument(
+            f"inbox_id {inbox_id!r} is not 64 lowercase hex characters", field="inbox_id"
+        )
+    existing = store.identity_update_count(inbox_id)
+    if existing >= MAX_UPDATES_PER_INBOX:
+        raise FailedPrecondition(
+            f"inbox {inbox_id} already has {existing} updates, the most an inbox can have",
+            reason="inbox_update_cap",
+        )
+    return inbox_id, _address_changes(update, creating=existing == 0)
+
+
+def resolve_inbox(store: Store, kind: int, identifier: str) -> str | None:
+    """The inbox an identifier belongs to now (UNSPECIFIED kind means ETHEREUM)."""
+    return store.inbox_for(kind or KIND_ETHEREUM, identifier.lower())
 
 
 def _address_changes(update: assoc.IdentityUpdate, *, creating: bool) -> list[AddressChange]:

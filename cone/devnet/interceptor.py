@@ -21,13 +21,18 @@ from cone.devnet.stats import Stats
 from cone.errors import ConeError
 
 SEND_GROUP_MESSAGES = "/xmtp.mls.api.v1.MlsApi/SendGroupMessages"
+PUBLISH_CLIENT_ENVELOPES = "/xmtp.xmtpv4.payer_api.PayerApi/PublishClientEnvelopes"
 
 
-def _group_ids(request: Any) -> list[bytes]:
-    """The groups a SendGroupMessages request writes to (unparseable ones skipped:
-    the handler rejects them)."""
+def _group_ids(method: str, request: Any) -> list[bytes]:
+    """The groups a SendGroupMessages or PublishClientEnvelopes request writes to
+    (unparseable messages skipped: the handler rejects them)."""
+    if method == SEND_GROUP_MESSAGES:
+        inputs = list(request.messages)
+    else:
+        inputs = [e.group_message for e in request.envelopes if e.HasField("group_message")]
     ids = []
-    for message in request.messages:
+    for message in inputs:
         try:
             ids.append(parse_protocol_message(message.v1.data).group_id)
         except FramingError:
@@ -72,15 +77,18 @@ class DevnetInterceptor(grpc.aio.ServerInterceptor):
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
-            # A stream's lifetime is not a cost: streams are timed per delivery instead.
+            # A stream's lifetime is not a cost: streams are counted when opened and
+            # timed per delivery instead.
             return grpc.unary_stream_rpc_method_handler(
-                self._wrap(method, handler.unary_stream, faults=node, timed=False),
+                self._wrap(method, handler.unary_stream, faults=node, timed=False, opened=node),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
         return handler
 
-    def _wrap(self, method: str, inner: _Handler, *, faults: bool, timed: bool) -> _Handler:
+    def _wrap(
+        self, method: str, inner: _Handler, *, faults: bool, timed: bool, opened: bool = False
+    ) -> _Handler:
         injected, stats = self._faults, self._stats
 
         async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
@@ -89,13 +97,15 @@ class DevnetInterceptor(grpc.aio.ServerInterceptor):
                 if delay:
                     await asyncio.sleep(delay)
                 failure = injected.take_failure(method)
-                if failure is None and method == SEND_GROUP_MESSAGES:
-                    failure = injected.take_group_failure(_group_ids(request))
+                if failure is None and method in (SEND_GROUP_MESSAGES, PUBLISH_CLIENT_ENVELOPES):
+                    failure = injected.take_group_failure(_group_ids(method, request))
                 if failure is not None:
                     await context.abort(*failure)
                 refusal = injected.cutover_refusal(method)
                 if refusal is not None:
                     await context.abort(grpc.StatusCode.UNAVAILABLE, refusal)
+            if opened:
+                stats.record_stream(method)
             start = time.perf_counter_ns()
             try:
                 return await inner(request, context)

@@ -55,27 +55,7 @@ class MlsService(mls_grpc.MlsApiServicer):
     ) -> empty_pb2.Empty:
         if not request.messages:
             raise InvalidArgument("no messages to send", field="messages")
-        rows = []
-        for i, message in enumerate(request.messages):
-            field = f"messages[{i}].v1.data"
-            if not message.HasField("v1"):
-                raise InvalidArgument(f"messages[{i}] has no v1", field=f"messages[{i}]")
-            wire.require_payload(message.v1.data, field)
-            try:
-                parsed = parse_protocol_message(message.v1.data)
-            except FramingError as exc:
-                raise InvalidArgument(f"{field} is not an MLS protocol message: {exc}") from exc
-            rows.append(
-                GroupMessageRow(
-                    id=0,
-                    created_ns=0,
-                    group_id=parsed.group_id,
-                    data=message.v1.data,
-                    sender_hmac=message.v1.sender_hmac,
-                    should_push=message.v1.should_push,
-                    is_commit=parsed.is_commit,
-                )
-            )
+        rows = [group_message_row(f"messages[{i}]", m) for i, m in enumerate(request.messages)]
         self._groups.publish(self._store.add_group_messages(rows, time.time_ns()))
         return empty_pb2.Empty()
 
@@ -114,7 +94,7 @@ class MlsService(mls_grpc.MlsApiServicer):
     ) -> empty_pb2.Empty:
         if not request.messages:
             raise InvalidArgument("no welcomes to send", field="messages")
-        rows = [_welcome_row(i, m) for i, m in enumerate(request.messages)]
+        rows = [welcome_row(f"messages[{i}]", m) for i, m in enumerate(request.messages)]
         self._welcomes.publish(self._store.add_welcomes(rows, time.time_ns()))
         return empty_pb2.Empty()
 
@@ -133,14 +113,9 @@ class MlsService(mls_grpc.MlsApiServicer):
     async def UploadKeyPackage(
         self, request: mls.UploadKeyPackageRequest, context: _Context
     ) -> empty_pb2.Empty:
-        field = "key_package.key_package_tls_serialized"
         key_package = request.key_package.key_package_tls_serialized
-        wire.require_payload(key_package, field)
-        try:
-            info = parse_key_package(key_package)
-        except FramingError as exc:
-            raise InvalidArgument(f"{field} is not an MLS KeyPackage: {exc}", field=field) from exc
-        self._store.put_key_package(info.installation_key, key_package, time.time_ns())
+        installation_key = key_package_installation("key_package", key_package)
+        self._store.put_key_package(installation_key, key_package, time.time_ns())
         return empty_pb2.Empty()
 
     async def FetchKeyPackages(
@@ -212,18 +187,50 @@ class MlsService(mls_grpc.MlsApiServicer):
         await self._streams.serve_welcomes(request, context)
 
 
-def _welcome_row(i: int, message: mls.WelcomeMessageInput) -> WelcomeRow:
-    """Validate one welcome input as the reference node does and make its row."""
+def group_message_row(where: str, message: mls.GroupMessageInput) -> GroupMessageRow:
+    """Validate one group message input (`where` names it in errors) and make its row."""
+    field = f"{where}.v1.data"
+    if not message.HasField("v1"):
+        raise InvalidArgument(f"{where} has no v1", field=where)
+    wire.require_payload(message.v1.data, field)
+    try:
+        parsed = parse_protocol_message(message.v1.data)
+    except FramingError as exc:
+        raise InvalidArgument(f"{field} is not an MLS protocol message: {exc}") from exc
+    return GroupMessageRow(
+        id=0,
+        created_ns=0,
+        group_id=parsed.group_id,
+        data=message.v1.data,
+        sender_hmac=message.v1.sender_hmac,
+        should_push=message.v1.should_push,
+        is_commit=parsed.is_commit,
+    )
+
+
+def key_package_installation(where: str, key_package: bytes) -> bytes:
+    """Validate an uploaded key package (`where` names it) and return its installation key."""
+    field = f"{where}.key_package_tls_serialized"
+    wire.require_payload(key_package, field)
+    try:
+        return parse_key_package(key_package).installation_key
+    except FramingError as exc:
+        raise InvalidArgument(f"{field} is not an MLS KeyPackage: {exc}", field=field) from exc
+
+
+def welcome_row(where: str, message: mls.WelcomeMessageInput) -> WelcomeRow:
+    """Validate one welcome input (`where` names it in errors) as the reference node
+    does and make its row."""
     kind = message.WhichOneof("version")
     if kind == "v1":
         v1 = message.v1
         algorithm = v1.wrapper_algorithm or _WRAP_CURVE25519
         if algorithm not in _WELCOME_WRAPPERS:
-            raise InvalidArgument(f"messages[{i}] has unknown wrapper algorithm {algorithm}")
-        _require_key(v1.installation_key, f"messages[{i}].v1.installation_key")
-        wire.require_payload(v1.data, f"messages[{i}].v1.data")
+            raise InvalidArgument(f"{where} has unknown wrapper algorithm {algorithm}")
+        _require_key(v1.installation_key, f"{where}.v1.installation_key")
+        wire.require_payload(v1.data, f"{where}.v1.data")
         if algorithm != _WRAP_SYMMETRIC:
-            wire.require_payload(v1.hpke_public_key, f"messages[{i}].v1.hpke_public_key")
+            wire.require_payload(v1.hpke_public_key, f"{where}.v1.hpke_public_key")
         return WelcomeRow(
             0, 0, v1.installation_key, False, v1.data, v1.hpke_public_key, algorithm,
             v1.welcome_metadata,
@@ -232,17 +239,17 @@ def _welcome_row(i: int, message: mls.WelcomeMessageInput) -> WelcomeRow:
         p = message.welcome_pointer
         if p.wrapper_algorithm != _POINTER_WRAP_XWING:
             raise InvalidArgument(
-                f"messages[{i}].welcome_pointer.wrapper_algorithm must be "
+                f"{where}.welcome_pointer.wrapper_algorithm must be "
                 f"XWING_MLKEM_768_DRAFT_6 ({_POINTER_WRAP_XWING}), not {p.wrapper_algorithm}"
             )
-        _require_key(p.installation_key, f"messages[{i}].welcome_pointer.installation_key")
-        wire.require_payload(p.welcome_pointer, f"messages[{i}].welcome_pointer.welcome_pointer")
-        wire.require_payload(p.hpke_public_key, f"messages[{i}].welcome_pointer.hpke_public_key")
+        _require_key(p.installation_key, f"{where}.welcome_pointer.installation_key")
+        wire.require_payload(p.welcome_pointer, f"{where}.welcome_pointer.welcome_pointer")
+        wire.require_payload(p.hpke_public_key, f"{where}.welcome_pointer.hpke_public_key")
         return WelcomeRow(
             0, 0, p.installation_key, True, p.welcome_pointer, p.hpke_public_key,
             p.wrapper_algorithm, b"",
         )  # fmt: skip
-    raise InvalidArgument(f"messages[{i}] is neither a welcome nor a welcome pointer")
+    raise InvalidArgument(f"{where} is neither a welcome nor a welcome pointer")
 
 
 def _require_key(key: bytes, field: str) -> None:

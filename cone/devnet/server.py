@@ -1,4 +1,6 @@
-"""The devnet node: a grpc.aio server for MlsApi and IdentityApi, as a context manager.
+"""The devnet node: a grpc.aio server for XMTP's V3 API (MlsApi, IdentityApi) and its
+D14N gateway and node APIs (PayerApi, ReplicationApi, gRPC health) on one port,
+over one store, as a context manager.
 
 node = Devnet(port=0)               # memory; Devnet(db="devnet.db") persists
 async with node as url:             # "http://127.0.0.1:PORT"
@@ -17,6 +19,7 @@ import grpc
 import grpc.aio
 
 from cone.devnet import control
+from cone.devnet.d14n import add_d14n_services
 from cone.devnet.faults import Faults
 from cone.devnet.hub import EndReason, Hub
 from cone.devnet.identity_service import IdentityService
@@ -28,6 +31,7 @@ from cone.devnet.streams import StreamServer
 from cone.devnet.wire import GRPC_MESSAGE_LIMIT
 from cone.errors import StateError
 from conepb.xmtp import identity_api_pb2, identity_api_pb2_grpc, mls_api_pb2, mls_api_pb2_grpc
+from conepb.xmtpv4 import message_api_pb2, payer_api_pb2
 
 #: Server options libxmtp needs (see docs/devnet.md): big messages, and tolerance
 #: of its HTTP/2 PING every 16 s even on idle connections (grpc's defaults answer
@@ -50,6 +54,8 @@ NODE_METHODS: Final = tuple(
     for service in (
         mls_api_pb2.DESCRIPTOR.services_by_name["MlsApi"],
         identity_api_pb2.DESCRIPTOR.services_by_name["IdentityApi"],
+        payer_api_pb2.DESCRIPTOR.services_by_name["PayerApi"],
+        message_api_pb2.DESCRIPTOR.services_by_name["ReplicationApi"],
     )
     for method in service.methods
 )
@@ -103,6 +109,9 @@ class Devnet:
         interceptor = DevnetInterceptor(self.faults, self.stats)
         server = grpc.aio.server(interceptors=[interceptor], options=GRPC_OPTIONS)
         streams = StreamServer(store, self._groups, self._welcomes, self.stats)
+        await add_d14n_services(
+            server, store, self._groups, self._welcomes, self.stats, lambda: self.url
+        )
         mls_api_pb2_grpc.add_MlsApiServicer_to_server(
             MlsService(store, self._groups, self._welcomes, streams), server
         )

@@ -18,6 +18,8 @@ class Stats:
     """What the devnet spent, since it started."""
 
     methods: dict[str, MethodTotals] = field(default_factory=dict)
+    #: Streams opened, by method path.
+    streams: dict[str, int] = field(default_factory=dict)
     deliveries: int = 0
     delivery_total_ns: int = 0
 
@@ -28,6 +30,10 @@ class Stats:
             totals = self.methods[method] = MethodTotals()
         totals.calls += 1
         totals.total_ns += elapsed_ns
+
+    def record_stream(self, method: str) -> None:
+        """Count one stream opened."""
+        self.streams[method] = self.streams.get(method, 0) + 1
 
     def record_delivery(self, elapsed_ns: int) -> None:
         """Count one message or welcome written to a stream."""

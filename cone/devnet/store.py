@@ -15,15 +15,21 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from cone.devnet.paging import Page
+from cone.devnet.topics import (
+    ORIGINATOR_COMMITS,
+    ORIGINATOR_V3_KEY_PACKAGES,
+    ORIGINATOR_V3_MESSAGES,
+    ORIGINATOR_V3_WELCOMES,
+)
 from cone.errors import StateError
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 
 _SCHEMA: Final = """
 CREATE TABLE identity_updates (
@@ -79,6 +85,24 @@ CREATE TABLE commit_log (
 CREATE INDEX commit_log_by_group ON commit_log (group_id, id);
 """
 
+#: Schema 2: what the D14N view needs (cone/devnet/topics.py). `node_id` is the
+#: D14N node a row was published through, 0 for the V3 API; `depends_on` is the
+#: serialized D14N cursor a group message's publisher declared (empty via V3).
+_SCHEMA_2: Final = """
+ALTER TABLE group_messages ADD COLUMN node_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE group_messages ADD COLUMN depends_on BLOB NOT NULL DEFAULT x'';
+ALTER TABLE welcomes ADD COLUMN node_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE key_packages ADD COLUMN node_id INTEGER NOT NULL DEFAULT 0;
+"""
+
+#: A group message's D14N originator, in SQL (see cone/devnet/topics.py).
+_GROUP_ORIGINATOR: Final = (
+    f"CASE WHEN is_commit THEN {ORIGINATOR_COMMITS}"
+    f" WHEN node_id = 0 THEN {ORIGINATOR_V3_MESSAGES} ELSE node_id END"
+)
+#: A welcome's D14N originator, in SQL.
+_WELCOME_ORIGINATOR: Final = f"CASE WHEN node_id = 0 THEN {ORIGINATOR_V3_WELCOMES} ELSE node_id END"
+
 
 @dataclass(frozen=True, slots=True)
 class IdentityUpdateRow:
@@ -100,11 +124,20 @@ class GroupMessageRow:
     sender_hmac: bytes
     should_push: bool
     is_commit: bool
+    node_id: int = 0
+    depends_on: bytes = b""
 
     @property
     def topic(self) -> bytes:
         """The stream topic: the group id."""
         return self.group_id
+
+    @property
+    def originator(self) -> int:
+        """The D14N originator (cone/devnet/topics.py)."""
+        if self.is_commit:
+            return ORIGINATOR_COMMITS
+        return self.node_id or ORIGINATOR_V3_MESSAGES
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +154,33 @@ class WelcomeRow:
     hpke_public_key: bytes
     wrapper_algorithm: int
     welcome_metadata: bytes
+    node_id: int = 0
 
     @property
     def topic(self) -> bytes:
         """The stream topic: the recipient key."""
         return self.installation_key
+
+    @property
+    def originator(self) -> int:
+        """The D14N originator (cone/devnet/topics.py)."""
+        return self.node_id or ORIGINATOR_V3_WELCOMES
+
+
+@dataclass(frozen=True, slots=True)
+class KeyPackageRow:
+    """An installation's newest key package."""
+
+    id: int
+    updated_ns: int
+    installation_key: bytes
+    key_package: bytes
+    node_id: int
+
+    @property
+    def originator(self) -> int:
+        """The D14N originator (cone/devnet/topics.py)."""
+        return self.node_id or ORIGINATOR_V3_KEY_PACKAGES
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,11 +236,13 @@ class Store:
                     f"this cone's {SCHEMA_VERSION}: use a newer cone or another file",
                     reason="devnet_db_too_new",
                 )
-            if version == 0:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            # One step at a time: a version-1 file gains schema 2's columns.
+            for step, script in ((1, _SCHEMA), (2, _SCHEMA_2)):
+                if version < step:
+                    for statement in script.split(";"):
+                        if statement.strip():
+                            self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         """Close the database; later calls fail."""
@@ -247,6 +304,15 @@ class Store:
         ).fetchall()
         return [IdentityUpdateRow(*row) for row in rows]
 
+    def newest_identity_update(self, inbox_id: str) -> IdentityUpdateRow | None:
+        """The inbox's newest update, if any."""
+        row = self._db.execute(
+            "SELECT sequence_id, server_timestamp_ns, update_bytes FROM identity_updates"
+            " WHERE inbox_id = ? ORDER BY sequence_id DESC LIMIT 1",
+            (inbox_id,),
+        ).fetchone()
+        return None if row is None else IdentityUpdateRow(*row)
+
     def inbox_for(self, kind: int, identifier: str) -> str | None:
         """The inbox of the newest association of the identifier not revoked since."""
         row = self._db.execute(
@@ -258,15 +324,27 @@ class Store:
 
     # key packages
 
-    def put_key_package(self, installation_key: bytes, key_package: bytes, now_ns: int) -> None:
-        """Store the installation's newest key package."""
+    def put_key_package(
+        self, installation_key: bytes, key_package: bytes, now_ns: int, node_id: int = 0
+    ) -> None:
+        """Store the installation's newest key package (`node_id`: see the row's)."""
         with self._write():
             self._db.execute(
-                "INSERT INTO key_packages (installation_key, key_package, updated_ns)"
-                " VALUES (?, ?, ?) ON CONFLICT (installation_key) DO UPDATE"
-                " SET key_package = excluded.key_package, updated_ns = excluded.updated_ns",
-                (installation_key, key_package, now_ns),
+                "INSERT INTO key_packages (installation_key, key_package, updated_ns, node_id)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (installation_key) DO UPDATE"
+                " SET key_package = excluded.key_package, updated_ns = excluded.updated_ns,"
+                " node_id = excluded.node_id",
+                (installation_key, key_package, now_ns, node_id),
             )
+
+    def key_package_row(self, installation_key: bytes) -> KeyPackageRow | None:
+        """The installation's newest key package with its row id and origin, if any."""
+        row = self._db.execute(
+            "SELECT rowid, updated_ns, installation_key, key_package, node_id"
+            " FROM key_packages WHERE installation_key = ?",
+            (installation_key,),
+        ).fetchone()
+        return None if row is None else KeyPackageRow(*row)
 
     def key_package(self, installation_key: bytes) -> bytes | None:
         """The installation's newest key package, if any."""
@@ -287,8 +365,8 @@ class Store:
             for m in messages:
                 cur = self._db.execute(
                     "INSERT INTO group_messages (created_ns, group_id, data, sender_hmac,"
-                    " should_push, is_commit, dedup) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (dedup) DO NOTHING",
+                    " should_push, is_commit, dedup, node_id, depends_on)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedup) DO NOTHING",
                     (
                         now_ns,
                         m.group_id,
@@ -297,6 +375,8 @@ class Store:
                         m.should_push,
                         m.is_commit,
                         _dedup(m.group_id, m.data),
+                        m.node_id,
+                        m.depends_on,
                     ),
                 )
                 if cur.rowcount == 1:
@@ -305,13 +385,17 @@ class Store:
 
     def group_messages(self, group_id: bytes, page: Page) -> list[GroupMessageRow]:
         """One page of the group's messages."""
-        rows = self._page(
-            "SELECT id, created_ns, group_id, data, sender_hmac, should_push, is_commit"
-            " FROM group_messages WHERE group_id = ?",
-            group_id,
-            page,
-        )
-        return [GroupMessageRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), bool(r[6])) for r in rows]
+        rows = self._page(f"{_GROUP_SELECT} WHERE group_id = ?", group_id, page)
+        return [_group_row(r) for r in rows]
+
+    def group_envelopes(
+        self, group_id: bytes, cursor: Mapping[int, int], after: int, limit: int
+    ) -> list[GroupMessageRow]:
+        """The group's messages above `cursor` (D14N originator to sequence id) and
+        above id `after`, in id order, at most `limit`."""
+        rows = self._above(_GROUP_SELECT, "group_id", group_id, _GROUP_ORIGINATOR, cursor,
+                           after, limit)  # fmt: skip
+        return [_group_row(r) for r in rows]
 
     def newest_group_message(self, group_id: bytes) -> GroupMessageRow | None:
         """The group's message with the highest id, if any."""
@@ -327,8 +411,8 @@ class Store:
             for w in welcomes:
                 cur = self._db.execute(
                     "INSERT INTO welcomes (created_ns, installation_key, is_pointer, data,"
-                    " hpke_public_key, wrapper_algorithm, welcome_metadata, dedup)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedup) DO NOTHING",
+                    " hpke_public_key, wrapper_algorithm, welcome_metadata, dedup, node_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedup) DO NOTHING",
                     (
                         now_ns,
                         w.installation_key,
@@ -338,6 +422,7 @@ class Store:
                         w.wrapper_algorithm,
                         w.welcome_metadata,
                         _dedup(w.installation_key, w.data),
+                        w.node_id,
                     ),
                 )
                 if cur.rowcount == 1:
@@ -346,13 +431,22 @@ class Store:
 
     def welcomes(self, installation_key: bytes, page: Page) -> list[WelcomeRow]:
         """One page of the welcomes stored under the key."""
-        rows = self._page(
-            "SELECT id, created_ns, installation_key, is_pointer, data, hpke_public_key,"
-            " wrapper_algorithm, welcome_metadata FROM welcomes WHERE installation_key = ?",
-            installation_key,
-            page,
-        )
-        return [WelcomeRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6], r[7]) for r in rows]
+        rows = self._page(f"{_WELCOME_SELECT} WHERE installation_key = ?", installation_key, page)
+        return [_welcome_row(r) for r in rows]
+
+    def welcome_envelopes(
+        self, installation_key: bytes, cursor: Mapping[int, int], after: int, limit: int
+    ) -> list[WelcomeRow]:
+        """The key's welcomes above `cursor` (D14N originator to sequence id) and
+        above id `after`, in id order, at most `limit`."""
+        rows = self._above(_WELCOME_SELECT, "installation_key", installation_key,
+                           _WELCOME_ORIGINATOR, cursor, after, limit)  # fmt: skip
+        return [_welcome_row(r) for r in rows]
+
+    def newest_welcome(self, installation_key: bytes) -> WelcomeRow | None:
+        """The key's welcome with the highest id, if any."""
+        rows = self.welcomes(installation_key, Page(ascending=False, limit=1, cursor=0))
+        return rows[0] if rows else None
 
     # commit log
 
@@ -378,6 +472,25 @@ class Store:
         )
         return [CommitLogRow(*row) for row in rows]
 
+    def _above(
+        self, select: str, column: str, key: bytes, originator: str,
+        cursor: Mapping[int, int], after: int, limit: int,
+    ) -> list[Any]:  # fmt: skip
+        """Rows of `key` whose id is above `after` and above the cursor's entry for
+        the row's originator (an absent originator counts as 0), in id order."""
+        params: list[object] = [key, after]
+        above = "0"
+        if cursor:
+            whens = " ".join("WHEN ? THEN ?" for _ in cursor)
+            above = f"CASE ({originator}) {whens} ELSE 0 END"
+            for node, seq in cursor.items():
+                params += [node, seq]
+        rows: list[Any] = self._db.execute(
+            f"{select} WHERE {column} = ? AND id > ? AND id > {above} ORDER BY id LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+        return rows
+
     def _page(self, select: str, key: bytes, page: Page) -> list[Any]:
         order = "ASC" if page.ascending else "DESC"
         params: tuple[object, ...] = (key,)
@@ -388,6 +501,24 @@ class Store:
             f"{select} ORDER BY id {order} LIMIT ?", (*params, page.limit)
         ).fetchall()
         return rows
+
+
+_GROUP_SELECT: Final = (
+    "SELECT id, created_ns, group_id, data, sender_hmac, should_push, is_commit, node_id,"
+    " depends_on FROM group_messages"
+)
+_WELCOME_SELECT: Final = (
+    "SELECT id, created_ns, installation_key, is_pointer, data, hpke_public_key,"
+    " wrapper_algorithm, welcome_metadata, node_id FROM welcomes"
+)
+
+
+def _group_row(r: Any) -> GroupMessageRow:
+    return GroupMessageRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), bool(r[6]), r[7], r[8])
+
+
+def _welcome_row(r: Any) -> WelcomeRow:
+    return WelcomeRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6], r[7], r[8])
 
 
 def _dedup(key: bytes, payload: bytes) -> bytes:

@@ -29,7 +29,8 @@ from conepb.xmtp import mls_api_pb2 as mls
 
 R = TypeVar("R", bound=Row)
 
-_END_CODES: Final = {
+#: The status each end of a subscription is reported with.
+END_CODES: Final = {
     EndReason.DROPPED: grpc.StatusCode.UNAVAILABLE,
     EndReason.SHUTDOWN: grpc.StatusCode.UNAVAILABLE,
     EndReason.TOO_SLOW: grpc.StatusCode.ABORTED,
@@ -37,7 +38,7 @@ _END_CODES: Final = {
 }
 
 #: Sent with the headers, as the reference node does.
-_INITIAL_METADATA: Final = (("subscribed", "true"),)
+INITIAL_METADATA: Final = (("subscribed", "true"),)
 
 
 class StreamServer:
@@ -95,7 +96,7 @@ class StreamServer:
     ) -> None:
         sub = hub.subscribe(cursors)
         try:
-            await context.send_initial_metadata(_INITIAL_METADATA)
+            await context.send_initial_metadata(INITIAL_METADATA)
             sent = dict(cursors)  # per-topic high-water mark
             for topic in cursors:
                 while True:
@@ -118,7 +119,7 @@ class StreamServer:
             # abort() sends the status before it raises: forget the subscription first,
             # so that a client seeing the end never finds it still counted.
             hub.unsubscribe(sub)
-            await context.abort(_END_CODES[ended.reason], ended.reason.value)
+            await context.abort(END_CODES[ended.reason], ended.reason.value)
         finally:
             hub.unsubscribe(sub)
 

@@ -75,13 +75,17 @@ def inbox_id_for(address: str) -> str:
     return str(ffi.generate_inbox_id(identifier(address), INBOX_NONCE))
 
 
-async def connect(api_url: str, *, app_version: str | None = None) -> ffi.XmtpApiClient:
+async def connect(
+    api_url: str, *, app_version: str | None = None, gateway_url: str | None = None
+) -> ffi.XmtpApiClient:
     """An API client for a node URL; `https://` means TLS, `http://` plain h2c.
+    With `gateway_url`, libxmtp runs in D14N mode: it publishes through that gateway
+    and reads from the node the gateway names (`api_url` is then unused).
 
     The channel connects lazily: nothing is sent until the first call."""
     return await ffi.connect_to_backend(
         v3_host=api_url,
-        gateway_host=None,
+        gateway_host=gateway_url,
         is_secure=api_url.startswith("https://"),
         client_mode=None,
         app_version=app_version or f"cone/{cone.__version__}",
@@ -99,6 +103,7 @@ async def open_client(
     register: bool = True,
     device_sync: bool = False,
     allow_offline: bool = False,
+    gateway_url: str | None = None,
 ) -> ffi.FfiXmtpClient:
     """Open (or create) the libxmtp client of a wallet, with its database at `db_path`.
 
@@ -108,11 +113,12 @@ async def open_client(
     libxmtp's registration text with the wallet and registers it (a new inbox, or a
     new installation of an existing one). Without it, the caller can inspect
     `client.signature_request()`: None means the installation is registered.
+    `gateway_url` selects D14N (see `connect`).
     Raises `ffi.FfiError` (libxmtp's errors) and ValueError for a bad key length.
     """
     if len(db_key) != DB_KEY_BYTES:
         raise ValueError(f"the libxmtp database key must be {DB_KEY_BYTES} bytes")
-    api = await connect(api_url)
+    api = await connect(api_url, gateway_url=gateway_url)
     ident = identifier(wallet_address(wallet_key))
     client = await ffi.create_client(
         api,

@@ -2,7 +2,8 @@
 // by a test: one JSON command per line on stdin, one JSON answer per line on stdout
 // ({"ok": result} or {"error": message}). Bytes travel as base64 strings.
 //
-//   {"cmd":"start","apiUrl":URL,"dbPath":PATH}     -> {inboxId, address}
+//   {"cmd":"start","apiUrl":URL,"dbPath":PATH[,"gatewayHost":URL]} -> {inboxId, address}
+//       with gatewayHost the SDK runs in D14N mode through that gateway
 //   {"cmd":"dm","inboxId":ID}                      -> {conversationId}
 //   {"cmd":"group","inboxIds":[ID...]}             -> {conversationId}
 //   {"cmd":"send","conversationId":ID,"kind":K,"content":C} -> {messageId}
@@ -10,15 +11,23 @@
 //          multiRemoteAttachment, transactionReference, walletSendCalls, actions, intent
 //   {"cmd":"messages","conversationId":ID}         -> [{id, senderInboxId, contentType,
 //                                                       content, fallback}]
+//   {"cmd":"addMembers"|"removeMembers","conversationId":ID,"inboxIds":[ID...]} -> {}
+//   {"cmd":"stream"}                               -> {} (streams every message from now on)
+//   {"cmd":"streamed"}                             -> [text...] of others, received so far
 //   {"cmd":"encrypt","attachment":{filename,mimeType,content}} -> the encrypted attachment
 //   {"cmd":"stop"}
 import { createInterface } from "node:readline";
 import { randomBytes } from "node:crypto";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { keccak_256 } from "@noble/hashes/sha3";
-import { ApiUrls, Client, IdentifierKind, encryptAttachment } from "@xmtp/node-sdk";
+// CONE_NODE_SDK picks the SDK package: @xmtp/node-sdk (5.5.0, the default) or
+// xmtp-node-sdk-next (the 6.1 nightly, on libxmtp 1.11).
+const { ApiUrls, Client, IdentifierKind, encryptAttachment } = await import(
+  process.env.CONE_NODE_SDK || "@xmtp/node-sdk"
+);
 
 let client = null;
+const streamed = [];
 
 function b64(bytes) {
   return Buffer.from(bytes).toString("base64");
@@ -117,6 +126,7 @@ async function run(command) {
         apiUrl: command.apiUrl,
         dbPath: command.dbPath,
         dbEncryptionKey: randomBytes(32),
+        ...(command.gatewayHost ? { gatewayHost: command.gatewayHost } : {}),
       });
       return { inboxId: client.inboxId, address: address(key) };
     }
@@ -145,6 +155,26 @@ async function run(command) {
         reactions: (m.reactions ?? []).map((r) => plain(r.content)),
       }));
     }
+    case "addMembers": {
+      await (await conversationOf(command.conversationId)).addMembers(command.inboxIds);
+      return {};
+    }
+    case "removeMembers": {
+      await (await conversationOf(command.conversationId)).removeMembers(command.inboxIds);
+      return {};
+    }
+    case "stream": {
+      await client.conversations.streamAllMessages({
+        onValue: (m) => {
+          if (m.senderInboxId !== client.inboxId && typeof m.content === "string") {
+            streamed.push(m.content);
+          }
+        },
+      });
+      return {};
+    }
+    case "streamed":
+      return streamed;
     case "encrypt": {
       const a = command.attachment;
       return plain(encryptAttachment({ ...a, content: unb64(a.content) }));

@@ -23,6 +23,8 @@ import pytest
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 SCRIPT = NODE_DIR / "xmtp_peer.mjs"
 CALL_S = 60.0
+#: The pinned Node SDK 6.1 nightly (libxmtp 1.11), beside 5.5.0 in tests/node.
+SDK_NEXT = "xmtp-node-sdk-next"
 
 
 def sdk_available() -> bool:
@@ -40,19 +42,25 @@ class NodePeer:
 
     @classmethod
     @asynccontextmanager
-    async def start(cls, api_url: str, directory: Path) -> AsyncIterator[NodePeer]:
-        """Start the process and create a registered client on `api_url`."""
+    async def start(
+        cls, api_url: str, directory: Path, *, d14n: bool = False, sdk: str = ""
+    ) -> AsyncIterator[NodePeer]:
+        """Start the process and create a registered client on `api_url` (with
+        `d14n`, in D14N mode with `api_url` as its `gatewayHost`; `sdk` names another
+        SDK package than 5.5.0, such as SDK_NEXT)."""
         if not sdk_available():
             pytest.fail("the XMTP Node SDK is not installed: npm ci --prefix tests/node")
         proc = await asyncio.create_subprocess_exec(
             "node", str(SCRIPT), cwd=str(NODE_DIR),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "NODE_NO_WARNINGS": "1"},
+            env={**os.environ, "NODE_NO_WARNINGS": "1", **({"CONE_NODE_SDK": sdk} if sdk else {})},
             limit=64 * 1024 * 1024,
         )  # fmt: skip
         peer = cls(proc)
         try:
-            started = await peer.call("start", apiUrl=api_url, dbPath=str(directory / "sdk.db3"))
+            gateway = {"gatewayHost": api_url} if d14n else {}
+            db_path = str(directory / "sdk.db3")
+            started = await peer.call("start", apiUrl=api_url, dbPath=db_path, **gateway)
             peer.inbox_id, peer.address = started["inboxId"], started["address"]
             yield peer
         finally:
@@ -90,3 +98,20 @@ class NodePeer:
         """Every message of a conversation as the SDK decodes it (synced first)."""
         found: list[dict[str, Any]] = await self.call("messages", conversationId=conversation_id)
         return found
+
+    async def add_members(self, conversation_id: str, *inbox_ids: str) -> None:
+        """Add inboxes to a group."""
+        await self.call("addMembers", conversationId=conversation_id, inboxIds=list(inbox_ids))
+
+    async def remove_members(self, conversation_id: str, *inbox_ids: str) -> None:
+        """Remove inboxes from a group."""
+        await self.call("removeMembers", conversationId=conversation_id, inboxIds=list(inbox_ids))
+
+    async def stream(self) -> None:
+        """Start streaming every message from now on (read with `streamed`)."""
+        await self.call("stream")
+
+    async def streamed(self) -> list[str]:
+        """The texts from other inboxes the stream has delivered so far."""
+        texts: list[str] = await self.call("streamed")
+        return texts

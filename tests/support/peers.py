@@ -98,14 +98,16 @@ class Peer:
     inbox_id: str
 
     @classmethod
-    async def create(cls, url: str, directory: Path, name: str) -> Peer:
-        """Make a wallet, open its client on `url` with its database in `directory`, register."""
+    async def create(cls, url: str, directory: Path, name: str, *, d14n: bool = False) -> Peer:
+        """Make a wallet, open its client on `url` with its database in `directory`, register.
+        With `d14n`, libxmtp speaks D14N with `url` as its gateway."""
         key = _client.generate_wallet_key()
         client = await _client.open_client(
             api_url=url,
             db_path=str(directory / f"{name}.db3"),
             db_key=os.urandom(32),
             wallet_key=key,
+            gateway_url=url if d14n else None,
         )
         peer = cls(name, client, key, _client.wallet_address(key), client.inbox_id())
         OPEN.append(peer)
