@@ -1,8 +1,9 @@
 """Conversations, history, contacts and unblocking: reading what cone holds.
 
 Nothing here changes a receipt. Listings come from cone's store (one query a page),
-with what only libxmtp knows (a group's name, description, image, members, the
-creation time) read for that page alone.
+with what only libxmtp knows (a group's name, description, image, members) read for
+that page alone. A listing is ordered by when cone first saw each conversation, and
+its `createdAt` is that time (libxmtp's own creation time can disagree with it).
 """
 
 from __future__ import annotations
@@ -127,7 +128,9 @@ class History:
                     description=d.description if d else None,
                     image_url=d.image_url if d else None,
                     member_count=members,
-                    created_ns=d.created_ns if d else conv.first_seen_ns,
+                    # The listing's order (store.history.conversations): libxmtp's own
+                    # creation time can disagree with it (a welcome processed late).
+                    created_ns=conv.first_seen_ns,
                     last_message_ns=r.last_message_ns,
                     pending=r.pending,
                     active=(d.active if d else True) and not r.left,

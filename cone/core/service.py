@@ -26,8 +26,10 @@ from cone.core.groups import Groups
 from cone.core.history import ConversationView, History
 from cone.core.ingest import Ingestor
 from cone.core.model import Attachment, Message, attachment_of, message_of
+from cone.core.network import ADVICE, STATUS_PROBE_S, NetworkWatch
 from cone.core.outbox import Outbox, SendResult, check_content
 from cone.core.retention import Retention
+from cone.engine._node import NodeView
 from cone.engine.port import (
     ConsentUpdate,
     ConversationInfo,
@@ -115,8 +117,16 @@ class Core:
             PROTOCOL_VERSION, engine.inbox_id, engine.address, network, engine.installation_id
         )
         self._arrival = asyncio.Event()
+        # Whether the node answers now and knows this identity (cone/core/network.py).
+        self.network = NetworkWatch(
+            engine.api_url,
+            engine.inbox_id,
+            engine.installation_id,
+            period_s=catchup_interval_s,
+            on_change=self._on_network_change,
+        )
         self.ingestor = Ingestor(store, engine, self._notify)
-        self.outbox = Outbox(store, engine)
+        self.outbox = Outbox(store, engine, self.network)
         self.fetcher = Fetcher(store, self._wake_receivers)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
         # Conversations, history, contacts, unblock (cone/core/history.py).
@@ -148,6 +158,7 @@ class Core:
         """Reconcile what libxmtp holds, subscribe, sync missed mail, then keep catching
         up periodically. Reconciling first keeps what libxmtp stored before a crash
         ahead of what arrives after it, in inbox order."""
+        await self.network.start()
         await self.ingestor.start()
         await self.retention.start()
         await self.ingestor.reconcile(full=True)
@@ -177,6 +188,7 @@ class Core:
         await self.fetcher.stop()
         await self.retention.stop()
         await self.ingestor.stop()
+        await self.network.stop()
         await self.engine.close()
 
     async def _catch_up_forever(self) -> None:
@@ -204,6 +216,13 @@ class Core:
         self.ingestor.mark_all()
         if not self.network_ok():
             self._catch_up_now.set()
+
+    def _on_network_change(self, before: NodeView, after: NodeView) -> None:
+        # The node answers again, or knows this identity again: catch up and publish
+        # what waits now, rather than when the backoffs run out.
+        if after is NodeView.KNOWS_IDENTITY:
+            self._catch_up_now.set()
+            self.outbox.retry_now()
 
     def _notify(self) -> None:
         self.fetcher.wake()  # new messages may carry remote attachments
@@ -287,6 +306,11 @@ class Core:
             self.last_sync_error = None
             self.engine.reconnect_streams()
             self.outbox.retry_now()
+
+    def stale(self) -> bool:
+        """Whether answers from the store may miss what the node holds: it does not
+        answer or know this identity (its latest answer), or the last sync failed."""
+        return self.network.view is not NodeView.KNOWS_IDENTITY or self.last_sync_error is not None
 
     def network_ok(self) -> bool:
         """Whether the network is known reachable: the last sync did not fail."""
@@ -465,6 +489,7 @@ class Core:
         """
         check_content(content)
         self._check_room()
+        self.network.require_identity()
         content, reply_to_inbox_id = await self._referenced(content, reply_to)
         found = await self.destinations.resolve(to)
         if found.conversation_id is not None:
@@ -488,6 +513,7 @@ class Core:
         check_content(content)
         content, _ = await self._referenced(content, None)
         self._check_room()
+        self.network.require_identity()
         try:
             return await self.outbox.send(
                 key=key,
@@ -593,18 +619,25 @@ class Core:
             )
         if updates >= UPDATE_LIMIT - 26:
             warnings.append(f"the inbox has used {updates} of {UPDATE_LIMIT} identity updates")
-        network = "reachable"
+        # Asked now (at most STATUS_PROBE_S): whether the node answers is never older
+        # than this call (docs/networks.md).
+        answer = await self.network.check(STATUS_PROBE_S)
+        network = answer.view.value
         if self.engine.v3_cutover():
             network = "v3_cutover"
             warnings.append(
                 "the XMTP node refuses this cone as a V3 client after its cutover to the "
                 "decentralized network (D14N): nothing can be sent; see docs/networks.md"
             )
-        elif self.last_sync_error:
-            network = "unreachable"
+        elif answer.view is NodeView.NO_ANSWER:
             warnings.append(
-                f"the XMTP network at {self.engine.api_url} cannot be reached: sends wait in "
-                "the outbox and cone reconnects by itself"
+                f"the XMTP network at {self.engine.api_url} cannot be reached "
+                f"({answer.detail}): sends wait in the outbox and cone reconnects by itself"
+            )
+        elif answer.view is NodeView.IDENTITY_UNKNOWN:
+            warnings.append(
+                f"the XMTP node at {self.engine.api_url}: {ADVICE} ({answer.detail}); "
+                "sends fail with identity_unknown"
             )
         if self.last_sync_error:
             warnings.append(f"the last sync failed: {self.last_sync_error}")

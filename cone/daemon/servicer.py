@@ -42,6 +42,7 @@ _NETWORK_STATES = {
     "reachable": pb.NETWORK_STATE_REACHABLE,
     "unreachable": pb.NETWORK_STATE_UNREACHABLE,
     "v3_cutover": pb.NETWORK_STATE_V3_CUTOVER,
+    "identity_unknown": pb.NETWORK_STATE_IDENTITY_UNKNOWN,
 }
 _KIND_OF = {number: kind for kind, number in _KIND.items()}
 _CONSENT = {
@@ -305,7 +306,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
                     pending_messages=r.pending_messages,
                 )
             )
-        return pb.RequestsResponse(requests=out)
+        return pb.RequestsResponse(requests=out, stale=self.core.stale() or None)
 
     @_boundary
     async def Accept(
@@ -433,7 +434,9 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             cursor=request.cursor if request.HasField("cursor") else None,
         )
         return pb.ConversationsResponse(
-            conversations=[conversation_to_pb(v) for v in views], cursor=cursor
+            conversations=[conversation_to_pb(v) for v in views],
+            cursor=cursor,
+            stale=self.core.stale() or None,
         )
 
     @_boundary
@@ -447,7 +450,11 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             limit=request.limit if request.HasField("limit") else None,
             oldest_first=request.oldest_first if request.HasField("oldest_first") else None,
         )
-        return pb.MessagesResponse(messages=[message_to_pb(m) for m in found], more=more)
+        return pb.MessagesResponse(
+            messages=[message_to_pb(m) for m in found],
+            more=more,
+            stale=self.core.stale() or None,
+        )
 
     @_boundary
     async def Contacts(
