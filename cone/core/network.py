@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from cone.engine._node import NodeAnswer, NodeProbe, NodeView
+from cone.engine.port import NodeAnswer, NodeProbe, NodeView
 from cone.errors import IDENTITY_UNKNOWN, FailedPrecondition
 
 log = logging.getLogger(__name__)

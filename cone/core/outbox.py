@@ -32,8 +32,7 @@ from cone.core import content
 from cone.core.ingest import READ_MARGIN_NS
 from cone.core.network import NetworkWatch, identity_unknown
 from cone.core.ratelimit import WriteBudget
-from cone.engine._node import NodeView
-from cone.engine.port import EnginePort
+from cone.engine.port import EnginePort, NodeView
 from cone.errors import (
     UNKNOWN_CONVERSATION,
     V3_CUTOVER,

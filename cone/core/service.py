@@ -29,11 +29,11 @@ from cone.core.model import Attachment, Message, attachment_of, message_of
 from cone.core.network import ADVICE, STATUS_PROBE_S, NetworkWatch
 from cone.core.outbox import Outbox, SendResult, check_content
 from cone.core.retention import Retention
-from cone.engine._node import NodeView
 from cone.engine.port import (
     ConsentUpdate,
     ConversationInfo,
     EnginePort,
+    NodeView,
     StreamHealth,
     XmtpConsent,
 )
