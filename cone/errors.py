@@ -31,7 +31,6 @@ must surface it instead (the bridge parks the turn or stops; docs/bridge.md).
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar, Final
 
 import grpc
@@ -220,19 +219,6 @@ def unknown_conversation(conversation_id: str) -> NotFound:
     )
 
 
-def node_error_text(text: str) -> str:
-    """libxmtp's error text for a failed node call as cone shows it: one line, and a
-    node that cannot be connected to said so in words instead of libxmtp's chain
-    (`[ClientError::Api] … api client at endpoint "…" has error status: 'The service is
-    currently unavailable', self: "tcp connect error"`)."""
-    line = one_line(text)
-    if "tcp connect error" not in line:
-        return line
-    endpoint = re.search(r'endpoint "/xmtp\.[\w.]+\.(\w+/\w+)"', line)
-    where = f" ({endpoint.group(1)})" if endpoint else ""
-    return f"the XMTP node cannot be reached: no connection{where}"
-
-
 def storage_full(text: str) -> bool:
     """Whether an error message says the state directory's disk is full."""
     lowered = text.lower()
@@ -264,6 +250,5 @@ __all__ = [
     "StateError",
     "Unavailable",
     "error_class_for",
-    "node_error_text",
     "storage_full",
 ]

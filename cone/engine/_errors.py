@@ -15,6 +15,7 @@ so the log can use it before any libxmtp client exists.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from cone.errors import (
@@ -24,7 +25,6 @@ from cone.errors import (
     RateLimited,
     StateError,
     Unavailable,
-    node_error_text,
     one_line,
     storage_full,
 )
@@ -37,6 +37,19 @@ V3_CUTOVER_ADVICE: Final = (
     "publishes and new subscriptions from V3 clients such as this cone (libxmtp 1.10); "
     "see docs/networks.md"
 )
+
+
+def node_error_text(text: str) -> str:
+    """libxmtp's error text for a failed node call as cone shows it: one line, and a
+    node that cannot be connected to said so in words instead of libxmtp's chain
+    (`[ClientError::Api] … api client at endpoint "…" has error status: 'The service is
+    currently unavailable', self: "tcp connect error"`)."""
+    line = one_line(text)
+    if "tcp connect error" not in line:
+        return line
+    endpoint = re.search(r'endpoint "/xmtp\.[\w.]+\.(\w+/\w+)"', line)
+    where = f" ({endpoint.group(1)})" if endpoint else ""
+    return f"the XMTP node cannot be reached: no connection{where}"
 
 
 def plain(text: str) -> str:
