@@ -99,6 +99,9 @@ def _add_daemon(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--wallet-key-file",
         help="import this wallet key (64 hex) on first start (default: $CONE_WALLET_KEY or new)",
     )
+    from cone.facades.http.options import add_arguments as add_http_arguments
+
+    add_http_arguments(p)
 
 
 def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

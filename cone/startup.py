@@ -39,6 +39,7 @@ from cone.facades._pool import ChannelPool
 if TYPE_CHECKING:
     from cone.daemon.runtime import Running
     from cone.daemon.socket_front import JsonHandler
+    from cone.facades.http.options import HttpOptions
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +94,15 @@ async def host_core(
     create: bool,
     json_handler: JsonHandler | None = None,
     announce: str | None = None,
+    http: HttpOptions | None = None,
 ) -> AsyncIterator[Running]:
-    """Host the core here (`running_core`); with `announce`, say so when it is new."""
+    """Host the core here (`running_core`); with `announce`, say so when it is new;
+    with `http`, serve the HTTP front too (cone.facades.http)."""
     from cone.daemon.runtime import running_core
 
-    async with running_core(settings, json_handler=json_handler, create=create) as running:
+    async with running_core(
+        settings, json_handler=json_handler, create=create, http=http
+    ) as running:
         if announce:
             announce_created(announce, running)
         yield running
