@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
 
@@ -29,6 +29,12 @@ RPC_SECONDS: Final = Histogram(
     "Time to answer a ConeService call, by method (a long poll's wait included).",
     ["method"],
     buckets=_BUCKETS,
+    registry=REGISTRY,
+)
+IN_FLIGHT: Final = Gauge(
+    "cone_rpcs_in_flight",
+    "ConeService calls being answered now, by method (waiting long polls included).",
+    ["method"],
     registry=REGISTRY,
 )
 SEND_SECONDS: Final = Histogram(
@@ -50,6 +56,7 @@ RECEIVE_WAIT_SECONDS: Final = Histogram(
 )
 
 __all__ = [
+    "IN_FLIGHT",
     "RECEIVE_WAITS",
     "RECEIVE_WAIT_SECONDS",
     "REGISTRY",

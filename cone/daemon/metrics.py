@@ -51,12 +51,15 @@ class CallMetrics(grpc.aio.ServerInterceptor):
         async def timed(request: Any, context: grpc.aio.ServicerContext) -> Any:
             start = time.perf_counter()
             code = "OK"
+            in_flight = metrics.IN_FLIGHT.labels(method)
+            in_flight.inc()
             try:
                 return await inner(request, context)
             except BaseException:
                 code = "CANCELLED"  # replaced below when the context knows better
                 raise
             finally:
+                in_flight.dec()
                 status = context.code()
                 if status is not None:
                     code = status.name
