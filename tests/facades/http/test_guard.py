@@ -27,6 +27,7 @@ from cone.errors import InvalidArgument
 from cone.facades.http import _guard
 from cone.facades.http.options import HttpOptions
 from cone.facades.http.server import Serving, serving
+from support.daemons import run_cone
 
 RPC = {"jsonrpc": "2.0", "id": 1, "method": "identity"}
 
@@ -246,3 +247,13 @@ async def test_tls_serves_https_only(tmp_path: Path) -> None:
             with pytest.raises(aiohttp.ClientError):
                 async with session.get(f"http://127.0.0.1:{s.port}/api/v1/health") as r:
                     await r.read()
+
+
+async def test_the_daemon_refuses_plain_http_on_the_network_before_touching_state(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "state"
+    code, err = await run_cone(["daemon", "--home", str(home), "--http", "0.0.0.0:0"])
+    assert code == 2
+    assert b"--http-insecure" in err
+    assert not home.exists()
