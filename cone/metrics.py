@@ -1,7 +1,8 @@
 """The daemon's Prometheus metrics: one registry, the metrics recorded as things happen.
 
-Counters and histograms here are recorded in the process that hosts the core (the gRPC
-edge records each ConeService call: `cone.daemon.metrics`). What the daemon knows as
+Counters and histograms here are recorded in the process that hosts the core: the
+gRPC edge records each ConeService call (`cone.daemon.metrics`), the ingest what
+enters the inbox (`cone.core.ingest`). What the daemon knows as
 state (outbox, streams, network, the healed count kept in the store) is read from
 `Status` when `/metrics` is scraped (`cone.facades.http`). Names follow Prometheus'
 conventions: `cone_*_total` for counters, `cone_*_seconds` for durations.
@@ -18,6 +19,16 @@ REGISTRY: Final = CollectorRegistry(auto_describe=True)
 # Seconds buckets from a millisecond to a long poll's 30 s bound.
 _BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
+INGESTED: Final = Counter(
+    "cone_messages_ingested",
+    "Messages that entered the inbox since the daemon started (requests included).",
+    registry=REGISTRY,
+)
+UNREADABLE: Final = Counter(
+    "cone_messages_unreadable",
+    "Messages that entered the inbox unreadable (kept with their reason) since start.",
+    registry=REGISTRY,
+)
 RPCS: Final = Counter(
     "cone_rpcs",
     "ConeService calls answered, by method and gRPC status code.",
@@ -56,6 +67,7 @@ RECEIVE_WAIT_SECONDS: Final = Histogram(
 )
 
 __all__ = [
+    "INGESTED",
     "IN_FLIGHT",
     "RECEIVE_WAITS",
     "RECEIVE_WAIT_SECONDS",
@@ -63,4 +75,5 @@ __all__ = [
     "RPCS",
     "RPC_SECONDS",
     "SEND_SECONDS",
+    "UNREADABLE",
 ]

@@ -175,6 +175,10 @@ async def test_events_carry_messages_until_acked_and_resume_after_the_last_id(
         assert (await next_message(events)).json()["text"] == "second"
     async with event_stream(daemon, session, "consumer=other") as events:
         assert (await next_message(events)).json()["text"] == "hello"
+    async with session.get(daemon.url + "metrics", headers=daemon.auth) as r:
+        text = await r.text()
+    assert "cone_messages_ingested_total 2.0" in text
+    assert "cone_messages_unreadable_total 0.0" in text
 
 
 async def test_an_event_stream_survives_a_kill_9_of_the_daemon(
