@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 from cone import metrics
 from cone.commands._render import problems
 from cone.errors import ConeError
-from cone.facades.http._guard import BODY_TIMEOUT_S
+from cone.facades.http import _guard
 from cone.facades.jsonrpc import Dispatcher, Relay
 from cone.facades.jsonrpc._errors import error_object
 
@@ -51,8 +51,15 @@ class Routes:
             return web.json_response(
                 {"error": "send JSON-RPC as Content-Type: application/json"}, status=415
             )
-        async with asyncio.timeout(BODY_TIMEOUT_S):
-            body = await request.read()
+        try:
+            async with asyncio.timeout(_guard.BODY_TIMEOUT_S):
+                body = await request.read()
+        except TimeoutError:
+            return web.json_response(
+                {"error": f"the body did not arrive within {_guard.BODY_TIMEOUT_S:g} s"},
+                status=408,
+                headers={"Connection": "close"},
+            )
         out: list[bytes] = []
 
         async def write(line: bytes) -> None:

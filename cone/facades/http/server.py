@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 SHUTDOWN_S = 1.0
 # Idle keep-alive connections close after this.
 KEEPALIVE_S = 15.0
+# Seconds a connection whose request body was not read in full may linger.
+LINGER_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,9 @@ async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterat
         access_log=None,
         shutdown_timeout=SHUTDOWN_S,
         keepalive_timeout=KEEPALIVE_S,
+        # After an answer to a request whose body was not read, aiohttp reads (and
+        # drops) the rest for at most this long before closing.
+        lingering_time=LINGER_S,
         max_line_size=8190,
         max_field_size=8190,
     )

@@ -181,6 +181,21 @@ async def test_events_carry_messages_until_acked_and_resume_after_the_last_id(
     assert "cone_messages_unreadable_total 0.0" in text
 
 
+async def test_a_bad_consumer_is_refused_as_on_json_rpc(
+    daemon: HttpDaemon, session: aiohttp.ClientSession
+) -> None:
+    async with session.get(
+        daemon.url + "api/v1/events?consumer=no%20spaces", headers=daemon.auth
+    ) as r:
+        assert r.status == 400
+        error = (await r.json())["error"]
+    _, answer = await daemon.rpc(
+        {"jsonrpc": "2.0", "id": 1, "method": "peek", "params": {"consumer": "no spaces"}},
+        session,
+    )
+    assert error == answer["error"]
+
+
 async def test_an_event_stream_survives_a_kill_9_of_the_daemon(
     daemon: HttpDaemon, session: aiohttp.ClientSession, alice: Peer
 ) -> None:

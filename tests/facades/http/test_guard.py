@@ -184,6 +184,25 @@ async def test_slow_clients_hold_nothing(tmp_path: Path, monkeypatch: pytest.Mon
         assert status == 200
 
 
+async def test_a_body_that_does_not_arrive_in_time_is_answered_408(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_guard, "BODY_TIMEOUT_S", 0.5)
+    async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as s:
+        reader, writer = await asyncio.open_connection("127.0.0.1", s.port)
+        token = s.token_file.read_text().strip()
+        writer.write(
+            f"POST /api/v1/rpc HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+            "Content-Length: 100\r\n\r\n{".encode()
+        )
+        await writer.drain()
+        async with asyncio.timeout(10):
+            answer = await reader.read()
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 408 ")
+
+
 def test_a_network_address_needs_tls_or_an_explicit_insecure_flag() -> None:
     with pytest.raises(InvalidArgument, match="--http-insecure"):
         HttpOptions(host="0.0.0.0", port=8080).check()
