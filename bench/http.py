@@ -27,13 +27,10 @@ import aiohttp
 
 from cone.devnet import Devnet
 from conepb.v1 import cone_pb2 as pb
+from support.daemons import short_home
+from support.http_daemon import Event, HttpDaemon, event_stream, next_message
 from support.peers import Peer
 from support.waiting import until
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "facades" / "http"))
-from _http import Event, HttpDaemon, event_stream, next_message
-
-from support.daemons import short_home
 
 IDENTITY = {"jsonrpc": "2.0", "id": 1, "method": "identity"}
 

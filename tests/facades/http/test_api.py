@@ -13,10 +13,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from support.http_daemon import HttpDaemon, event_stream, next_message
 from support.peers import Peer
 from support.waiting import until
-
-from ._http import HttpDaemon, event_stream, next_message
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -97,6 +97,13 @@ async def test_a_foreign_host_header_is_refused(front: Serving) -> None:
         assert (await _post(front, {**_auth(front), "Host": host}))[0] == 200
 
 
+async def test_configured_host_names_pass_the_host_check(tmp_path: Path) -> None:
+    options = HttpOptions(host_names=("cone.internal",))
+    async with serving(options, tmp_path, tmp_path / "absent.sock") as s:
+        assert (await _post(s, {**_auth(s), "Host": f"cone.internal:{s.port}"}))[0] == 200
+        assert (await _post(s, {**_auth(s), "Host": f"other.internal:{s.port}"}))[0] == 421
+
+
 async def test_a_cross_origin_post_is_refused_and_no_cors_is_offered(front: Serving) -> None:
     """CSRF: another site's page posting with the user's browser."""
     status, headers = await _post(front, {**_auth(front), "Origin": "https://evil.example"})

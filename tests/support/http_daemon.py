@@ -1,4 +1,4 @@
-"""A daemon with its HTTP front, and a small SSE reader, for the HTTP tests."""
+"""`cone daemon --http` as a real subprocess, and a small SSE reader (HTTP tests, bench)."""
 
 from __future__ import annotations
 
