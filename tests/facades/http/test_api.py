@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from support.http_daemon import HttpDaemon, event_stream, next_message
+from support.http_daemon import HttpDaemon, event_stream, free_port, next_message
 from support.peers import Peer
 from support.waiting import until
 
@@ -258,3 +259,26 @@ async def test_metrics_are_prometheus_text_with_the_documented_names(
         'cone_network_state{state="reachable"} 1.0',
     ):
         assert name in text, name
+
+
+async def test_cone_serve_hosting_the_core_serves_http_too(
+    home: Path, devnet: str, session: aiohttp.ClientSession
+) -> None:
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cone", "serve", "--home", str(home), "--api-url", devnet,
+        "--http", f"127.0.0.1:{port}",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps(CASES[0]).encode() + b"\n")
+        on_stdio = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
+        auth = {"Authorization": f"Bearer {(home / 'http.token').read_text().strip()}"}
+        async with session.post(
+            f"http://127.0.0.1:{port}/api/v1/rpc", json=CASES[0], headers=auth
+        ) as r:
+            assert await r.json() == on_stdio
+    finally:
+        proc.stdin.close()
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
