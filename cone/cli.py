@@ -99,6 +99,14 @@ def _add_daemon(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--wallet-key-file",
         help="import this wallet key (64 hex) on first start (default: $CONE_WALLET_KEY or new)",
     )
+    _add_http(p)
+
+
+def _add_http(p: argparse.ArgumentParser) -> None:
+    """`--http` and its flags, for the commands that may host the core (docs/http.md)."""
+    from cone.facades.http.options import add_arguments
+
+    add_arguments(p)
 
 
 def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -169,6 +177,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
     )
     _add_state(p)
+    _add_http(p)
 
 
 def _add_backup(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -199,6 +208,7 @@ def _add_bridge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         usage="cone bridge [OPTIONS] -- COMMAND [ARGS...]",
     )
     _add_state(p)
+    _add_http(p)
     p.add_argument("--consumer", default="bridge", help="consumer to receive as (default bridge)")
     p.add_argument("--alias", help="in groups, answer only when addressed as @ALIAS")
     p.add_argument("--concurrency", type=int, default=4, help="turns running at once (default 4)")
@@ -252,6 +262,7 @@ def _add_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     _add_state(p)
+    _add_http(p)
 
 
 def build_parser() -> argparse.ArgumentParser:

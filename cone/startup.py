@@ -39,6 +39,7 @@ from cone.facades._pool import ChannelPool
 if TYPE_CHECKING:
     from cone.daemon.runtime import Running
     from cone.daemon.socket_front import JsonHandler
+    from cone.facades.http.options import HttpOptions
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +94,15 @@ async def host_core(
     create: bool,
     json_handler: JsonHandler | None = None,
     announce: str | None = None,
+    http: HttpOptions | None = None,
 ) -> AsyncIterator[Running]:
-    """Host the core here (`running_core`); with `announce`, say so when it is new."""
+    """Host the core here (`running_core`); with `announce`, say so when it is new;
+    with `http`, serve the HTTP front too (cone.facades.http)."""
     from cone.daemon.runtime import running_core
 
-    async with running_core(settings, json_handler=json_handler, create=create) as running:
+    async with running_core(
+        settings, json_handler=json_handler, create=create, http=http
+    ) as running:
         if announce:
             announce_created(announce, running)
         yield running
@@ -129,15 +134,21 @@ async def _socket_up(settings: Settings, timeout: float = SOCKET_WAIT_S) -> None
 
 @asynccontextmanager
 async def reach_core(
-    settings: Settings, *, create: bool, announce: str | None = None
+    settings: Settings,
+    *,
+    create: bool,
+    announce: str | None = None,
+    http: HttpOptions | None = None,
 ) -> AsyncIterator[Reached]:
     """Relay or embed, as the state lock says; see the module docstring. Without
-    `create`, a state directory without an identity raises NoIdentity."""
+    `create`, a state directory without an identity raises NoIdentity. `http` is served
+    only when this process hosts the core (the HTTP front lives beside the core)."""
     if not create:
         require_identity(settings)
     async with ChannelPool(settings.paths.socket) as pool:
         if held_by_other(settings):
             log.info("relaying to %s", settings.paths.socket)
+            _no_http_when_relaying(http)
             await _socket_up(settings)
             yield Reached(pool, embedded=False)
             return
@@ -151,18 +162,28 @@ async def reach_core(
                     create=create,
                     json_handler=JsonRpcOnSocket(pool),
                     announce=announce,
+                    http=http,
                 )
             )
         except StateError as err:
             if err.reason != "locked":
                 raise
             log.info("another process took the identity first; relaying to it")
+            _no_http_when_relaying(http)
             await _socket_up(settings)
             yield Reached(pool, embedded=False)
             return
         async with stack:
             log.info("hosting the core on %s", settings.paths.socket)
             yield Reached(pool, embedded=True, created=running.created)
+
+
+def _no_http_when_relaying(http: HttpOptions | None) -> None:
+    if http is not None:
+        log.warning(
+            "--http is not served: another process holds the identity and this one relays "
+            "to it; give --http to the process that holds it (docs/http.md)"
+        )
 
 
 class CoreNotStarted(Unavailable):
@@ -207,7 +228,12 @@ class LateCore:
 
 @asynccontextmanager
 async def core_in_background(
-    settings: Settings, stop: asyncio.Event, *, end_on_failure: bool, command: str
+    settings: Settings,
+    stop: asyncio.Event,
+    *,
+    end_on_failure: bool,
+    command: str,
+    http: HttpOptions | None = None,
 ) -> AsyncIterator[LateCore]:
     """Reach the core (`reach_core`, which may create the identity: these are
     long-running hosts) while the block already serves its stdio.
@@ -223,7 +249,7 @@ async def core_in_background(
 
     async def hold() -> None:
         try:
-            async with reach_core(settings, create=True, announce=command) as reached:
+            async with reach_core(settings, create=True, announce=command, http=http) as reached:
                 late._reached(reached.pool)
                 await done.wait()
         except ConeError as err:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
 from cone.errors import InvalidArgument
+from cone.facades.http.options import HttpOptions
 
 if TYPE_CHECKING:
     from cone.bridge import BridgeConfig
@@ -102,7 +103,11 @@ async def _main(args: argparse.Namespace, settings: Settings) -> None:
     async with Shutdown("bridge") as shutdown, AsyncExitStack() as stack:
         stop = shutdown.requested
         reached = await shutdown.unless_requested(
-            stack.enter_async_context(reach_core(settings, create=True, announce="bridge"))
+            stack.enter_async_context(
+                reach_core(
+                    settings, create=True, announce="bridge", http=HttpOptions.from_args(args)
+                )
+            )
         )
         if reached is None:
             return

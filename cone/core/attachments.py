@@ -12,8 +12,14 @@ retried with backoff, from 2 s doubling to an hour; it is never dropped.
 
 A URL comes from a peer, so by default only `https://` URLs whose host resolves to
 public addresses are fetched: a peer cannot make cone read this machine's or its
-network's private services. `CONE_ATTACHMENT_ALLOW_LOCAL=1` lifts that (plain
-`http://`, loopback and private addresses) for tests and local networks.
+network's private services. The name is resolved once, its addresses are checked, and
+the connection goes to those very addresses (a resolver that answers a public address
+first and 127.0.0.1 next gains nothing); TLS is still verified for the URL's name.
+Every redirect is checked and pinned the same way. Proxy variables of the environment
+(HTTPS_PROXY, ...) are ignored; `CONE_ATTACHMENT_PROXY=URL` names a proxy explicitly.
+`CONE_ATTACHMENT_ALLOW_LOCAL=1` lifts the address check (plain `http://`, loopback and
+private addresses) for tests and local networks. The client is aiohttp, cone's one
+HTTP stack (docs/development.md).
 """
 
 from __future__ import annotations
@@ -26,12 +32,16 @@ import logging
 import os
 import random
 import socket
+import ssl
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
+import aiohttp
+import yarl
+from aiohttp.abc import AbstractResolver, ResolveResult
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -49,6 +59,8 @@ RETRY_START_S: Final = 2.0
 RETRY_MAX_S: Final = 3600.0
 # Downloads at once: a peer sending many slow URLs holds at most this many.
 PARALLEL: Final = 2
+# Redirects followed, each checked and pinned like the first URL.
+MAX_REDIRECTS: Final = 5
 _CHUNK = 64 * 1024
 
 
@@ -71,60 +83,142 @@ def timeout_s() -> float:
     return value if value > 0 else DOWNLOAD_TIMEOUT_S
 
 
-def check_url(url: str, *, local: bool) -> None:
-    """Refuse a URL cone must not fetch for a peer (DownloadError says why)."""
+Resolve = Callable[[str, int], list[str]]
+
+
+def system_resolve(host: str, port: int) -> list[str]:
+    """The addresses the system resolver gives for `host` (blocking), in its order."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return address.is_global
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a download may reach and how it resolves names (tests give their own)."""
+
+    #: URL schemes fetched.
+    schemes: tuple[str, ...] = ("https",)
+    #: Whether an address may be connected to.
+    allowed: Callable[[ipaddress.IPv4Address | ipaddress.IPv6Address], bool] = _public
+    #: The one lookup of a host name; its answer is the only place cone connects.
+    resolve: Resolve = system_resolve
+    #: TLS: True verifies against the system's CAs; a context verifies against its own.
+    ssl: ssl.SSLContext | bool = True
+    #: A proxy, only when configured (`CONE_ATTACHMENT_PROXY`): proxy variables of the
+    #: environment (HTTPS_PROXY, ...) are never followed for a peer's URL.
+    proxy: str | None = None
+
+    @classmethod
+    def from_env(cls) -> Policy:
+        """The daemon's policy: public https only, or anything with allow_local()."""
+        proxy = os.environ.get("CONE_ATTACHMENT_PROXY") or None
+        if allow_local():
+            return cls(schemes=("https", "http"), allowed=lambda _a: True, proxy=proxy)
+        return cls(proxy=proxy)
+
+
+def check_url(url: str, *, local: bool, policy: Policy | None = None) -> list[str]:
+    """Refuse a URL cone must not fetch for a peer (DownloadError says why); else the
+    addresses its host resolved to, checked: the only ones a download connects to."""
+    if policy is None:
+        policy = Policy(schemes=("https", "http"), allowed=lambda _a: True) if local else Policy()
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in (("https", "http") if local else ("https",)):
+    if parts.scheme not in policy.schemes:
         raise DownloadError(
             f"refused: only https:// URLs are fetched, not {parts.scheme or url[:40]}"
         )
     if not parts.hostname:
         raise DownloadError("refused: the URL names no host")
-    if local:
-        return
     try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise DownloadError(f"cannot resolve {parts.hostname}: {exc}") from None
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if not address.is_global:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise DownloadError("refused: the URL's port is not a number") from None
+    try:
+        addresses = [str(ipaddress.ip_address(parts.hostname))]
+    except ValueError:
+        try:
+            addresses = policy.resolve(parts.hostname, port)
+        except OSError as exc:
+            raise DownloadError(f"cannot resolve {parts.hostname}: {exc}") from None
+    if not addresses:
+        raise DownloadError(f"cannot resolve {parts.hostname}: no address")
+    for address in addresses:
+        if not policy.allowed(ipaddress.ip_address(address.split("%")[0])):
             raise DownloadError(f"refused: {parts.hostname} resolves to a non-public address")
+    return addresses
 
 
-class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect only to a URL cone would fetch in the first place."""
+class _Pinned(AbstractResolver):
+    """aiohttp's resolver for one download: a host name resolves to the addresses
+    check_url checked for it, and to nothing else (no second lookup, no rebinding)."""
 
-    def redirect_request(
-        self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
-    ) -> urllib.request.Request | None:
-        check_url(newurl, local=allow_local())
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+    def __init__(self) -> None:
+        self.hosts: dict[str, list[str]] = {}
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        addresses = self.hosts.get(host)
+        if addresses is None:
+            raise OSError(f"{host} was not checked")
+        return [
+            ResolveResult(
+                hostname=host,
+                host=address,
+                port=port,
+                family=socket.AF_INET6 if ":" in address else socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST,
+            )
+            for address in addresses
+        ]
+
+    async def close(self) -> None:
+        return None
 
 
-def _get(url: str, limit: int, deadline: float) -> bytes:
-    """The body of a GET, at most `limit` bytes, before `deadline` (monotonic)."""
-    request = urllib.request.Request(url, headers={"User-Agent": "cone"})
-    opener = urllib.request.build_opener(_CheckedRedirects)
-    try:
-        with opener.open(request, timeout=max(1.0, deadline - time.monotonic())) as r:
-            declared = r.headers.get("Content-Length")
-            if declared and declared.isdigit() and int(declared) > limit:
-                raise DownloadError(f"the file is {declared} bytes, over the {limit}-byte limit")
-            body = bytearray()
-            while chunk := r.read1(_CHUNK):
-                body += chunk
-                if len(body) > limit:
-                    raise DownloadError(f"the file is over the {limit}-byte limit")
-                if time.monotonic() > deadline:
-                    raise TimeoutError
-            return bytes(body)
-    except urllib.error.HTTPError as exc:
-        raise DownloadError(f"HTTP {exc.code} from the server") from None
-    except TimeoutError:
-        raise DownloadError("the download did not finish in time") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise DownloadError(f"the download failed: {exc}") from None
+async def _get(url: str, limit: int, policy: Policy) -> bytes:
+    """The body of a GET, at most `limit` bytes; each redirect checked and pinned too."""
+    pinned = _Pinned()
+    if policy.proxy is not None:
+        # The operator's proxy (configured, trusted) resolves the peer's name itself.
+        proxy_host = yarl.URL(policy.proxy).host or ""
+        pinned.hosts[proxy_host] = await asyncio.to_thread(
+            system_resolve, proxy_host, yarl.URL(policy.proxy).port or 80
+        )
+    connector = aiohttp.TCPConnector(
+        resolver=pinned, use_dns_cache=False, ssl=policy.ssl, limit=1, force_close=True
+    )
+    async with aiohttp.ClientSession(
+        connector=connector, trust_env=False, headers={"User-Agent": "cone"}
+    ) as session:
+        for _hop in range(MAX_REDIRECTS + 1):
+            hostname = urllib.parse.urlsplit(url).hostname or ""
+            pinned.hosts[hostname] = await asyncio.to_thread(
+                check_url, url, local=False, policy=policy
+            )
+            async with session.get(url, allow_redirects=False, proxy=policy.proxy) as r:
+                if r.status in (301, 302, 303, 307, 308) and "Location" in r.headers:
+                    url = str(r.url.join(yarl.URL(r.headers["Location"])))
+                    continue
+                if r.status != 200:
+                    raise DownloadError(f"HTTP {r.status} from the server")
+                declared = r.content_length
+                if declared is not None and declared > limit:
+                    raise DownloadError(
+                        f"the file is {declared} bytes, over the {limit}-byte limit"
+                    )
+                body = bytearray()
+                async for chunk in r.content.iter_chunked(_CHUNK):
+                    body += chunk
+                    if len(body) > limit:
+                        raise DownloadError(f"the file is over the {limit}-byte limit")
+                return bytes(body)
+    raise DownloadError(f"more than {MAX_REDIRECTS} redirects")
 
 
 def open_payload(ref: dict[str, Any], payload: bytes) -> content.AttachmentPart:
@@ -144,12 +238,17 @@ def open_payload(ref: dict[str, Any], payload: bytes) -> content.AttachmentPart:
         raise DownloadError(str(exc)) from None
 
 
-def download(ref: dict[str, Any]) -> content.AttachmentPart:
-    """Fetch, check and decrypt one remote attachment (blocking: run it in a thread)."""
-    deadline = time.monotonic() + timeout_s()
-    check_url(ref["url"], local=allow_local())
-    payload = _get(ref["url"], limits.REMOTE_ATTACHMENT_MAX_BYTES, deadline)
-    return open_payload(ref, payload)
+async def download(ref: dict[str, Any], policy: Policy | None = None) -> content.AttachmentPart:
+    """Fetch, check and decrypt one remote attachment, within `timeout_s()`."""
+    policy = policy or Policy.from_env()
+    try:
+        async with asyncio.timeout(timeout_s()):
+            payload = await _get(ref["url"], limits.REMOTE_ATTACHMENT_MAX_BYTES, policy)
+    except TimeoutError:
+        raise DownloadError("the download did not finish in time") from None
+    except (aiohttp.ClientError, OSError, ValueError) as exc:
+        raise DownloadError(f"the download failed: {exc}") from None
+    return await asyncio.to_thread(open_payload, ref, payload)
 
 
 def _backoff_ns(attempts: int) -> int:
@@ -204,7 +303,7 @@ class Fetcher:
         ref = json.loads(item.remote_json)
         async with self._slots:
             try:
-                part = await asyncio.to_thread(download, ref)
+                part = await download(ref)
             except DownloadError as exc:
                 error = str(exc)
             except Exception as exc:  # a peer's file must never stop the worker

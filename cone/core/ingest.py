@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from cone import metrics
 from cone.core import content
 from cone.engine.port import ConversationInfo, EnginePort, RawMessage, XmtpConsent
 from cone.store import (
@@ -420,17 +421,22 @@ class Ingestor:
             )
         else:
             _log_arrivals(rows, committed)
+            _count_arrivals(rows, committed)
             return committed
         new: list[str] = []
+        stored: list[IncomingMessage] = []
         for row in rows:
             try:
                 new += await self._store.write(_commit_rows, cid, [row], [], None)
+                stored.append(row)
             except Exception as exc:
                 # A row the store refuses still enters, as its metadata; if even that
                 # fails, the store itself is failing: the whole conversation retries.
                 bare = _bare(row, f"could not be stored: {exc}")
                 new += await self._store.write(_commit_rows, cid, [bare], [], None)
+                stored.append(bare)
         await self._store.write(_commit_rows, cid, [], skipped, floor_ns)
+        _count_arrivals(stored, new)
         return new
 
 
@@ -447,6 +453,13 @@ def _log_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
                     row.sender_inbox_id,
                     row.content_type,
                 )
+
+
+def _count_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
+    """`/metrics`: messages that entered the inbox, and how many of them are unreadable."""
+    fresh = set(new)
+    metrics.INGESTED.inc(len(fresh))
+    metrics.UNREADABLE.inc(sum(1 for row in rows if row.id in fresh and row.unreadable))
 
 
 def _conversation_order(raw: RawMessage) -> tuple[int, str]:

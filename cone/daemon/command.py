@@ -12,9 +12,10 @@ from contextlib import AsyncExitStack
 
 from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
+from cone.facades.http.options import HttpOptions
 
 
-async def _main(settings: Settings) -> None:
+async def _main(settings: Settings, http: HttpOptions | None = None) -> None:
     from cone._shutdown import Shutdown
     from cone.facades.jsonrpc import json_handler_for
     from cone.startup import host_core
@@ -25,7 +26,9 @@ async def _main(settings: Settings) -> None:
         json_handler = await stack.enter_async_context(json_handler_for(settings.paths.socket))
         running = await shutdown.unless_requested(
             stack.enter_async_context(
-                host_core(settings, create=True, json_handler=json_handler, announce="daemon")
+                host_core(
+                    settings, create=True, json_handler=json_handler, announce="daemon", http=http
+                )
             )
         )
         if running is None:
@@ -45,4 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from cone.startup import settings_from
 
     configure_logging(args.verbose)
-    return exit_code("daemon", lambda: run_loop(_main(settings_from(args)), hosting=True))
+    return exit_code(
+        "daemon",
+        lambda: run_loop(_main(settings_from(args), HttpOptions.from_args(args)), hosting=True),
+    )

@@ -28,12 +28,14 @@ from cone.core.service import Core
 from cone.daemon import reflection
 from cone.daemon.decoding import DecodeGuard
 from cone.daemon.lock import StateLock
+from cone.daemon.metrics import CallMetrics
 from cone.daemon.servicer import ConeServicer
 from cone.daemon.socket_front import JsonHandler, SocketFront
 from cone.daemon.validation import RuleGuard
 from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.errors import NoIdentity, StateError, Unavailable
+from cone.facades.http.options import HttpOptions
 from cone.store import Connection, Store, load_db_key, meta
 from cone.store.keys import KEY_ENV, parse_hex_key
 from conepb.v1 import cone_pb2, cone_pb2_grpc
@@ -204,7 +206,7 @@ def _grpc_server(
     core: Core, grpc_socket: Path
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     server = grpc.aio.server(
-        interceptors=[DecodeGuard(), RuleGuard()],
+        interceptors=[CallMetrics(), DecodeGuard(), RuleGuard()],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -234,11 +236,28 @@ def _key_source_said(exc: StateError, settings: Settings) -> StateError:
 
 
 @asynccontextmanager
+async def _http_front(http: HttpOptions | None, home: Path, socket: Path) -> AsyncIterator[None]:
+    if http is None:
+        yield
+        return
+    from cone.facades.http.server import serving
+
+    async with serving(http, home, socket):
+        yield
+
+
+@asynccontextmanager
 async def running_core(
-    settings: Settings, *, json_handler: JsonHandler | None = None, create: bool = True
+    settings: Settings,
+    *,
+    json_handler: JsonHandler | None = None,
+    create: bool = True,
+    http: HttpOptions | None = None,
 ) -> AsyncIterator[Running]:
     """Host the core for `settings` until the block exits. Without `create`, a state
-    directory without a registered identity raises NoIdentity and is left as it was."""
+    directory without a registered identity raises NoIdentity and is left as it was.
+    With `http`, the HTTP front (cone.facades.http) runs too, started after `cone.sock`
+    and stopped before it."""
     paths = settings.paths
     if not create and not paths.store.exists():
         raise NoIdentity.of(paths.home)
@@ -274,7 +293,8 @@ async def running_core(
             front = SocketFront(paths.socket, grpc_socket, json_handler)
             await front.start()
             try:
-                yield Running(core, paths.socket, created)
+                async with _http_front(http, paths.home, paths.socket):
+                    yield Running(core, paths.socket, created)
             finally:
                 await front.close()
                 await server.stop(grace=1.0)

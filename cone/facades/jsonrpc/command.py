@@ -20,11 +20,12 @@ import logging
 
 from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
+from cone.facades.http.options import HttpOptions
 
 log = logging.getLogger("cone.serve")
 
 
-async def _main(settings: Settings, out_fd: int) -> None:
+async def _main(settings: Settings, out_fd: int, http: HttpOptions | None = None) -> None:
     from cone._shutdown import Shutdown
     from cone.facades._stdio import open_stdio
     from cone.facades.jsonrpc import Relay, run_session
@@ -36,7 +37,7 @@ async def _main(settings: Settings, out_fd: int) -> None:
         Shutdown("serve") as shutdown,
         open_stdio(out_fd) as (read, writer),
         core_in_background(
-            settings, shutdown.requested, end_on_failure=True, command="serve"
+            settings, shutdown.requested, end_on_failure=True, command="serve", http=http
         ) as core,
     ):
         relay = Relay(core)
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     def body() -> None:
         settings = settings_from(args)
-        run_loop(_main(settings, out_fd), hosting=not held_by_other(settings))
+        http = HttpOptions.from_args(args)
+        run_loop(_main(settings, out_fd, http), hosting=not held_by_other(settings))
 
     return exit_code("serve", body)

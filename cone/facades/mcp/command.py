@@ -15,9 +15,10 @@ import argparse
 
 from cone._command import configure_logging, exit_code
 from cone.config import Settings
+from cone.facades.http.options import HttpOptions
 
 
-async def _main(settings: Settings, out_fd: int) -> None:
+async def _main(settings: Settings, out_fd: int, http: HttpOptions | None = None) -> None:
     from typing import Any, cast
 
     from mcp.server.stdio import stdio_server
@@ -35,7 +36,7 @@ async def _main(settings: Settings, out_fd: int) -> None:
         Shutdown("mcp") as shutdown,
         open_stdio(out_fd) as (read, writer),
         core_in_background(
-            settings, shutdown.requested, end_on_failure=False, command="mcp"
+            settings, shutdown.requested, end_on_failure=False, command="mcp", http=http
         ) as core,
     ):
         server = build_server(fixed_lifespan(core))
@@ -58,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
 
     def body() -> None:
         settings = settings_from(args)
+        http = HttpOptions.from_args(args)
         # The core runs on uvloop, as in `cone daemon`; a relay needs no more than asyncio.
         anyio.run(
-            _main, settings, out_fd, backend="asyncio",
+            _main, settings, out_fd, http, backend="asyncio",
             backend_options={"use_uvloop": not held_by_other(settings)},
         )  # fmt: skip
 

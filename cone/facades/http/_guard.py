@@ -1,0 +1,177 @@
+"""What every request passes before a route runs, and bounds on connections.
+
+In order: the Host header must name this front (DNS rebinding: a page on an attacker's
+name that resolves to 127.0.0.1 sends its own name); CORS answers only configured
+origins; a state-changing request (anything but GET, HEAD and OPTIONS) with an Origin
+must come from this front's own origin or a configured one (CSRF); then the bearer
+token, on everything but health. Connections are bounded in number and each must send
+its request's headers within `HEADER_TIMEOUT_S` (a slow client holds nothing for long);
+bodies are bounded in size (aiohttp's `client_max_size`) and read time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from aiohttp import web
+
+from cone.facades.http._token import matches
+from cone.facades.http.options import HttpOptions
+
+log = logging.getLogger(__name__)
+
+MAX_CONNECTIONS: Final = 64
+HEADER_TIMEOUT_S: Final = 10.0
+BODY_TIMEOUT_S: Final = 30.0
+# The JSON-RPC line limit of stdio, so a request that fits there fits here.
+MAX_BODY_BYTES: Final = 16 * 1024 * 1024
+OPEN_PATHS: Final = frozenset({"/api/v1/health"})
+_SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class Policy:
+    """The checks, for one front bound to `port`."""
+
+    def __init__(self, options: HttpOptions, port: int, token: str) -> None:
+        self.token = token
+        self.cors = frozenset(options.cors_origins)
+        names = {options.host, *options.host_names}
+        if options.loopback:
+            names |= {"localhost", "127.0.0.1", "::1"}
+        default_port = 443 if options.tls else 80
+        self.hosts = frozenset(
+            {_host_port(n, port) for n in names}
+            | ({n if ":" not in n else f"[{n}]" for n in names} if port == default_port else set())
+        )
+        scheme = "https" if options.tls else "http"
+        self.origins = frozenset(f"{scheme}://{h}" for h in self.hosts) | self.cors
+
+    def host_ok(self, request: web.Request) -> bool:
+        """Whether the Host header names this front."""
+        return request.headers.get("Host", "").lower() in self.hosts
+
+    def authorized(self, request: web.Request) -> bool:
+        """Whether the request carries the token (`Authorization: Bearer TOKEN`)."""
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and matches(given.strip(), self.token)
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """The checks of the module docstring, in that order."""
+        if not self.host_ok(request):
+            return _refuse(421, "the Host header does not name this server")
+        origin = request.headers.get("Origin")
+        if request.method == "OPTIONS":
+            if origin is not None and origin in self.cors:
+                return _cors(web.Response(status=204), origin, preflight=True)
+            return _refuse(403, "cross-origin requests are not allowed from this origin")
+        if origin is not None and request.method not in _SAFE_METHODS:
+            if origin not in self.origins:
+                return _refuse(403, "cross-origin requests are not allowed from this origin")
+        if request.path not in OPEN_PATHS and not self.authorized(request):
+            refused = _refuse(401, "missing or wrong bearer token (see docs/http.md)")
+            refused.headers["WWW-Authenticate"] = 'Bearer realm="cone"'
+            return refused
+        response = await handler(request)
+        if origin is not None and origin in self.cors and not response.prepared:
+            _cors(response, origin, preflight=False)
+        return response
+
+
+def _refuse(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def _cors(response: web.StreamResponse, origin: str, *, preflight: bool) -> web.StreamResponse:
+    response.headers["Access-Control-Allow-Origin"] = origin
+    response.headers["Vary"] = "Origin"
+    if preflight:
+        response.headers["Access-Control-Allow-Methods"] = "GET, POST"
+        response.headers["Access-Control-Allow-Headers"] = (
+            "Authorization, Content-Type, Last-Event-ID"
+        )
+        response.headers["Access-Control-Max-Age"] = "600"
+    return response
+
+
+class _Refused(asyncio.Protocol):
+    """A connection over the bound: closed at once."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.close()
+
+
+class Connections:
+    """A protocol factory around aiohttp's: at most `limit` connections, and a deadline
+    for each request's headers (armed at connect and after each response)."""
+
+    def __init__(
+        self, limit: int = MAX_CONNECTIONS, header_timeout: float = HEADER_TIMEOUT_S
+    ) -> None:
+        #: aiohttp's web.Server (set once its runner is set up): calling it makes a
+        #: RequestHandler, one per connection.
+        self.server: Any = None
+        self.limit = limit
+        self.header_timeout = header_timeout
+        self._timers: dict[Any, asyncio.TimerHandle] = {}
+
+    def __call__(self) -> asyncio.BaseProtocol:
+        if len(self.server.connections) >= self.limit:
+            log.warning("HTTP: refused a connection over the bound of %d", self.limit)
+            return _Refused()
+        protocol = self.server()
+        self.arm(protocol)
+        return protocol  # type: ignore[no-any-return]  # aiohttp's RequestHandler
+
+    def arm(self, protocol: Any) -> None:
+        """Start the deadline for the next request's headers on this connection."""
+        self.disarm(protocol)
+        loop = asyncio.get_running_loop()
+        self._timers[protocol] = loop.call_later(self.header_timeout, self._expire, protocol)
+
+    def disarm(self, protocol: Any) -> None:
+        """A request's headers arrived."""
+        timer = self._timers.pop(protocol, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _expire(self, protocol: Any) -> None:
+        self._timers.pop(protocol, None)
+        log.info("HTTP: closed a connection that sent no complete request in time")
+        protocol.force_close()
+        if protocol.transport is not None:
+            protocol.transport.close()
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Disarm while a request runs; arm again for the next one."""
+        self.disarm(request.protocol)
+        try:
+            return await handler(request)
+        finally:
+            self.arm(request.protocol)
+
+    def close(self) -> None:
+        """Cancel every deadline."""
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+
+__all__ = [
+    "BODY_TIMEOUT_S",
+    "HEADER_TIMEOUT_S",
+    "MAX_BODY_BYTES",
+    "MAX_CONNECTIONS",
+    "Connections",
+    "Policy",
+]

@@ -1,0 +1,114 @@
+"""The HTTP front's server: aiohttp in the daemon's event loop, beside `cone.sock`.
+
+`serving(options, home, socket)` binds, serves until the block exits, then closes
+every connection. Calls go through a channel pool on `socket`, as the JSON-RPC facade
+on `cone.sock` does, so the gRPC edge checks and counts them like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket as socketlib
+import ssl
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from cone.facades._pool import ChannelPool
+from cone.facades.http import _guard
+from cone.facades.http._guard import Connections, Policy
+from cone.facades.http._routes import Routes
+from cone.facades.http._token import TOKEN_FILE, load_or_create
+from cone.facades.http.options import HttpOptions
+from cone.facades.jsonrpc import Relay
+
+log = logging.getLogger(__name__)
+
+# Seconds open connections get to finish when the front closes.
+SHUTDOWN_S = 1.0
+# Idle keep-alive connections close after this.
+KEEPALIVE_S = 15.0
+# Seconds a connection whose request body was not read in full may linger.
+LINGER_S = 2.0
+
+
+@dataclass(frozen=True)
+class Serving:
+    """A running HTTP front."""
+
+    url: str
+    port: int
+    token_file: Path
+
+
+def _tls(options: HttpOptions) -> ssl.SSLContext | None:
+    if options.cert is None or options.key is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(options.cert, options.key)
+    return context
+
+
+def _bind(options: HttpOptions) -> socketlib.socket:
+    family = socketlib.AF_INET6 if ":" in options.host else socketlib.AF_INET
+    return socketlib.create_server((options.host, options.port), family=family, backlog=128)
+
+
+@asynccontextmanager
+async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterator[Serving]:
+    """Serve the HTTP front for the core on `socket` until the block exits."""
+    token = load_or_create(home)
+    sock = _bind(options)
+    port = int(sock.getsockname()[1])
+    policy = Policy(options, port, token)
+    pool = ChannelPool(socket)
+    relay = Relay(pool)
+    app = web.Application(client_max_size=_guard.MAX_BODY_BYTES)
+    runner = web.AppRunner(
+        app,
+        handler_cancellation=True,  # a client that goes away cancels its call
+        access_log=None,
+        shutdown_timeout=SHUTDOWN_S,
+        keepalive_timeout=KEEPALIVE_S,
+        # After an answer to a request whose body was not read, aiohttp reads (and
+        # drops) the rest for at most this long before closing.
+        lingering_time=LINGER_S,
+        max_line_size=8190,
+        max_field_size=8190,
+    )
+    connections = Connections(_guard.MAX_CONNECTIONS, _guard.HEADER_TIMEOUT_S)
+    app.middlewares.extend([connections.middleware, policy.middleware])
+    Routes(relay, policy.authorized).add_to(app)
+    server: asyncio.AbstractServer | None = None
+    try:
+        await runner.setup()
+        connections.server = runner.server
+        tls = _tls(options)
+        server = await asyncio.get_running_loop().create_server(connections, sock=sock, ssl=tls)
+        host = f"[{options.host}]" if ":" in options.host else options.host
+        url = f"{'https' if tls else 'http'}://{host}:{port}/"
+        notice = f"cone: HTTP on {url} (bearer token in {home / TOKEN_FILE})"
+        if not options.loopback and tls is None:
+            notice += (
+                "; WARNING: plain HTTP on a non-loopback address (--http-insecure): the "
+                "token and every message cross the network in clear"
+            )
+        print(notice, file=sys.stderr, flush=True)
+        yield Serving(url, port, home / TOKEN_FILE)
+    finally:
+        if server is not None:
+            server.close()
+        else:
+            sock.close()
+        connections.close()
+        await runner.cleanup()
+        await pool.aclose()
+
+
+__all__ = ["Serving", "serving"]
