@@ -117,6 +117,13 @@ def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=None,
         help="Unix socket path for the fault-injection control service (default: none)",
     )
+    p.add_argument(
+        "--cutover-at",
+        default=None,
+        metavar="TIME",
+        help="the V3 side's cutover to D14N: now, +SECONDS, an ISO 8601 time, or Unix "
+        "nanoseconds (default: none; FetchD14nCutover reports it)",
+    )
 
 
 def _add_devnet_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -141,10 +148,17 @@ def _add_devnet_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "ms", type=int, help="milliseconds before each call is handled (0 removes)"
     )
     cutover = actions.add_parser(
-        "v3-cutover",
+        "cutover",
+        aliases=["v3-cutover"],
         help="answer as XMTP's V3 node after its D14N cutover: publishes and subscriptions fail",
     )
-    cutover.add_argument("--off", action="store_true", help="serve publishes again")
+    cutover.add_argument(
+        "--at",
+        default="now",
+        metavar="TIME",
+        help="when: now (default), +SECONDS, an ISO 8601 time, or Unix nanoseconds",
+    )
+    cutover.add_argument("--off", action="store_true", help="set no cutover: serve publishes")
     actions.add_parser("clear", help="remove every pending failure and latency, and the cutover")
     actions.add_parser("stats", help="calls and mean server time per method and per delivery")
 

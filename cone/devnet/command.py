@@ -13,6 +13,7 @@ import sys
 
 import uvloop
 
+from cone.devnet.cutover import format_time, parse_time
 from cone.devnet.server import Devnet
 from cone.errors import ConeError
 
@@ -28,7 +29,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    node = Devnet(host=args.host, port=args.port, db=args.db, control_socket=args.control)
+    cutover_ns = None if args.cutover_at is None else parse_time(args.cutover_at)
+    node = Devnet(
+        host=args.host, port=args.port, db=args.db, control_socket=args.control,
+        cutover_ns=cutover_ns,
+    )  # fmt: skip
     url = await node.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -38,7 +43,11 @@ async def _serve(args: argparse.Namespace) -> int:
         print(url, flush=True)
         where = args.db or "memory (state is lost on exit; --db PATH keeps it)"
         control = f"; control socket {args.control}" if args.control else ""
-        print(f"cone devnet: serving XMTP on {url}, state in {where}{control}", file=sys.stderr)
+        cutover = "" if cutover_ns is None else f"; V3 cutover at {format_time(cutover_ns)}"
+        print(
+            f"cone devnet: serving XMTP on {url}, state in {where}{control}{cutover}",
+            file=sys.stderr,
+        )
         await stop.wait()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):

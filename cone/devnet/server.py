@@ -17,6 +17,7 @@ import grpc
 import grpc.aio
 
 from cone.devnet import control
+from cone.devnet.cutover import MigrationService
 from cone.devnet.d14n import add_d14n_services
 from cone.devnet.faults import Faults
 from cone.devnet.hub import EndReason, Hub
@@ -29,6 +30,7 @@ from cone.devnet.streams import StreamServer
 from cone.devnet.wire import GRPC_MESSAGE_LIMIT
 from cone.errors import StateError
 from conepb.xmtp import identity_api_pb2, identity_api_pb2_grpc, mls_api_pb2, mls_api_pb2_grpc
+from conepb.xmtpmigration import migration_pb2, migration_pb2_grpc
 from conepb.xmtpv4 import message_api_pb2, payer_api_pb2
 
 #: Server options libxmtp needs (see docs/devnet.md): big messages, and tolerance
@@ -52,6 +54,7 @@ NODE_METHODS: Final = tuple(
     for service in (
         mls_api_pb2.DESCRIPTOR.services_by_name["MlsApi"],
         identity_api_pb2.DESCRIPTOR.services_by_name["IdentityApi"],
+        migration_pb2.DESCRIPTOR.services_by_name["D14nMigrationApi"],
         payer_api_pb2.DESCRIPTOR.services_by_name["PayerApi"],
         message_api_pb2.DESCRIPTOR.services_by_name["ReplicationApi"],
     )
@@ -69,9 +72,11 @@ class Devnet:
         port: int = 0,
         db: str | Path | None = None,
         control_socket: str | Path | None = None,
+        cutover_ns: int | None = None,
     ) -> None:
         """Listen on host:port (0 picks a free port); keep state in `db` (None: memory);
-        serve fault injection on the Unix socket `control_socket` if given."""
+        serve fault injection on the Unix socket `control_socket` if given; cut the
+        V3 side over to D14N at `cutover_ns` (Unix ns; None: no cutover set)."""
         self.host = host
         self.port = port
         self.db = None if db is None else str(db)
@@ -83,6 +88,7 @@ class Devnet:
         self._store: Store | None = None
         self._server: grpc.aio.Server | None = None
         self._control: grpc.aio.Server | None = None
+        self._cutover_ns = cutover_ns
 
     @property
     def url(self) -> str:
@@ -108,6 +114,11 @@ class Devnet:
             MlsService(store, self._groups, self._welcomes, streams), server
         )
         identity_api_pb2_grpc.add_IdentityApiServicer_to_server(IdentityService(store), server)
+        migration_pb2_grpc.add_D14nMigrationApiServicer_to_server(
+            MigrationService(self.faults), server
+        )
+        if self._cutover_ns is not None:
+            self.faults.set_cutover(self._cutover_ns)  # on this loop: its timer ends streams
         address = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
         try:
             self.port = server.add_insecure_port(address)
