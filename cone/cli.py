@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import cone
 from cone.commands import parser as command_parser
-from cone.config import take_secrets
+from cone.config import NETWORKS, take_secrets
 
 # command name -> module whose `run(args) -> int` carries it out
 _COMMANDS = {
@@ -36,10 +36,16 @@ def _add_state(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", help="state directory (default: $CONE_HOME or the XDG state dir)")
     p.add_argument(
         "--network",
-        choices=["production", "dev", "local"],
-        help="XMTP network (default: $CONE_NETWORK or local)",
+        choices=list(NETWORKS),
+        help="XMTP network (default: $CONE_NETWORK or local); the testnet* and mainnet "
+        "ones are D14N",
     )
     p.add_argument("--api-url", help="node URL override (default: $CONE_API_URL or the network's)")
+    p.add_argument(
+        "--gateway-url",
+        help="D14N gateway: run on XMTP's decentralized network through it (default: "
+        "$CONE_GATEWAY_URL, or the network's on a D14N network; none: V3)",
+    )
     p.add_argument(
         "--key-file",
         help="database key file (default: $CONE_DB_KEY, else the state directory's db.key)",

@@ -75,7 +75,7 @@ def status(s: JsonObject) -> str:
     ident = s.get("identity") or {}
     lines.append(
         f"  identity    {ident.get('address', '?')} on {ident.get('network', '?')}"
-        f" (inbox {ident.get('inboxId', '?')})"
+        f" over {str(ident.get('backend', '?')).upper()} (inbox {ident.get('inboxId', '?')})"
     )
     if s.get("lastSyncError"):
         network = (

@@ -169,6 +169,7 @@ async def _open_identity(settings: Settings, store: Store, *, create: bool) -> t
     try:
         engine = await Engine.open(
             api_url=settings.api_url,
+            gateway_url=settings.gateway_url,
             db_path=str(paths.xmtp_db),
             db_key=xmtp_key,
             wallet_key=wallet,
@@ -182,9 +183,14 @@ async def _open_identity(settings: Settings, store: Store, *, create: bool) -> t
             if settings.network == "local"
             else "check the URL and this machine's connection."
         )
+        where = (
+            f"the XMTP gateway at {settings.gateway_url}"
+            if settings.gateway_url
+            else f"the XMTP node at {settings.api_url}"
+        )
         raise Unavailable(
-            f"cannot reach the XMTP node at {settings.api_url} to register this new "
-            f"identity: {hint} (--network and --api-url choose the node)"
+            f"cannot reach {where} to register this new identity: {hint} "
+            "(--network, --api-url and --gateway-url choose the node)"
         ) from exc
     recorded = await store.read(meta.get, "installation_id")
     if recorded is None:
