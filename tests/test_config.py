@@ -55,3 +55,15 @@ async def test_cone_says_which_setting_mainnet_needs(tmp_path: Path) -> None:
     code, err = await run_cone(["daemon", "--home", str(tmp_path), "--network", "mainnet"])
     assert code == 2
     assert b"mainnet network needs a gateway" in err and b"--gateway-url" in err
+
+
+async def test_a_first_start_without_its_gateway_names_the_gateway(tmp_path: Path) -> None:
+    # Nothing listens on port 1: libxmtp in D14N mode cannot reach the gateway.
+    code, err = await run_cone(
+        ["daemon", "--home", str(tmp_path / "h"), "--gateway-url", "http://127.0.0.1:1"]
+    )
+    assert code == 5
+    assert (
+        "cannot reach the XMTP gateway at http://127.0.0.1:1 to register this new identity"
+        in err.decode()
+    )

@@ -183,14 +183,12 @@ async def _open_identity(settings: Settings, store: Store, *, create: bool) -> t
             if settings.network == "local"
             else "check the URL and this machine's connection."
         )
-        where = (
-            f"the XMTP gateway at {settings.gateway_url}"
-            if settings.gateway_url
-            else f"the XMTP node at {settings.api_url}"
-        )
+        if settings.gateway_url:
+            where, flags = f"gateway at {settings.gateway_url}", "--gateway-url chooses the gateway"
+        else:
+            where, flags = f"node at {settings.api_url}", "--network and --api-url choose the node"
         raise Unavailable(
-            f"cannot reach {where} to register this new identity: {hint} "
-            "(--network, --api-url and --gateway-url choose the node)"
+            f"cannot reach the XMTP {where} to register this new identity: {hint} ({flags})"
         ) from exc
     recorded = await store.read(meta.get, "installation_id")
     if recorded is None:
