@@ -162,9 +162,10 @@ class Engine:
                 "the XMTP node at %s has cut over to XMTP's decentralized network (D14N) "
                 "and refuses publishes and new subscriptions from this cone (libxmtp 1.10, "
                 "an XMTP V3 client). Sends wait in the outbox and fail with reason "
-                "v3_cutover; what the node holds can still be read. To send again, run this "
-                "identity on a cone built on a libxmtp with D14N support, or point "
-                "--network/--api-url at a node that still serves V3 (docs/networks.md).",
+                "v3_cutover; what the node holds can still be read. To send again, restart "
+                "this identity on D14N with --gateway-url (its network's gateway; for "
+                "--network local the devnet's own URL), or point --network/--api-url at a "
+                "node that still serves V3 (docs/networks.md).",
                 self.api_url or "?",
             )
 
