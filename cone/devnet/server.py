@@ -17,7 +17,7 @@ import grpc
 import grpc.aio
 
 from cone.devnet import control
-from cone.devnet.cutover import MigrationService
+from cone.devnet.cutover import NO_CUTOVER_NS, MigrationService
 from cone.devnet.d14n import add_d14n_services
 from cone.devnet.faults import Faults
 from cone.devnet.hub import EndReason, Hub
@@ -88,7 +88,7 @@ class Devnet:
         self._store: Store | None = None
         self._server: grpc.aio.Server | None = None
         self._control: grpc.aio.Server | None = None
-        self._cutover_ns = cutover_ns
+        self.faults.set_cutover(cutover_ns)
 
     @property
     def url(self) -> str:
@@ -117,8 +117,9 @@ class Devnet:
         migration_pb2_grpc.add_D14nMigrationApiServicer_to_server(
             MigrationService(self.faults), server
         )
-        if self._cutover_ns is not None:
-            self.faults.set_cutover(self._cutover_ns)  # on this loop: its timer ends streams
+        if self.faults.cutover_ns < NO_CUTOVER_NS:
+            # Again on this loop, so that a time to come ends streams when it arrives.
+            self.faults.set_cutover(self.faults.cutover_ns)
         address = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
         try:
             self.port = server.add_insecure_port(address)
