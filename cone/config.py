@@ -43,6 +43,9 @@ class Network:
     #: The gateway XMTP publishes for it (D14N networks), or None: then the
     #: operator's own gateway (`--gateway-url`) is required.
     gateway: str | None = None
+    #: Whether the node is its own D14N gateway (a `cone devnet`): a V3 identity there
+    #: moves to D14N at the cutover through the node's URL, with no setting.
+    own_gateway: bool = False
 
 
 #: The named networks. The D14N endpoints are the ones libxmtp 1.10 ships for
@@ -50,7 +53,7 @@ class Network:
 #: page lists; XMTP documents no mainnet endpoint, where every app runs its own
 #: gateway service (docs/networks.md).
 NETWORKS: Final[dict[str, Network]] = {
-    "local": Network("http://127.0.0.1:5556"),
+    "local": Network("http://127.0.0.1:5556", own_gateway=True),
     "dev": Network("https://grpc.dev.xmtp.network:443"),
     "production": Network("https://grpc.production.xmtp.network:443"),
     "testnet-dev": Network(
@@ -227,6 +230,16 @@ class Settings:
     def backend(self) -> str:
         """`d14n` with a gateway, `v3` without."""
         return "d14n" if self.gateway_url else "v3"
+
+    @property
+    def cutover_gateway(self) -> str | None:
+        """The gateway this identity moves to when its V3 node cuts over: the one in
+        use or given, else the node's URL on a network that is its own gateway
+        (`local`); None where XMTP documents no successor gateway (`dev`,
+        `production`: then the operator must give `--gateway-url`)."""
+        if self.gateway_url:
+            return self.gateway_url
+        return self.api_url if NETWORKS[self.network].own_gateway else None
 
 
 def _positive(text: str, name: str) -> float:

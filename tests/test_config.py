@@ -34,6 +34,15 @@ def test_v3_networks_run_without_a_gateway_unless_one_is_given(
     assert Settings.resolve(network="dev", gateway_url="http://g:1").gateway_url == "http://g:1"
 
 
+def test_at_the_cutover_local_moves_through_its_own_url_and_dev_needs_a_gateway() -> None:
+    assert Settings.resolve(network="local").cutover_gateway == "http://127.0.0.1:5556"
+    moved = Settings.resolve(network="local", api_url="http://127.0.0.1:9")
+    assert moved.cutover_gateway == "http://127.0.0.1:9"
+    assert Settings.resolve(network="production").cutover_gateway is None
+    given = Settings.resolve(network="dev", gateway_url="https://gw.example:443")
+    assert given.cutover_gateway == "https://gw.example:443"
+
+
 def test_xmtps_d14n_networks_bring_their_published_gateway() -> None:
     testnet = Settings.resolve(network="testnet")
     assert testnet.backend == "d14n"
