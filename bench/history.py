@@ -28,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from cone.core import content
+from cone.core.model import message_of, own_message
 from cone.devnet import Devnet
 from cone.store import (
     Connection,
@@ -35,6 +36,7 @@ from cone.store import (
     ContactRecord,
     IncomingMessage,
     Kind,
+    OwnMessage,
     Store,
     conversations,
     history,
@@ -183,15 +185,14 @@ async def _main(args: argparse.Namespace) -> None:
             query = functools.partial(
                 history.messages,
                 plain,  # type: ignore[arg-type]
-                conversation_id=BIG, own_inbox_id=OWN, limit=page, oldest_first=oldest,
+                conversation_id=BIG, limit=page, oldest_first=oldest,
             )  # fmt: skip
-            rows, more, _ = query(
-                after=cursor if oldest else None, before=None if oldest else cursor
-            )
-            for r in rows:  # what the daemon does too: decode own messages' payloads
-                if r.own_payload is not None:
-                    content.decode(r.own_payload)
-            return [r.id for r in rows], more
+            rows, more = query(after=cursor if oldest else None, before=None if oldest else cursor)
+            # What the daemon does too: the one mapping, own messages decoded.
+            found = [
+                own_message(r, OWN, 0) if isinstance(r, OwnMessage) else message_of(r) for r in rows
+            ]
+            return [m.id for m in found], more
 
         base_conv = await _walk_conversations(plain_conversations)
         base_fwd = await _walk_messages(plain_messages, True)

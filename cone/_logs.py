@@ -18,7 +18,7 @@ Levels (`-v` counts):
 
 | logger                     | default                        | `-v`     | `-vv`   |
 | -------------------------- | ------------------------------ | -------- | ------- |
-| `cone.*`                   | INFO (WARNING for one-shot commands) | DEBUG | DEBUG |
+| `cone.*`                   | INFO (ERROR for one-shot commands) | DEBUG | DEBUG |
 | `libxmtp.*` (`RUST_LOG`)   | ERROR                          | ERROR    | DEBUG   |
 | `grpc`, `sqlcipher`        | WARNING                        | WARNING  | DEBUG   |
 
@@ -131,6 +131,16 @@ _TRACING: Final = re.compile(
 )
 # A tracing target (`xmtp_mls::groups::welcome_sync`); spans (`name{k=v}:`) precede it.
 _TARGET: Final = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
+# Where a libxmtp record may start inside a line (its colour codes included).
+_RECORD_AT: Final = re.compile(
+    r"(?:\x1b\[[0-9;]*m)*\d{4}-\d\d-\d\dT[\d:.]+Z(?:\x1b\[[0-9;]*m)*\s+"
+    r"(?:\x1b\[[0-9;]*m)*(?:TRACE|DEBUG|INFO|WARN|ERROR)\b"
+)
+# A libxmtp record as libxmtp writes it: a Rust target (`a::b`) after the level and spans.
+_RUST_RECORD: Final = re.compile(
+    r"^\s*\d{4}-\d\d-\d\dT[\d:.]+Z\s+(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+"
+    r"(?:\S*\{\S*:\s+)?[A-Za-z_]\w*::"
+)
 _SQLCIPHER: Final = re.compile(
     r"^\d{4}-\d\d-\d\d [\d:.]+: (TRACE|DEBUG|INFO|WARN|ERROR) CORE (.*)$"
 )
@@ -157,6 +167,8 @@ BENIGN: Final = (
     "Pool needs to  reconnect",
     "sqlcipherCodecAttach",
     "fork_posix.cc",
+    # A port already in use: `cone devnet` says so itself in one line.
+    "add_port.cc",
     # The node unreachable: cone says so itself, once (status, `network unreachable`),
     # where libxmtp repeats it on every retry of every worker.
     "tcp connect error",
@@ -212,15 +224,19 @@ def emit(native: NativeLine) -> None:
 
 
 class _Capture:
-    """A pipe in place of fds 1 and 2, read by a thread that logs each line."""
+    """A pipe in place of some file descriptors (fds 1 and 2 by default), read by a
+    thread that logs each line; `real[fd]` is a copy of what each fd was before.
 
-    def __init__(self) -> None:
+    With `passthrough` (a real fd), only native records are logged: every other line
+    (a host's own output) is written there unchanged, a partial one at each pause."""
+
+    def __init__(self, fds: tuple[int, ...] = (1, 2), passthrough: int | None = None) -> None:
         self.read_fd, write_fd = os.pipe()
-        self.real_out = os.dup(1)
-        self.real_err = os.dup(2)
-        os.dup2(write_fd, 1)
-        os.dup2(write_fd, 2)
+        self.real = {fd: os.dup(fd) for fd in fds}
+        for fd in fds:
+            os.dup2(write_fd, fd)
         os.close(write_fd)
+        self.passthrough = None if passthrough is None else self.real.get(passthrough, passthrough)
         self._pending: NativeLine | None = None
         self._idle = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cone-native-log", daemon=True)
@@ -231,7 +247,19 @@ class _Capture:
             emit(self._pending)
             self._pending = None
 
+    def _write_through(self, data: bytes) -> None:
+        assert self.passthrough is not None
+        self._flush_pending()
+        try:
+            while data:
+                data = data[os.write(self.passthrough, data) :]
+        except OSError:
+            pass  # the reader went away (a closed pipe): nothing to show it to
+
     def _line(self, raw: str) -> None:
+        if self.passthrough is not None:
+            self._host_line(raw)
+            return
         if not raw.strip():
             return
         native = parse(raw)
@@ -245,6 +273,31 @@ class _Capture:
         self._flush_pending()
         self._pending = native
 
+    def _host_line(self, raw: str) -> None:
+        """Pass-through mode: a native record is logged, anything else is the host's.
+        A libxmtp record has a Rust target (`xmtp_mls::groups`), so a cone log line
+        (`… ERROR cone.core.outbox: …`, in a test's report) stays as it is; one that
+        follows a host's partial line (pytest's progress dots) in the same burst is
+        split off it."""
+        at = None if _RECORD_AT.match(raw) else _RECORD_AT.search(raw)
+        if at is not None and _RUST_RECORD.match(_ANSI.sub("", raw[at.start() :])):
+            self._write_through(raw[: at.start()].encode())
+            raw = raw[at.start() :]
+        native = parse(raw)
+        if native.logger.startswith("libxmtp") and not _RUST_RECORD.match(_ANSI.sub("", raw)):
+            native = NativeLine("stderr", logging.WARNING, raw)
+        if native.logger != "stderr":
+            self._flush_pending()
+            self._pending = native
+        elif (
+            self._pending is not None
+            and raw.strip()
+            and (raw.startswith("\t") or "Api Stats" in self._pending.message)
+        ):
+            self._pending.message += " " + _ANSI.sub("", raw).strip()
+        else:
+            self._write_through(raw.encode() + b"\n")
+
     def _run(self) -> None:
         buffer = b""
         while True:
@@ -252,6 +305,9 @@ class _Capture:
             if not ready:
                 # A pause: the record is complete (continuations come in the same burst).
                 self._flush_pending()
+                if self.passthrough is not None and buffer:
+                    self._write_through(buffer)  # a host's partial line (progress dots)
+                    buffer = b""
                 self._idle.set()
                 continue
             self._idle.clear()
@@ -295,16 +351,38 @@ def _capture_native() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     _CAPTURE = _Capture()
-    sys.stdout = _text_stream(_CAPTURE.real_out)
-    sys.stderr = _text_stream(_CAPTURE.real_err)
+    sys.stdout = _text_stream(_CAPTURE.real[1])
+    sys.stderr = _text_stream(_CAPTURE.real[2])
     atexit.register(_CAPTURE.drain)
+
+
+def route_native(fd: int = 1) -> None:
+    """Route the native records written to `fd` (libxmtp writes its lines to stdout)
+    through the native loggers, as `setup` does for a command, and pass every other
+    line through unchanged: for a host process with output of its own (the test
+    suite, where libxmtp peers run in-process). Known-benign records are dropped, the
+    rest is one plain line each, on what `fd` was before."""
+    global _CAPTURE
+    if _CAPTURE is not None:
+        return
+    _CAPTURE = capture = _Capture((fd,), passthrough=fd)
+    stream = _text_stream(capture.real[fd])
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(TextFormatter(_colour(stream)))
+    for name in ("libxmtp", "grpc", "sqlcipher", "stderr"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.propagate = False
+        logger.setLevel(logging.WARNING)
+    atexit.register(capture.drain)
 
 
 def setup(verbosity: int = 0, *, quiet: bool = False, native: bool = True) -> None:
     """Configure logging for this process once (later calls do nothing).
 
-    `quiet`: cone's own INFO lines are hidden at the default level (one-shot commands,
-    whose output is their result). `native`: capture libxmtp, SQLCipher and grpc.
+    `quiet`: cone's own INFO and WARNING lines are hidden at the default level (one-shot
+    commands, whose output is their result and says what they need: a send queued, an
+    answer `stale`). `native`: capture libxmtp, SQLCipher and grpc.
     """
     global _CONFIGURED
     if _CONFIGURED:
@@ -325,7 +403,7 @@ def setup(verbosity: int = 0, *, quiet: bool = False, native: bool = True) -> No
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO if verbosity >= 2 else logging.WARNING)
-    cone_level = logging.DEBUG if verbosity else (logging.WARNING if quiet else logging.INFO)
+    cone_level = logging.DEBUG if verbosity else (logging.ERROR if quiet else logging.INFO)
     logging.getLogger("cone").setLevel(cone_level)
     native_level = logging.DEBUG if verbosity >= 2 else logging.WARNING
     for name in ("libxmtp", "grpc", "sqlcipher"):
@@ -348,5 +426,6 @@ __all__ = [
     "emit",
     "parse",
     "remember",
+    "route_native",
     "setup",
 ]

@@ -117,7 +117,17 @@ def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument(
         "--port", type=int, default=5556, help="port to listen on (default 5556; 0 picks one)"
     )
-    p.add_argument("--db", default=None, help="SQLite file to persist state in (default: memory)")
+    state = p.add_mutually_exclusive_group()
+    state.add_argument(
+        "--db",
+        default=None,
+        help="SQLite file to keep state in (default: devnet/PORT.db in cone's XDG state dir)",
+    )
+    state.add_argument(
+        "--ephemeral",
+        action="store_true",
+        help="keep state in memory only: a throwaway node (--port 0 implies it)",
+    )
     p.add_argument(
         "--control",
         default=None,

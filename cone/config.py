@@ -14,6 +14,10 @@ environment variable, then the default.
 | catch-up period| —                   | `CONE_CATCHUP_S`   | 30 seconds between full syncs             |
 | remote files   | —                   | `CONE_ATTACHMENT_ALLOW_LOCAL` | off: only public `https://` URLs are downloaded |
 | download bound | —                   | `CONE_ATTACHMENT_TIMEOUT_S` | 60 seconds a remote attachment        |
+| devnet state   | `cone devnet --db`  | —                  | `devnet/PORT.db` in the XDG state dir's `cone` (`--ephemeral`: memory) |
+
+The devnet's state file is not in `--home`/`CONE_HOME`: those name one identity,
+and one devnet serves many (`devnet_db`).
 
 `CONE_DB_KEY` (64 hex characters) wins over any key file, so that a key can be
 injected by a secret manager without touching the disk.
@@ -147,9 +151,21 @@ def resolve_home(flag: str | None = None) -> Path:
     env = os.environ.get("CONE_HOME")
     if env:
         return Path(env).expanduser().absolute()
+    return state_base()
+
+
+def state_base() -> Path:
+    """cone's directory under the XDG state dir: `$XDG_STATE_HOME/cone`, else
+    `~/.local/state/cone` (the default identity's home, and the devnet's parent)."""
     xdg = os.environ.get("XDG_STATE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".local" / "state"
     return (base / "cone").absolute()
+
+
+def devnet_db(port: int) -> Path:
+    """Where `cone devnet --port PORT` keeps its state by default: one file per port,
+    so that devnets on different ports never share (or fight over) one."""
+    return state_base() / "devnet" / f"{port}.db"
 
 
 def resolve_network(flag: str | None = None) -> str:

@@ -31,6 +31,7 @@ must surface it instead (the bridge parks the turn or stops; docs/bridge.md).
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar, Final
 
 import grpc
@@ -176,6 +177,11 @@ _BY_GRPC: Final[dict[grpc.StatusCode, type[ConeError]]] = {
 #: network (D14N): final, not an outage (FailedPrecondition; docs/networks.md).
 V3_CUTOVER: Final = "v3_cutover"
 
+#: The reason for a send to a node that does not know this identity (no identity
+#: updates for its inbox, or no key package for its installation): the node was reset
+#: or is another network (FailedPrecondition; docs/networks.md).
+IDENTITY_UNKNOWN: Final = "identity_unknown"
+
 # Reasons that belong to StateError although they travel as FAILED_PRECONDITION.
 STATE_REASONS: Final = frozenset(
     {
@@ -201,6 +207,32 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+UNKNOWN_CONVERSATION = "unknown_conversation"
+
+
+def unknown_conversation(conversation_id: str) -> NotFound:
+    """The one NotFound for a conversation id this inbox does not know (raised by the
+    store, the core and the engine alike)."""
+    return NotFound(
+        f"conversation {conversation_id} is not known to this inbox: run sync first",
+        reason=UNKNOWN_CONVERSATION,
+        field="conversationId",
+    )
+
+
+def node_error_text(text: str) -> str:
+    """libxmtp's error text for a failed node call as cone shows it: one line, and a
+    node that cannot be connected to said so in words instead of libxmtp's chain
+    (`[ClientError::Api] … api client at endpoint "…" has error status: 'The service is
+    currently unavailable', self: "tcp connect error"`)."""
+    line = one_line(text)
+    if "tcp connect error" not in line:
+        return line
+    endpoint = re.search(r'endpoint "/xmtp\.[\w.]+\.(\w+/\w+)"', line)
+    where = f" ({endpoint.group(1)})" if endpoint else ""
+    return f"the XMTP node cannot be reached: no connection{where}"
+
+
 def storage_full(text: str) -> bool:
     """Whether an error message says the state directory's disk is full."""
     lowered = text.lower()
@@ -218,6 +250,7 @@ def error_class_for(code: grpc.StatusCode, reason: str | None) -> type[ConeError
 
 __all__ = [
     "DOMAIN",
+    "IDENTITY_UNKNOWN",
     "STATE_REASONS",
     "V3_CUTOVER",
     "ConeError",
@@ -231,5 +264,6 @@ __all__ = [
     "StateError",
     "Unavailable",
     "error_class_for",
+    "node_error_text",
     "storage_full",
 ]

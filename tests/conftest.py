@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cone import _logs
 from cone.devnet import Devnet
 from support import peers
 from support.daemons import short_home
@@ -28,6 +29,21 @@ def _fresh_port() -> int:
         if port not in _USED_PORTS:
             _USED_PORTS.add(port)
             return port
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Route this process's native lines (libxmtp peers run in it, and libxmtp writes
+    to stdout) through cone's log, as cone's own processes do: known-benign records
+    such as `PoolNeedsConnection` while a closed peer's workers wind down are
+    dropped, other records are one plain line each, pytest's own output passes
+    unchanged. With fd capture (the default), pytest keeps the terminal's fd 1 aside
+    and puts it back between tests; that saved fd becomes the pipe, so lines between
+    tests and after the summary are routed too, and a test's captured output stays
+    as it was."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    out = getattr(getattr(capman, "_global_capturing", None), "out", None)
+    saved = getattr(out, "targetfd_save", None)
+    _logs.route_native(saved if isinstance(saved, int) else 1)
 
 
 @pytest.fixture(autouse=True)

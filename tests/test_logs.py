@@ -4,9 +4,12 @@ and `cone demo` printing only its story."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
 import re
+import sys
 from pathlib import Path
 
 from cone._logs import JsonFormatter, TextFormatter, parse
@@ -128,3 +131,48 @@ async def test_logs_have_one_format_no_ansi_in_pipes_and_v_shows_ids_never_conte
         for line in text.splitlines():
             assert line.startswith("cone daemon: ") or LINE.match(line), line
         assert secret not in text
+
+
+async def test_a_host_routes_native_records_and_passes_its_own_output_unchanged() -> None:
+    # As the test suite routes its libxmtp peers (tests/conftest.py): fd 1 carries both.
+    script = "\n".join(
+        [
+            "import os",
+            "from cone import _logs",
+            "_logs.route_native(1)",
+            "os.write(1, b'tests/test_x.py ..')",  # a partial line (pytest's progress)
+            "os.write(1, b'2026-12-03T15:17:26.937450Z \\x1b[31mERROR\\x1b[0m "
+            "xmtp_mls::worker::disappearing_messages: Failed to delete expired "
+            "messages, error: Platform(PoolNeedsConnection)\\n')",
+            "os.write(1, b'2026-12-03T15:17:27.000000Z ERROR xmtp_mls::groups: it broke\\n')",
+            # Coloured, at a line's start (as libxmtp writes on a terminal): dropped whole.
+            "os.write(1, b'\\x1b[2m2026-12-03T15:17:28.1Z\\x1b[0m \\x1b[31mERROR\\x1b[0m "
+            "\\x1b[2mxmtp_mls::worker\\x1b[0m: Platform(PoolNeedsConnection)\\n')",
+            "os.write(1, b'\\x1b[32m1 passed\\x1b[0m in 1.00s\\n')",
+            # A report quoting a cone log line: not a record.
+            "os.write(1, b'E  x = 2026-12-03T15:23:53.997Z ERROR cone.core.outbox: y\\n')",
+            "_logs._CAPTURE.drain()",
+        ]
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(process.communicate(), 30)
+    lines = out.decode().splitlines()
+    assert not any("PoolNeedsConnection" in line for line in lines)
+    first, summary, report = lines
+    assert first.startswith("tests/test_x.py ..")  # the record follows on its line
+    assert LINE.match(first.removeprefix("tests/test_x.py .."))
+    assert first.endswith("ERROR libxmtp.xmtp_mls.groups: it broke")
+    assert summary == "\x1b[32m1 passed\x1b[0m in 1.00s"
+    assert report == "E  x = 2026-12-03T15:23:53.997Z ERROR cone.core.outbox: y"
+
+
+def test_a_host_keeps_cone_log_lines_it_prints_as_they_are() -> None:
+    # A test's report quotes a daemon's log: not a libxmtp record, whatever it says.
+    from cone._logs import _RUST_RECORD
+
+    assert _RUST_RECORD.match("2026-12-03T15:23:53.997Z ERROR xmtp_mls::groups: it broke")
+    assert _RUST_RECORD.match("2026-12-03T07:36:49.565Z INFO sync{a=1}:publish: xmtp_mls::g: b")
+    assert not _RUST_RECORD.match("2026-12-03T15:23:53.997Z ERROR cone.engine.engine: x::y")

@@ -54,9 +54,22 @@ def _clock(rfc3339: str | None) -> str:
 # ---- status ---------------------------------------------------------------------------
 
 
+# networkState in words (docs/networks.md).
+_NETWORK: Final = {
+    "reachable": "reachable",
+    "unreachable": "UNREACHABLE (the node does not answer now)",
+    "identity_unknown": "IDENTITY UNKNOWN (the node does not know this identity: node reset? "
+    "wrong network?)",
+    "v3_cutover": "V3 CUTOVER (the node refuses this cone's publications)",
+}
+
+
 def problems(status: JsonObject) -> list[str]:
     """Why a status is unhealthy (empty: healthy)."""
     out = []
+    state = status.get("networkState", "reachable")
+    if state != "reachable":
+        out.append(f"network {_NETWORK.get(state, state)}")
     down = [s["name"] for s in status.get("streams", []) if not s.get("connected")]
     if down:
         out.append(f"stream(s) down: {', '.join(down)}")
@@ -77,12 +90,15 @@ def status(s: JsonObject) -> str:
         f"  identity    {ident.get('address', '?')} on {ident.get('network', '?')}"
         f" over {str(ident.get('backend', '?')).upper()} (inbox {ident.get('inboxId', '?')})"
     )
+    # What the node answers now (networkState), then how the last sync went.
+    network = _NETWORK.get(s.get("networkState", "reachable"), str(s.get("networkState")))
     if s.get("lastSyncError"):
-        network = (
-            f"last sync failed ({s['lastSyncError']}); last good sync {_when(s.get('lastSyncAt'))}"
+        network += (
+            f"; last sync failed ({s['lastSyncError']}); last good sync "
+            f"{_when(s.get('lastSyncAt'))}"
         )
     else:
-        network = f"reachable; last sync {_when(s.get('lastSyncAt'))}"
+        network += f"; last sync {_when(s.get('lastSyncAt'))}"
     lines.append(f"  network     {network}")
     streams = []
     for st in s.get("streams", []):
@@ -152,11 +168,22 @@ def contact(result: JsonObject) -> str:
     )
 
 
+#: The line under an answer marked `stale` (docs/cli.md).
+STALE: Final = (
+    "(from the store: the XMTP node does not answer or does not know this identity now, "
+    "so this may be stale; see `cone status`)"
+)
+
+
+def _stale(result: JsonObject, text: str) -> str:
+    return f"{text}\n{STALE}" if result.get("stale") else text
+
+
 def requests(result: JsonObject) -> str:
     """The requests table, or a line saying there are none."""
     held = result.get("requests", [])
     if not held:
-        return "no requests"
+        return _stale(result, "no requests")
     lines = [f"{len(held)} request(s); accept with `cone accept ID`, refuse with `cone block ID`:"]
     for r in held:
         who = r.get("peerAddress") or f"inbox {r.get('peerInboxId', '?')}"
@@ -165,7 +192,7 @@ def requests(result: JsonObject) -> str:
             f"  {r['conversationId']}  {r.get('conversationType', '?'):<5}  from {who}  "
             f"since {since}  {r.get('pendingMessages', 0)} message(s) waiting"
         )
-    return "\n".join(lines)
+    return _stale(result, "\n".join(lines))
 
 
 # ---- messages -------------------------------------------------------------------------
@@ -212,7 +239,7 @@ def conversations(result: JsonObject) -> str:
     """One line per conversation, and how to get the next page."""
     found = result.get("conversations", [])
     if not found:
-        return "no conversations"
+        return _stale(result, "no conversations")
     lines = []
     for c in found:
         if c.get("conversationType") == "group":
@@ -228,7 +255,7 @@ def conversations(result: JsonObject) -> str:
         )
     if result.get("cursor"):
         lines.append(f"more: --cursor {result['cursor']}")
-    return "\n".join(lines)
+    return _stale(result, "\n".join(lines))
 
 
 def history(result: JsonObject, *, oldest_first: bool = False) -> str:
@@ -236,7 +263,7 @@ def history(result: JsonObject, *, oldest_first: bool = False) -> str:
     --after take them), and the command line's flag for the next page."""
     found = result.get("messages", [])
     if not found:
-        return "no messages"
+        return _stale(result, "no messages")
     lines = []
     for m in found:
         who = "me" if m.get("own") else label(m.get("senderInboxId", "?"))
@@ -246,7 +273,7 @@ def history(result: JsonObject, *, oldest_first: bool = False) -> str:
         edge = found[-1]["messageId"]
         flag = "--after" if oldest_first else "--before"
         lines.append(f"more: page on with {flag} {edge}")
-    return "\n".join(lines)
+    return _stale(result, "\n".join(lines))
 
 
 def contacts(result: JsonObject) -> str:

@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any
 
 from cone import errors
 from cone._command import configure_logging, run_loop
@@ -127,7 +126,7 @@ def _explain(ctx: Context, err: ConeError) -> ConeError:
         err.message += (
             f" (node {ctx.settings.api_url}: is it up? choose another with --network or --api-url)"
         )
-    elif err.reason == "invalid_argument" and err.field in _FLAGS:
+    elif isinstance(err, InvalidArgument) and err.field in _FLAGS:
         label = _FLAGS[err.field]
         if err.field == "conversationId" and ctx.args.command == "reply":
             label = "CONVERSATION"
@@ -220,36 +219,18 @@ async def _status(ctx: Context) -> int:
     return UNHEALTHY if _render.problems(result) else 0
 
 
-_ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]{40}")
+def _check_destination(value: str, field: str) -> None:
+    """Malformed destinations exit 2 before a core is reached (or started); the core's
+    resolver reads destinations by the same module and does the rest."""
+    from cone import destination
 
-
-def _check_destination(value: str, label: str) -> None:
-    """An argument that starts like an address must be one (not a contact name)."""
-    if value[:2].lower() == "0x" and not _ADDRESS.fullmatch(value):
-        raise InvalidArgument(
-            f"{label} {value!r} is not an address: an address is 0x and 40 hex digits",
-            field="to" if label == "TO" else "members",
-        )
-
-
-async def _refuse_self(ctx: Context, to: str) -> None:
-    """Refuse TO when it is this identity's own address or inbox id."""
-    if to[:2].lower() != "0x" and len(to) != 64:
-        return
-    me = await _call(ctx, "identity", {})
-    if to.lower() in (me["address"].lower(), me["inboxId"]):
-        raise InvalidArgument(
-            f"{to} is this identity itself: cone sends only to others "
-            "(give a peer's address, inbox id, contact name or conversation id)",
-            field="to",
-        )
+    destination.check(value, field)
 
 
 async def _send(ctx: Context) -> int:
     args = ctx.args
     if args.command == "send":
-        _check_destination(args.to, "TO")
-        await _refuse_self(ctx, args.to)
+        _check_destination(args.to, "to")
     key, generated = args.key, args.key is None
     if generated:
         key = new_key()
@@ -271,8 +252,7 @@ async def _send(ctx: Context) -> int:
 
 
 async def _connect(ctx: Context) -> int:
-    _check_destination(ctx.args.to, "TO")
-    await _refuse_self(ctx, ctx.args.to)
+    _check_destination(ctx.args.to, "to")
     params: JsonObject = {"to": ctx.args.to}
     if ctx.args.name:
         params["name"] = ctx.args.name
@@ -339,7 +319,7 @@ async def _group(ctx: Context) -> int:
     action = a.group_command
     if action == "create":
         for member in a.members:
-            _check_destination(member, "MEMBER")
+            _check_destination(member, "members")
         key, generated = a.key, a.key is None
         if generated:
             key = new_key()
@@ -354,7 +334,7 @@ async def _group(ctx: Context) -> int:
         ctx.emit(result, _render.members(result))
     elif action in ("add", "remove"):
         for member in a.members:
-            _check_destination(member, "MEMBER")
+            _check_destination(member, "members")
         method = "addMembers" if action == "add" else "removeMembers"
         result = await _call(ctx, method, {"conversationId": a.conversation, "members": a.members})
         done = "added" if action == "add" else "removed"

@@ -34,7 +34,8 @@ import json
 import math
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from enum import StrEnum
+from typing import Any, Final, TypeVar
 
 from cone import limits
 from conepb.xmtpcontent import content_pb2
@@ -83,19 +84,38 @@ MAX_FILENAME_CHARS: Final = 1024
 MAX_ATTACHMENTS: Final = 32
 # The longest remote attachment URL kept.
 MAX_URL_CHARS: Final = 2048
-_ACTIONS: Final = {1: "added", 2: "removed"}
-_SCHEMAS: Final = {1: "unicode", 2: "shortcode", 3: "custom"}
+
+
+class ReactionAction(StrEnum):
+    """What a reaction does (a received one may be UNKNOWN)."""
+
+    ADDED = "added"
+    REMOVED = "removed"
+    UNKNOWN = "unknown"
+
+
+class ReactionSchema(StrEnum):
+    """How a reaction's emoji is written (a received one may be UNKNOWN)."""
+
+    UNICODE = "unicode"
+    SHORTCODE = "shortcode"
+    CUSTOM = "custom"
+    UNKNOWN = "unknown"
+
+
+# ReactionV2's numbers on the wire.
+_ACTIONS: Final = {1: ReactionAction.ADDED, 2: ReactionAction.REMOVED}
+_SCHEMAS: Final = {1: ReactionSchema.UNICODE, 2: ReactionSchema.SHORTCODE, 3: ReactionSchema.CUSTOM}
 
 
 @dataclass(frozen=True)
 class Reaction:
-    """A reaction, sent or received: `action` is added|removed (received: or unknown),
-    `schema` unicode|shortcode|custom (received: or unknown)."""
+    """A reaction, sent or received."""
 
     message_id: str
     emoji: str
-    action: str = "added"
-    schema: str = "unicode"
+    action: ReactionAction = ReactionAction.ADDED
+    schema: ReactionSchema = ReactionSchema.UNICODE
     reference_inbox_id: str = ""
 
 
@@ -217,7 +237,7 @@ def _inner_reaction(r: Reaction) -> content_pb2.EncodedContent:
         content=r.emoji,
         schema=schema,
     )
-    verb = "Reacted with" if r.action == "added" else "Removed"
+    verb = "Reacted with" if r.action == ReactionAction.ADDED else "Removed"
     return content_pb2.EncodedContent(
         type=_type_id("xmtp.org", "reaction", 2, 0),
         fallback=f'{verb} "{r.emoji}" to an earlier message',
@@ -372,6 +392,17 @@ def _label(value: str, limit: int = MAX_LABEL_CHARS) -> str:
     return value[:limit]
 
 
+E = TypeVar("E", bound=StrEnum)
+
+
+def _member(enum: type[E], value: str, unknown: E) -> E:
+    """The member named `value`, or `unknown` (also for a literal "unknown")."""
+    try:
+        return enum(value)
+    except ValueError:
+        return unknown
+
+
 def _reaction(env: content_pb2.EncodedContent) -> Reaction:
     raw = _content_bytes(env)
     if env.type.version_major >= 2:
@@ -382,8 +413,8 @@ def _reaction(env: content_pb2.EncodedContent) -> Reaction:
         return Reaction(
             message_id=_label(r.reference),
             emoji=_label(r.content),
-            action=_ACTIONS.get(r.action, "unknown"),
-            schema=_SCHEMAS.get(r.schema, "unknown"),
+            action=_ACTIONS.get(r.action, ReactionAction.UNKNOWN),
+            schema=_SCHEMAS.get(r.schema, ReactionSchema.UNKNOWN),
             reference_inbox_id=_label(r.reference_inbox_id),
         )
     # 1.0: JSON {reference, referenceInboxId?, action, content, schema}.
@@ -398,8 +429,8 @@ def _reaction(env: content_pb2.EncodedContent) -> Reaction:
     return Reaction(
         message_id=text("reference"),
         emoji=text("content"),
-        action=text("action") if text("action") in ("added", "removed") else "unknown",
-        schema=text("schema") if text("schema") in _SCHEMAS.values() else "unknown",
+        action=_member(ReactionAction, text("action"), ReactionAction.UNKNOWN),
+        schema=_member(ReactionSchema, text("schema"), ReactionSchema.UNKNOWN),
         reference_inbox_id=text("referenceInboxId"),
     )
 

@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from cone import _failpoints
 from cone.core.history import ConversationView, History
 from cone.engine.port import Action, EnginePort, Member
-from cone.errors import ConeError, Conflict, FailedPrecondition, InvalidArgument, NotFound
+from cone.errors import (
+    ConeError,
+    Conflict,
+    FailedPrecondition,
+    InvalidArgument,
+    unknown_conversation,
+)
 from cone.store import Consent, Kind, Store, conversations
 from cone.store import groups as group_keys
 
@@ -138,11 +144,7 @@ class Groups:
         """The conversation must be a group cone records."""
         conv = await self._store.read(conversations.get, conversation_id)
         if conv is None:
-            raise NotFound(
-                f"conversation {conversation_id} is not known to this inbox: run sync first",
-                reason="unknown_conversation",
-                field="conversationId",
-            )
+            raise unknown_conversation(conversation_id)
         if conv.kind is not Kind.GROUP:
             raise FailedPrecondition(
                 f"conversation {conversation_id} is a DM, not a group",

@@ -1,8 +1,9 @@
 """Conversations, history, contacts and unblocking: reading what cone holds.
 
 Nothing here changes a receipt. Listings come from cone's store (one query a page),
-with what only libxmtp knows (a group's name, description, image, members, the
-creation time) read for that page alone.
+with what only libxmtp knows (a group's name, description, image, members) read for
+that page alone. A listing is ordered by when cone first saw each conversation, and
+its `createdAt` is that time (libxmtp's own creation time can disagree with it).
 """
 
 from __future__ import annotations
@@ -10,25 +11,20 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from cone.core import content, validate
+from cone import limits
+from cone.core import validate
+from cone.core.model import Message, inline_bytes, message_of, own_message
 from cone.engine.port import EnginePort
 from cone.store import (
     Consent,
     ContactRecord,
     Kind,
+    OwnMessage,
     Store,
     StoredMessage,
     conversations,
     history,
 )
-
-
-@dataclass(frozen=True)
-class HistoryMessage:
-    """One message of a conversation's history."""
-
-    message: StoredMessage  # `removed` set for a deleted message (expired ones are omitted)
-    own: bool
 
 
 @dataclass(frozen=True)
@@ -132,7 +128,9 @@ class History:
                     description=d.description if d else None,
                     image_url=d.image_url if d else None,
                     member_count=members,
-                    created_ns=d.created_ns if d else conv.first_seen_ns,
+                    # The listing's order (store.history.conversations): libxmtp's own
+                    # creation time can disagree with it (a welcome processed late).
+                    created_ns=conv.first_seen_ns,
                     last_message_ns=r.last_message_ns,
                     pending=r.pending,
                     active=(d.active if d else True) and not r.left,
@@ -148,23 +146,36 @@ class History:
         after: str | None,
         limit: int | None,
         oldest_first: bool | None,
-    ) -> tuple[list[HistoryMessage], bool]:
-        """A page of an accepted conversation's history (see store.history)."""
+    ) -> tuple[list[Message], bool]:
+        """A page of an accepted conversation's history (see store.history): each
+        message as Receive hands it out (cone.core.model), own ones marked `own`."""
         limit = validate.receive_limit(limit)
         if oldest_first is None:
             oldest_first = after is not None and before is None
-        rows, more, kind = await self._store.read(
+        rows, more = await self._store.read(
             functools.partial(
                 history.messages,
                 conversation_id=conversation_id,
-                own_inbox_id=self._engine.inbox_id,
                 before=before,
                 after=after,
                 limit=limit,
                 oldest_first=oldest_first,
             )
         )
-        return [_message(conversation_id, kind, r) for r in rows], more
+        # Files' bytes come inline within Receive's budget for the page, inbox
+        # messages' first (the store has bounded those), then own messages'.
+        budget = limits.RECEIVE_INLINE_BUDGET_BYTES - inline_bytes(
+            r for r in rows if isinstance(r, StoredMessage)
+        )
+        out = []
+        for r in rows:
+            if isinstance(r, OwnMessage):
+                m = own_message(r, self._engine.inbox_id, budget)
+                budget -= inline_bytes([m])
+            else:
+                m = message_of(r)
+            out.append(m)
+        return out, more
 
     async def contacts(self) -> list[ContactRecord]:
         """The saved contacts."""
@@ -178,41 +189,3 @@ class History:
             conversation_id=conversation_id,
             peer_inbox_id=conv.peer_inbox_id if conv.kind is Kind.DM else None,
         )
-
-
-def _message(conversation_id: str, kind: Kind, r: history.HistoryRow) -> HistoryMessage:
-    if r.own_payload is not None:
-        decoded = content.decode(r.own_payload)
-        stored = StoredMessage(
-            seq=0,
-            id=r.id,
-            conversation_id=conversation_id,
-            kind=kind,
-            sender_inbox_id=r.sender_inbox_id,
-            sent_at_ns=r.sent_at_ns,
-            content_type=decoded.content_type,
-            text=decoded.text,
-            data_json=decoded.data_json,
-            reply_to=decoded.reply_to,
-            fallback=None,
-            deliveries=0,
-            unreadable=decoded.unreadable,
-        )
-        return HistoryMessage(stored, own=True)
-    stored = StoredMessage(
-        seq=r.seq,
-        id=r.id,
-        conversation_id=conversation_id,
-        kind=kind,
-        sender_inbox_id=r.sender_inbox_id,
-        sent_at_ns=r.sent_at_ns,
-        content_type=r.content_type,
-        text=r.text,
-        data_json=r.data_json,
-        reply_to=r.reply_to,
-        fallback=r.fallback,
-        deliveries=0,
-        unreadable=r.unreadable,
-        removed=r.removed,
-    )
-    return HistoryMessage(stored, own=False)

@@ -37,6 +37,7 @@ from cone.core import content
 from cone.engine.port import ConversationInfo, EnginePort, RawMessage, XmtpConsent
 from cone.store import (
     AttachmentRow,
+    AttachmentsKind,
     Connection,
     Consent,
     Conversation,
@@ -86,14 +87,33 @@ def to_inbox(raw: RawMessage, own_inbox_id: str) -> IncomingMessage | None:
     decoded = content.decode(raw.content)
     if decoded.protocol_only:
         return None
-    kind = None
-    if decoded.attachments:
-        kind = 2 if decoded.multi else 1
-    return IncomingMessage(
-        id=raw.id,
+    return record(
+        decoded,
+        message_id=raw.id,
         conversation_id=raw.conversation_id,
         sender_inbox_id=raw.sender_inbox_id,
         sent_at_ns=raw.sent_at_ns,
+    )
+
+
+def record(
+    decoded: content.Decoded,
+    *,
+    message_id: str,
+    conversation_id: str,
+    sender_inbox_id: str,
+    sent_at_ns: int,
+) -> IncomingMessage:
+    """The one mapping from decoded content to what the store keeps of a message:
+    for the inbox, and for an own message read back from the outbox (history)."""
+    kind = None
+    if decoded.attachments:
+        kind = AttachmentsKind.LIST if decoded.multi else AttachmentsKind.ONE
+    return IncomingMessage(
+        id=message_id,
+        conversation_id=conversation_id,
+        sender_inbox_id=sender_inbox_id,
+        sent_at_ns=sent_at_ns,
         content_type=decoded.content_type,
         text=decoded.text,
         data_json=decoded.data_json,

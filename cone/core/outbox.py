@@ -11,7 +11,10 @@ The key protocol, in order:
    write, queued without waiting for it: publishing a prepared message again is
    harmless, so a crash that loses the settle record only repeats step 3.
 A failed publication leaves the key `failing`; a per-conversation worker retries
-with backoff, so one failing conversation never holds back another.
+with backoff, so one failing conversation never holds back another. A failure that
+is final for now (the node's V3 cutover; a node that does not know this identity,
+asked through `NetworkWatch` after the failure) fails the call with its own reason,
+and the key waits `RETRY_MAX_S` between attempts, its reason in status.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from dataclasses import dataclass
 
 from cone.core import content
 from cone.core.ingest import READ_MARGIN_NS
+from cone.core.network import NetworkWatch, identity_unknown
 from cone.core.ratelimit import WriteBudget
-from cone.engine.port import EnginePort
+from cone.engine.port import EnginePort, NodeView
 from cone.errors import (
+    UNKNOWN_CONVERSATION,
     V3_CUTOVER,
     ConeError,
     Conflict,
@@ -77,9 +82,12 @@ def _backoff_ns(attempts: int) -> int:
 class Outbox:
     """Owns the send path and its retries."""
 
-    def __init__(self, store: Store, engine: EnginePort) -> None:
+    def __init__(
+        self, store: Store, engine: EnginePort, network: NetworkWatch | None = None
+    ) -> None:
         self._store = store
         self._engine = engine
+        self._network = network
         # One lock per conversation: a conversation's sends publish in order, and a
         # slow or failing conversation never holds another's lock.
         self._locks: dict[str, asyncio.Lock] = {}
@@ -142,7 +150,7 @@ class Outbox:
             try:
                 rec, created = await self._store.write(claim, now_ns=time.time_ns())
             except NotFound as err:
-                if err.reason != "unknown_conversation":
+                if err.reason != UNKNOWN_CONVERSATION:
                     raise
                 await record_unknown(conversation_id)
                 rec, created = await self._store.write(claim, now_ns=time.time_ns())
@@ -202,29 +210,78 @@ class Outbox:
                     "XMTP's write budget (about 3,000 per 5 minutes) is used up",
                     retry_after_ms=int(wait_s * 1000),
                 )
-            await self._engine.publish(rec.conversation_id, message_id)
-        except (Unavailable, RateLimited) as err:
-            next_ns = _backoff_ns(rec.attempts + 1)
-            if err.retry_after_ms is not None:
-                next_ns = max(next_ns, time.time_ns() + err.retry_after_ms * 1_000_000)
-            await self._store.write(outbox.fail, rec.key, message_id, err.message, next_ns)
-            self._wake.set()
-            log.warning("send %r waits in the outbox: %s", rec.key, err.message)
-            retry_ms = max(0, (next_ns - time.time_ns()) // 1_000_000)
-            return SendResult(message_id, rec.conversation_id, deduplicated, False, retry_ms)
+            await self._publish(rec.conversation_id, message_id)
+        except Unavailable as err:
+            final = await self._final()
+            if final is None:
+                return await self._wait(rec, message_id, err, deduplicated)
+            await self._hold(rec, message_id, final)
+            raise final from err
+        except RateLimited as err:
+            return await self._wait(rec, message_id, err, deduplicated)
         except FailedPrecondition as err:
             if err.reason != V3_CUTOVER:
                 raise
             # Final until cone moves to D14N: the key keeps its payload, is retried
             # rarely (in case the node was misconfigured), and the caller is told.
-            next_ns = time.time_ns() + int(RETRY_MAX_S * 1e9)
-            await self._store.write(outbox.fail, rec.key, message_id, err.message, next_ns)
+            await self._hold(rec, message_id, err)
             raise
         # Not awaited: if a crash loses this record, the key is found pending, its
         # prepared message is found by key, and publishing it again is harmless.
         self._store.write_soon(outbox.settle, rec.key, message_id, time.time_ns())
         log.debug("message out %s in %s (key %r)", message_id, rec.conversation_id, rec.key)
         return SendResult(message_id, rec.conversation_id, deduplicated, True)
+
+    async def _publish(self, conversation_id: str, message_id: str) -> None:
+        """Publish, or give up waiting once the node says it does not know this
+        identity: libxmtp's publication then hangs until its bound (minutes)."""
+        if self._network is None:
+            return await self._engine.publish(conversation_id, message_id)
+        publish = asyncio.ensure_future(self._engine.publish(conversation_id, message_id))
+        forgotten = asyncio.ensure_future(self._network.forgotten.wait())
+        try:
+            await asyncio.wait({publish, forgotten}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            forgotten.cancel()
+            abandoned = not publish.done()
+            if abandoned:
+                publish.cancel()  # libxmtp's call runs out its own bound on its worker
+        if abandoned:
+            raise Unavailable("publishing a message stopped: the node forgot this identity")
+        publish.result()
+
+    async def _final(self) -> FailedPrecondition | None:
+        """A failed publication's final reason for now, if the node gives one: it
+        does not know this identity (libxmtp says only "Sync failed to wait for
+        intent")."""
+        if self._network is None:
+            return None
+        answer = await self._network.check()
+        if answer.view is NodeView.IDENTITY_UNKNOWN:
+            return identity_unknown(self._network.api_url, answer.detail)
+        return None
+
+    async def _hold(self, rec: OutboxRecord, message_id: str | None, err: ConeError) -> None:
+        """Record a final failure: the key keeps its payload and is tried rarely."""
+        next_ns = time.time_ns() + int(RETRY_MAX_S * 1e9)
+        await self._store.write(outbox.fail, rec.key, message_id, err.message, next_ns)
+
+    async def _wait(
+        self,
+        rec: OutboxRecord,
+        message_id: str,
+        err: Unavailable | RateLimited,
+        deduplicated: bool,
+    ) -> SendResult:
+        """Record a failure worth retrying soon; the send answers `published: false`."""
+        next_ns = _backoff_ns(rec.attempts + 1)
+        if err.retry_after_ms is not None:
+            next_ns = max(next_ns, time.time_ns() + err.retry_after_ms * 1_000_000)
+        await self._store.write(outbox.fail, rec.key, message_id, err.message, next_ns)
+        self._wake.set()
+        log.warning("send %r waits in the outbox: %s", rec.key, err.message)
+        retry_ms = max(0, (next_ns - time.time_ns()) // 1_000_000)
+        return SendResult(message_id, rec.conversation_id, deduplicated, False, retry_ms)
 
     async def _find_prepared(self, rec: OutboxRecord) -> str | None:
         """After a crash between prepare and its record: find the message by its key."""
@@ -271,6 +328,13 @@ class Outbox:
                 current = await self._store.read(outbox.get, rec.key)
                 if current is None or current.state == "settled":
                     continue
+                # Asked first: against a node that does not know this identity libxmtp's
+                # publication hangs for minutes before it fails.
+                final = await self._final()
+                if final is not None:
+                    await self._hold(current, current.message_id, final)
+                    log.warning("send %r is held in the outbox: %s", rec.key, final.message)
+                    return
                 try:
                     result = await self._deliver(current, deduplicated=True)
                 except ConeError as err:  # recorded on the key; the next round retries

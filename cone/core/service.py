@@ -7,6 +7,7 @@ facades only convert their wire formats into gRPC calls.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Coroutine
@@ -16,30 +17,41 @@ from typing import Any
 
 from cone import PROTOCOL_VERSION
 from cone._fs import free_bytes
-from cone.core import validate
+from cone.core import installations, validate
 from cone.core.attachments import Fetcher
 from cone.core.backup import BackupMaker
 from cone.core.content import Outgoing
+from cone.core.destinations import Destinations
 from cone.core.groups import Groups
-from cone.core.history import History
+from cone.core.history import ConversationView, History
 from cone.core.ingest import Ingestor
+from cone.core.model import Attachment, Message, attachment_of, message_of
+from cone.core.network import ADVICE, STATUS_PROBE_S, NetworkWatch
 from cone.core.outbox import Outbox, SendResult, check_content
 from cone.core.retention import Retention
 from cone.engine.port import (
     ConsentUpdate,
     ConversationInfo,
     EnginePort,
+    NodeView,
     StreamHealth,
     XmtpConsent,
 )
-from cone.errors import ConeError, FailedPrecondition, NotFound, StateError, Unavailable
+from cone.errors import (
+    UNKNOWN_CONVERSATION,
+    ConeError,
+    FailedPrecondition,
+    NotFound,
+    StateError,
+    Unavailable,
+    unknown_conversation,
+)
 from cone.store import (
     Consent,
     ContactRecord,
     Kind,
     Request,
     Store,
-    StoredAttachment,
     StoredMessage,
     attachments,
     conversations,
@@ -111,14 +123,30 @@ class Core:
             engine.backend,
         )
         self._arrival = asyncio.Event()
+        # Whether the node answers now and knows this identity (cone/core/network.py).
+        self.network = NetworkWatch(
+            engine.api_url,
+            engine.inbox_id,
+            engine.installation_id,
+            period_s=catchup_interval_s,
+            on_change=self._on_network_change,
+        )
         self.ingestor = Ingestor(store, engine, self._notify)
-        self.outbox = Outbox(store, engine)
+        self.outbox = Outbox(store, engine, self.network)
         self.fetcher = Fetcher(store, self._wake_receivers)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
         # Conversations, history, contacts, unblock (cone/core/history.py).
         self.history = History(store, engine)
         # createGroup (keyed), members, add, remove, leave, update (cone/core/groups.py).
-        self.groups = Groups(store, engine, self.history, self.resolve_inbox, self._on_created)
+        # The one resolver of destinations for send, connect and group members.
+        self.destinations = Destinations(store, engine)
+        self.groups = Groups(
+            store,
+            engine,
+            self.history,
+            functools.partial(self.destinations.inbox, field="members", own=True),
+            self._on_created,
+        )
         # Peers' deletions and disappearing settings (cone/core/retention.py).
         self.retention = Retention(store, engine, self._conversation_ids, catchup_interval_s)
         self.ingestor.after_commit = self.retention.after_commit
@@ -136,6 +164,7 @@ class Core:
         """Reconcile what libxmtp holds, subscribe, sync missed mail, then keep catching
         up periodically. Reconciling first keeps what libxmtp stored before a crash
         ahead of what arrives after it, in inbox order."""
+        await self.network.start()
         await self.ingestor.start()
         await self.retention.start()
         await self.ingestor.reconcile(full=True)
@@ -165,6 +194,7 @@ class Core:
         await self.fetcher.stop()
         await self.retention.stop()
         await self.ingestor.stop()
+        await self.network.stop()
         await self.engine.close()
 
     async def _catch_up_forever(self) -> None:
@@ -192,6 +222,13 @@ class Core:
         self.ingestor.mark_all()
         if not self.network_ok():
             self._catch_up_now.set()
+
+    def _on_network_change(self, before: NodeView, after: NodeView) -> None:
+        # The node answers again, or knows this identity again: catch up and publish
+        # what waits now, rather than when the backoffs run out.
+        if after is NodeView.KNOWS_IDENTITY:
+            self._catch_up_now.set()
+            self.outbox.retry_now()
 
     def _notify(self) -> None:
         self.fetcher.wake()  # new messages may carry remote attachments
@@ -276,13 +313,18 @@ class Core:
             self.engine.reconnect_streams()
             self.outbox.retry_now()
 
+    def stale(self) -> bool:
+        """Whether answers from the store may miss what the node holds: it does not
+        answer or know this identity (its latest answer), or the last sync failed."""
+        return self.network.view is not NodeView.KNOWS_IDENTITY or self.last_sync_error is not None
+
     def network_ok(self) -> bool:
         """Whether the network is known reachable: the last sync did not fail."""
         return self.last_sync_error is None
 
     async def receive(
         self, consumer: str, limit: int | None, wait_ms: int, exclude: list[str]
-    ) -> tuple[list[StoredMessage], bool]:
+    ) -> tuple[list[Message], bool]:
         """Pending messages, oldest first, waiting up to `wait_ms` for the first."""
         consumer = validate.consumer(consumer)
         limit = validate.receive_limit(limit)
@@ -291,7 +333,7 @@ class Core:
             arrival = self._arrival
             messages, more = await self._take_pending(consumer, limit, exclude)
             if messages:
-                return messages, more
+                return [message_of(m) for m in messages], more
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -325,7 +367,7 @@ class Core:
 
     async def peek(
         self, consumer: str, after_seq: int, limit: int | None, wait_ms: int
-    ) -> tuple[list[StoredMessage], bool, int]:
+    ) -> tuple[list[Message], bool, int]:
         """Messages after `after_seq` without touching receipts (all accepted ones, or
         those `consumer` has not acknowledged), waiting up to `wait_ms` for the first."""
         limit = validate.receive_limit(limit)
@@ -335,7 +377,7 @@ class Core:
             messages, more, head = await self.store.read(inbox.peek, consumer, after_seq, limit)
             remaining = deadline - time.monotonic()
             if messages or remaining <= 0:
-                return messages, more, head
+                return [message_of(m) for m in messages], more, head
             try:
                 await asyncio.wait_for(arrival.wait(), remaining)
             except TimeoutError:
@@ -358,11 +400,7 @@ class Core:
     async def _known(self, conversation_id: str) -> ConversationInfo:
         info = await self.engine.conversation(conversation_id)
         if info is None:
-            raise NotFound(
-                f"conversation {conversation_id} is not known to this inbox: run sync first",
-                reason="unknown_conversation",
-                field="conversationId",
-            )
+            raise unknown_conversation(conversation_id)
         await self.ingestor.record(info)
         return info
 
@@ -385,31 +423,9 @@ class Core:
         """Exclude a conversation (and a DM's peer inbox everywhere)."""
         await self._decide(conversation_id, Consent.BLOCKED)
 
-    async def resolve_inbox(self, to: str) -> tuple[str, str | None]:
-        """(inbox id, address or None) for an address, inbox id or contact name."""
-        lowered = to.lower()
-        address: str | None = None
-        if lowered.startswith("0x") and len(lowered) == 42:
-            address = lowered
-            inbox_id = await self.engine.resolve(lowered)
-        elif len(lowered) == 64 and all(c in "0123456789abcdef" for c in lowered):
-            inbox_id = await self.engine.resolve(lowered)
-        else:
-            contact = await self.store.read(conversations.contact_by_name, to)
-            if contact is None:
-                raise NotFound(
-                    f"{to!r} is not an address, an inbox id or a saved contact name",
-                    reason="unknown_destination",
-                    field="to",
-                )
-            return contact.inbox_id, contact.address
-        if inbox_id is None:
-            raise NotFound(f"{to} is not on XMTP", reason="not_on_xmtp", field="to")
-        return inbox_id, address
-
     async def connect(self, to: str, name: str | None) -> ContactRecord:
         """Resolve, find or create the DM, accept it, save the contact."""
-        inbox_id, address = await self.resolve_inbox(to)
+        inbox_id, address = await self.destinations.inbox(to)
         dm = await self.engine.find_or_create_dm(inbox_id)
         now = time.time_ns()
         await self.store.write(
@@ -427,9 +443,8 @@ class Core:
         self._follow_up(dm.id)
         return contact
 
-    async def _open_dm(self, to: str) -> str:
-        """The accepted DM for an address, inbox id or contact; sending there accepts it."""
-        inbox_id, _address = await self.resolve_inbox(to)
+    async def _open_dm(self, inbox_id: str) -> str:
+        """The accepted DM with an inbox; sending there accepts it."""
         dm = await self.engine.find_or_create_dm(inbox_id)
         now = time.time_ns()
         await self.store.write(
@@ -471,45 +486,40 @@ class Core:
         return sender
 
     async def send(
-        self,
-        *,
-        to: str,
-        content: Outgoing,
-        key: str,
-        reply_to: str | None,
+        self, *, to: str, content: Outgoing, key: str, reply_to: str | None
     ) -> SendResult:
-        """One logical message per key to a destination.
+        """One logical message per key to a destination (cone.core.destinations).
 
         To an address, inbox id or contact: the DM, accepted by this act. To a
         conversation id: it must be accepted, as for Reply.
         """
         check_content(content)
         self._check_room()
+        self.network.require_identity()
         content, reply_to_inbox_id = await self._referenced(content, reply_to)
-        lowered = to.lower()
-        by_id = len(lowered) != 64 and all(c in "0123456789abcdef" for c in lowered)
+        found = await self.destinations.resolve(to)
+        if found.conversation_id is not None:
+            conversation_id = found.conversation_id
+        else:
+            assert found.inbox_id is not None
+            conversation_id = await self._open_dm(found.inbox_id)
         return await self.outbox.send(
             key=key,
             destination=to,
-            conversation_id=lowered if by_id else await self._open_dm(to),
-            require_accepted=by_id,
+            conversation_id=conversation_id,
+            require_accepted=found.conversation_id is not None,
             record_unknown=self._known,
             message=content,
             reply_to=reply_to,
             reply_to_inbox_id=reply_to_inbox_id,
         )
 
-    async def reply(
-        self,
-        *,
-        conversation_id: str,
-        key: str,
-        content: Outgoing,
-    ) -> SendResult:
+    async def reply(self, *, conversation_id: str, key: str, content: Outgoing) -> SendResult:
         """One message into an accepted conversation, one per key."""
         check_content(content)
         content, _ = await self._referenced(content, None)
         self._check_room()
+        self.network.require_identity()
         try:
             return await self.outbox.send(
                 key=key,
@@ -521,7 +531,7 @@ class Core:
                 reply_to=None,
             )
         except NotFound as err:
-            if err.reason != "unknown_conversation":
+            if err.reason != UNKNOWN_CONVERSATION:
                 raise
             # Replying never creates or accepts a conversation: unknown is not accepted.
             raise FailedPrecondition(
@@ -531,7 +541,7 @@ class Core:
                 field="conversationId",
             ) from None
 
-    async def attachment(self, message_id: str, index: int) -> StoredAttachment:
+    async def attachment(self, message_id: str, index: int) -> Attachment:
         """One attachment of a received message, with its bytes."""
         found = await self.store.read(attachments.get, message_id, index)
         if found is None:
@@ -546,7 +556,55 @@ class Core:
                 f"({found.error or 'waiting for its first attempt'}); it is retried",
                 reason="attachment_unavailable",
             )
-        return found
+        return attachment_of(found)
+
+    # --- reading (cone/core/history.py) and installations --------------------------
+
+    async def conversations(
+        self,
+        *,
+        consumer: str,
+        consent: Consent | None,
+        kind: Kind | None,
+        limit: int | None,
+        cursor: str | None,
+    ) -> tuple[list[ConversationView], str | None]:
+        """A page of conversations, newest first, and the next page's cursor."""
+        return await self.history.conversations(
+            consumer=consumer, consent=consent, kind=kind, limit=limit, cursor=cursor
+        )
+
+    async def messages(
+        self,
+        *,
+        conversation_id: str,
+        before: str | None,
+        after: str | None,
+        limit: int | None,
+        oldest_first: bool | None,
+    ) -> tuple[list[Message], bool]:
+        """A page of an accepted conversation's history, each message as Receive shows it."""
+        return await self.history.messages(
+            conversation_id=conversation_id,
+            before=before,
+            after=after,
+            limit=limit,
+            oldest_first=oldest_first,
+        )
+
+    async def contacts(self) -> list[ContactRecord]:
+        """The saved contacts."""
+        return await self.history.contacts()
+
+    async def unblock(self, conversation_id: str) -> None:
+        """A blocked conversation back to a request."""
+        await self.history.unblock(conversation_id)
+
+    async def revoke_installations(
+        self, installation_ids: list[str], all_except_this: bool
+    ) -> tuple[list[str], int]:
+        """Revoke the given installations, or all but this one; (revoked ids, left)."""
+        return await installations.revoke(self.engine, installation_ids, all_except_this)
 
     async def status(self) -> Status:
         """Health and budgets for operators."""
@@ -567,18 +625,25 @@ class Core:
             )
         if updates >= UPDATE_LIMIT - 26:
             warnings.append(f"the inbox has used {updates} of {UPDATE_LIMIT} identity updates")
-        network = "reachable"
+        # Asked now (at most STATUS_PROBE_S): whether the node answers is never older
+        # than this call (docs/networks.md).
+        answer = await self.network.check(STATUS_PROBE_S)
+        network = answer.view.value
         if self.engine.v3_cutover():
             network = "v3_cutover"
             warnings.append(
                 "the XMTP node refuses this cone as a V3 client after its cutover to the "
                 "decentralized network (D14N): nothing can be sent; see docs/networks.md"
             )
-        elif self.last_sync_error:
-            network = "unreachable"
+        elif answer.view is NodeView.NO_ANSWER:
             warnings.append(
-                f"the XMTP network at {self.engine.api_url} cannot be reached: sends wait in "
-                "the outbox and cone reconnects by itself"
+                f"the XMTP network at {self.engine.api_url} cannot be reached "
+                f"({answer.detail}): sends wait in the outbox and cone reconnects by itself"
+            )
+        elif answer.view is NodeView.IDENTITY_UNKNOWN:
+            warnings.append(
+                f"the XMTP node at {self.engine.api_url}: {ADVICE} ({answer.detail}); "
+                "sends fail with identity_unknown"
             )
         if self.last_sync_error:
             warnings.append(f"the last sync failed: {self.last_sync_error}")

@@ -7,7 +7,6 @@ here beyond conversion.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -15,15 +14,19 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from cone.core import installations
-from cone.core.content import AttachmentPart, Outgoing, Reaction
-from cone.core.history import ConversationView, HistoryMessage
+from cone.core.content import (
+    AttachmentPart,
+    Outgoing,
+    Reaction,
+    ReactionAction,
+    ReactionSchema,
+)
+from cone.core.history import ConversationView
+from cone.core.model import Attachment, Consent, ContactRecord, Kind, Member, Message, Role
 from cone.core.outbox import SendResult
 from cone.core.service import Core
-from cone.engine.groups import Member, Role
 from cone.errors import ConeError, Internal
 from cone.grpc_errors import to_status
-from cone.store import Consent, ContactRecord, Kind, StoredAttachment, StoredMessage
 from conepb.v1 import cone_pb2 as pb
 from conepb.v1 import cone_pb2_grpc
 
@@ -39,6 +42,7 @@ _NETWORK_STATES = {
     "reachable": pb.NETWORK_STATE_REACHABLE,
     "unreachable": pb.NETWORK_STATE_UNREACHABLE,
     "v3_cutover": pb.NETWORK_STATE_V3_CUTOVER,
+    "identity_unknown": pb.NETWORK_STATE_IDENTITY_UNKNOWN,
 }
 _KIND_OF = {number: kind for kind, number in _KIND.items()}
 _CONSENT = {
@@ -91,14 +95,14 @@ def _sent(r: SendResult) -> dict[str, object]:
 
 
 _ACTION_PB = {
-    "added": pb.REACTION_ACTION_ADDED,
-    "removed": pb.REACTION_ACTION_REMOVED,
+    ReactionAction.ADDED: pb.REACTION_ACTION_ADDED,
+    ReactionAction.REMOVED: pb.REACTION_ACTION_REMOVED,
 }
 _ACTION_OF = {v: k for k, v in _ACTION_PB.items()}
 _SCHEMA_PB = {
-    "unicode": pb.REACTION_SCHEMA_UNICODE,
-    "shortcode": pb.REACTION_SCHEMA_SHORTCODE,
-    "custom": pb.REACTION_SCHEMA_CUSTOM,
+    ReactionSchema.UNICODE: pb.REACTION_SCHEMA_UNICODE,
+    ReactionSchema.SHORTCODE: pb.REACTION_SCHEMA_SHORTCODE,
+    ReactionSchema.CUSTOM: pb.REACTION_SCHEMA_CUSTOM,
 }
 _SCHEMA_OF = {v: k for k, v in _SCHEMA_PB.items()}
 
@@ -118,8 +122,8 @@ def outgoing(request: pb.SendRequest | pb.ReplyRequest) -> Outgoing:
             reaction=Reaction(
                 message_id=r.message_id,
                 emoji=r.emoji,
-                action=_ACTION_OF.get(r.action, "added"),
-                schema=_SCHEMA_OF.get(r.schema, "unicode"),
+                action=_ACTION_OF.get(r.action, ReactionAction.ADDED),
+                schema=_SCHEMA_OF.get(r.schema, ReactionSchema.UNICODE),
             )
         )
     if which == "attachment":
@@ -128,7 +132,7 @@ def outgoing(request: pb.SendRequest | pb.ReplyRequest) -> Outgoing:
     return Outgoing()
 
 
-def _attachment_pb(a: StoredAttachment) -> pb.Attachment:
+def _attachment_pb(a: Attachment) -> pb.Attachment:
     return pb.Attachment(
         filename=a.filename,
         mime_type=a.mime_type,
@@ -139,52 +143,41 @@ def _attachment_pb(a: StoredAttachment) -> pb.Attachment:
     )
 
 
-def _reaction_pb(reaction_json: str) -> pb.Reaction:
-    r = json.loads(reaction_json)
+def _reaction_pb(r: Reaction) -> pb.Reaction:
     return pb.Reaction(
-        message_id=r["messageId"],
-        emoji=r["emoji"],
-        action=_ACTION_PB.get(r["action"], pb.REACTION_ACTION_UNSPECIFIED),
-        schema=_SCHEMA_PB.get(r["schema"], pb.REACTION_SCHEMA_UNSPECIFIED),
-        reference_inbox_id=r.get("referenceInboxId") or None,
+        message_id=r.message_id,
+        emoji=r.emoji,
+        action=_ACTION_PB.get(r.action, pb.REACTION_ACTION_UNSPECIFIED),
+        schema=_SCHEMA_PB.get(r.schema, pb.REACTION_SCHEMA_UNSPECIFIED),
+        reference_inbox_id=r.reference_inbox_id or None,
     )
 
 
-def message_to_pb(m: StoredMessage) -> pb.Message:
-    """A stored message as the proto Message."""
-    out = pb.Message(
+def message_to_pb(m: Message) -> pb.Message:
+    """The one mapping from the core's message to the proto Message (Receive, Peek
+    and Messages alike)."""
+    return pb.Message(
         message_id=m.id,
         conversation_id=m.conversation_id,
         conversation_type=_KIND[m.kind],
         sender_inbox_id=m.sender_inbox_id,
         sent_at=_ts(m.sent_at_ns),
         content_type=m.content_type,
-        sequence=m.seq,
+        sequence=m.sequence,
         deliveries=m.deliveries,
+        text=m.text,
+        data_json=m.data_json,
+        reply_to=m.reply_to,
+        fallback=m.fallback,
+        unreadable=m.unreadable,
+        reaction=None if m.reaction is None else _reaction_pb(m.reaction),
+        content_json=m.content_json,
+        attachment=None if m.attachment is None else _attachment_pb(m.attachment),
+        attachments=[_attachment_pb(a) for a in m.attachments],
+        own=m.own or None,
+        deleted=m.deleted or None,
+        expired=m.expired or None,
     )
-    if m.text is not None:
-        out.text = m.text
-    elif m.data_json is not None:
-        out.data_json = m.data_json
-    if m.reply_to is not None:
-        out.reply_to = m.reply_to
-    if m.fallback is not None:
-        out.fallback = m.fallback
-    if m.unreadable is not None:
-        out.unreadable = m.unreadable
-    if m.reaction_json is not None:
-        out.reaction.CopyFrom(_reaction_pb(m.reaction_json))
-    if m.content_json is not None:
-        out.content_json = m.content_json
-    if m.attachments_kind == 1 and m.attachments:
-        out.attachment.CopyFrom(_attachment_pb(m.attachments[0]))
-    elif m.attachments_kind == 2:
-        out.attachments.extend(_attachment_pb(a) for a in m.attachments)
-    if m.removed == "deleted":
-        out.deleted = True
-    elif m.removed == "expired":
-        out.expired = True
-    return out
 
 
 _ROLE = {
@@ -199,14 +192,6 @@ def members_to_pb(members: list[Member]) -> list[pb.Member]:
     return [
         pb.Member(inbox_id=m.inbox_id, addresses=m.addresses, role=_ROLE[m.role]) for m in members
     ]
-
-
-def history_message_to_pb(h: HistoryMessage) -> pb.Message:
-    """A history message as the proto Message: Receive's shape, with own and deleted."""
-    out = message_to_pb(h.message)
-    if h.own:
-        out.own = True
-    return out
 
 
 def contact_to_pb(c: ContactRecord) -> pb.Contact:
@@ -264,15 +249,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
         self, request: pb.ConnectRequest, context: grpc.aio.ServicerContext
     ) -> pb.ConnectResponse:
         name = request.name if request.HasField("name") else None
-        c = await self.core.connect(request.to, name)
-        return pb.ConnectResponse(
-            contact=pb.Contact(
-                name=c.name,
-                inbox_id=c.inbox_id,
-                address=c.address,
-                conversation_id=c.conversation_id,
-            )
-        )
+        return pb.ConnectResponse(contact=contact_to_pb(await self.core.connect(request.to, name)))
 
     @_boundary
     async def Send(
@@ -330,7 +307,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
                     pending_messages=r.pending_messages,
                 )
             )
-        return pb.RequestsResponse(requests=out)
+        return pb.RequestsResponse(requests=out, stale=self.core.stale() or None)
 
     @_boundary
     async def Accept(
@@ -450,7 +427,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     ) -> pb.ConversationsResponse:
         consent = request.consent if request.HasField("consent") else None
         kind = request.type if request.HasField("type") else None
-        views, cursor = await self.core.history.conversations(
+        views, cursor = await self.core.conversations(
             consumer=request.consumer,
             consent=_CONSENT_OF.get(consent) if consent else None,
             kind=_KIND_OF.get(kind) if kind else None,
@@ -458,34 +435,40 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             cursor=request.cursor if request.HasField("cursor") else None,
         )
         return pb.ConversationsResponse(
-            conversations=[conversation_to_pb(v) for v in views], cursor=cursor
+            conversations=[conversation_to_pb(v) for v in views],
+            cursor=cursor,
+            stale=self.core.stale() or None,
         )
 
     @_boundary
     async def Messages(
         self, request: pb.MessagesRequest, context: grpc.aio.ServicerContext
     ) -> pb.MessagesResponse:
-        found, more = await self.core.history.messages(
+        found, more = await self.core.messages(
             conversation_id=request.conversation_id,
             before=request.before if request.HasField("before") else None,
             after=request.after if request.HasField("after") else None,
             limit=request.limit if request.HasField("limit") else None,
             oldest_first=request.oldest_first if request.HasField("oldest_first") else None,
         )
-        return pb.MessagesResponse(messages=[history_message_to_pb(h) for h in found], more=more)
+        return pb.MessagesResponse(
+            messages=[message_to_pb(m) for m in found],
+            more=more,
+            stale=self.core.stale() or None,
+        )
 
     @_boundary
     async def Contacts(
         self, request: pb.ContactsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ContactsResponse:
-        found = await self.core.history.contacts()
+        found = await self.core.contacts()
         return pb.ContactsResponse(contacts=[contact_to_pb(c) for c in found])
 
     @_boundary
     async def Unblock(
         self, request: pb.UnblockRequest, context: grpc.aio.ServicerContext
     ) -> pb.UnblockResponse:
-        await self.core.history.unblock(request.conversation_id)
+        await self.core.unblock(request.conversation_id)
         return pb.UnblockResponse(unblocked=True)
 
     @_boundary
@@ -547,7 +530,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def RevokeInstallations(
         self, request: pb.RevokeInstallationsRequest, context: grpc.aio.ServicerContext
     ) -> pb.RevokeInstallationsResponse:
-        revoked, left = await installations.revoke(
-            self.core.engine, list(request.installation_ids), request.all_except_this
+        revoked, left = await self.core.revoke_installations(
+            list(request.installation_ids), request.all_except_this
         )
         return pb.RevokeInstallationsResponse(revoked_installation_ids=revoked, installations=left)

@@ -9,6 +9,8 @@ async with node as url:             # "http://127.0.0.1:PORT"
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
 from types import TracebackType
 from typing import Final
@@ -103,6 +105,12 @@ class Devnet:
 
     async def start(self) -> str:
         """Open the store, start serving, and return the URL."""
+        address = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        # Checked first: a second devnet on a used port says so, not that its default
+        # database (named after the port) is held.
+        refused = _port_in_use(self.host, self.port)
+        if refused is not None:
+            raise _unavailable(address, refused)
         store = self._store = Store(self.db)
         interceptor = DevnetInterceptor(self.faults, self.stats)
         server = grpc.aio.server(interceptors=[interceptor], options=GRPC_OPTIONS)
@@ -120,16 +128,11 @@ class Devnet:
         if self.faults.cutover_ns < NO_CUTOVER_NS:
             # Again on this loop, so that a time to come ends streams when it arrives.
             self.faults.set_cutover(self.faults.cutover_ns)
-        address = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
         try:
             self.port = server.add_insecure_port(address)
-        except RuntimeError as exc:
+        except RuntimeError:
             store.close()
-            raise StateError(
-                f"cannot listen on {address}: {exc} (is another devnet running there? "
-                "pick another --port, or 0 for a free one)",
-                reason="devnet_port_unavailable",
-            ) from exc
+            raise _unavailable(address, "the port is in use") from None  # taken meanwhile
         self._server = server
         await server.start()
         if self.control_socket is not None:
@@ -173,3 +176,30 @@ class Devnet:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+def _unavailable(address: str, why: str) -> StateError:
+    return StateError(
+        f"cannot listen on {address}: {why} (is another devnet running there? "
+        "pick another --port, or 0 for a free one)",
+        reason="devnet_port_unavailable",
+    )
+
+
+def _port_in_use(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be listened on, or None when it can. Asked before grpc
+    binds, because grpc's refusal comes with C-core lines on stderr and advice about
+    GRPC_VERBOSITY instead of a reason."""
+    if port == 0:
+        return None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # As grpc binds: a port left in TIME_WAIT by a stopped node is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return "the port is in use"
+            return exc.strerror or str(exc)
+    return None

@@ -24,6 +24,7 @@ from cone.errors import (
     RateLimited,
     StateError,
     Unavailable,
+    node_error_text,
     one_line,
     storage_full,
 )
@@ -91,7 +92,7 @@ def translate(exc: BaseException, doing: str, reason: str = "network_unavailable
         )
     if is_rate_limited(text):
         return RateLimited(f"XMTP rate limit while {doing}: {text}")
-    return Unavailable(f"{doing} failed: {text}", reason=reason)
+    return Unavailable(f"{doing} failed: {node_error_text(text)}", reason=reason)
 
 
 def group_refusal(exc: BaseException, doing: str) -> ConeError | None:

@@ -19,7 +19,7 @@ from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls
 from cone.engine._convert import every_conversation, find
 from cone.engine._errors import group_refusal
 from cone.engine.port import Action, Details, Member, Role
-from cone.errors import ConeError, FailedPrecondition, NotFound
+from cone.errors import ConeError, FailedPrecondition, unknown_conversation
 
 _ACTION_WORDS = {
     Action.ADD_MEMBERS: "add members",
@@ -81,11 +81,7 @@ class Groups:
     def _conversation_now(self, conversation_id: str) -> Any:
         conv = find(self._client, conversation_id)
         if conv is None:
-            raise NotFound(
-                f"conversation {conversation_id} is not known to this inbox: run sync first",
-                reason="unknown_conversation",
-                field="conversationId",
-            )
+            raise unknown_conversation(conversation_id)
         return conv
 
     async def _group(self, conversation_id: str) -> Any:

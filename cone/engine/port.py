@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+# The node probe speaks to the node over its own gRPC channel (no libxmtp): the core
+# holds it directly, so its types are the port's too.
+from cone.engine._node import NodeAnswer, NodeProbe, NodeView
+
 
 class XmtpConsent(Enum):
     """XMTP's own consent record for a conversation or inbox."""
@@ -324,6 +328,9 @@ __all__ = [
     "GroupsPort",
     "InstallationsPort",
     "Member",
+    "NodeAnswer",
+    "NodeProbe",
+    "NodeView",
     "RawMessage",
     "Role",
     "StreamHealth",

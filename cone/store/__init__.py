@@ -23,11 +23,14 @@ from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
 from cone.store.records import (
     AttachmentRow,
+    AttachmentsKind,
     Consent,
     ContactRecord,
     Conversation,
     IncomingMessage,
     Kind,
+    OwnMessage,
+    Removed,
     Request,
     StoredAttachment,
     StoredMessage,
@@ -166,12 +169,15 @@ class Store:
 
 __all__ = [
     "AttachmentRow",
+    "AttachmentsKind",
     "Connection",
     "Consent",
     "ContactRecord",
     "Conversation",
     "IncomingMessage",
     "Kind",
+    "OwnMessage",
+    "Removed",
     "Request",
     "Store",
     "StoredAttachment",

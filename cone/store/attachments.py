@@ -29,12 +29,18 @@ class ToFetch:
     attempts: int
 
 
+def size_and_digest(a: AttachmentRow) -> tuple[int | None, str | None]:
+    """A file's size and SHA-256 as recorded: from its bytes when inline, else the
+    size its remote reference announces and no digest until it is downloaded."""
+    if a.data is not None:
+        return len(a.data), hashlib.sha256(a.data).hexdigest()
+    return a.size, None
+
+
 def insert(conn: Connection, message_id: str, rows: Iterable[AttachmentRow]) -> None:
     """Record a new message's attachments (inline ones with their size and digest)."""
     for i, a in enumerate(rows):
-        size, digest = a.size, None
-        if a.data is not None:
-            size, digest = len(a.data), hashlib.sha256(a.data).hexdigest()
+        size, digest = size_and_digest(a)
         conn.execute(
             "INSERT OR IGNORE INTO attachments (message_id, idx, filename, mime_type, size,"
             " sha256, data, remote_json, next_attempt_ns, error)"

@@ -5,7 +5,7 @@ Every function takes an open connection inside the caller's transaction.
 
 from __future__ import annotations
 
-from cone.errors import Conflict, NotFound
+from cone.errors import Conflict, unknown_conversation
 from cone.store._db import Connection
 from cone.store.records import Consent, ContactRecord, Conversation, Kind, Request
 
@@ -35,11 +35,7 @@ def require(conn: Connection, conversation_id: str) -> Conversation:
     """The conversation, or NotFound(reason=unknown_conversation)."""
     conv = get(conn, conversation_id)
     if conv is None:
-        raise NotFound(
-            f"conversation {conversation_id} is not known to this inbox: run sync first",
-            reason="unknown_conversation",
-            field="conversationId",
-        )
+        raise unknown_conversation(conversation_id)
     return conv
 
 
@@ -174,5 +170,14 @@ def contact_by_name(conn: Connection, name: str) -> ContactRecord | None:
     """The contact saved under `name`, or None."""
     row = conn.execute(
         "SELECT inbox_id, name, address, conversation_id FROM contacts WHERE name = ?", (name,)
+    ).fetchone()
+    return ContactRecord(row[0], row[1], row[2], row[3]) if row else None
+
+
+def contact_by_address(conn: Connection, address: str) -> ContactRecord | None:
+    """The contact saved with `address` (any case), or None."""
+    row = conn.execute(
+        "SELECT inbox_id, name, address, conversation_id FROM contacts WHERE lower(address) = ?",
+        (address.lower(),),
     ).fetchone()
     return ContactRecord(row[0], row[1], row[2], row[3]) if row else None

@@ -14,27 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cone.errors import FailedPrecondition, InvalidArgument, NotFound
+from cone.store import inbox
 from cone.store._db import Connection
 from cone.store.conversations import require
-from cone.store.records import Consent, ContactRecord, Conversation, Kind
-
-
-@dataclass(frozen=True)
-class HistoryRow:
-    """One message of a conversation's history, before its content is decoded."""
-
-    id: str
-    seq: int  # 0 for an own message
-    sender_inbox_id: str
-    sent_at_ns: int
-    content_type: str
-    text: str | None
-    data_json: str | None
-    reply_to: str | None
-    fallback: str | None
-    unreadable: str | None
-    removed: str | None
-    own_payload: bytes | None  # an own message's encoded content, decoded by the core
+from cone.store.records import (
+    Consent,
+    ContactRecord,
+    Conversation,
+    Kind,
+    OwnMessage,
+    Removed,
+    StoredMessage,
+)
 
 
 @dataclass(frozen=True)
@@ -49,18 +40,16 @@ class ConversationRow:
     left: bool
 
 
-# Inbox rows and own rows in one shape: (t, id, seq, sender, type, text, data, reply,
-# fallback, unreadable, removed, payload). Expired messages are gone from history.
-# Each side is bounded, ordered and limited on its own index; the page is their merge.
+# A page's order, from inbox rows and own rows alike: (t, id, own). Expired messages
+# are gone from history. Each side is bounded, ordered and limited on its own index;
+# the page is their merge. The rows themselves are read by id afterwards.
 _INBOX = (
-    "SELECT sent_at_ns AS t, id, seq, sender_inbox_id, content_type, text, data_json,"
-    " reply_to, fallback, unreadable, removed, NULL AS payload FROM messages"
-    " WHERE conversation_id = :cid AND (removed IS NULL OR removed != 'expired')"
+    "SELECT sent_at_ns AS t, id, 0 AS own FROM messages"
+    f" WHERE conversation_id = :cid AND (removed IS NULL OR removed != '{Removed.EXPIRED}')"
     " {bounds} ORDER BY sent_at_ns {order}, id {order} LIMIT :n"
 )
 _OWN = (
-    "SELECT created_ns AS t, message_id AS id, 0, :own, content_type, NULL, NULL, NULL,"
-    " NULL, NULL, NULL, payload FROM outbox"
+    "SELECT created_ns AS t, message_id AS id, 1 AS own FROM outbox"
     " WHERE conversation_id = :cid AND message_id IS NOT NULL AND expired_ns IS NULL"
     " {bounds} ORDER BY created_ns {order}, message_id {order} LIMIT :n"
 )
@@ -95,14 +84,14 @@ def messages(
     conn: Connection,
     *,
     conversation_id: str,
-    own_inbox_id: str,
     before: str | None,
     after: str | None,
     limit: int,
     oldest_first: bool,
-) -> tuple[list[HistoryRow], bool, Kind]:
-    """A page of an accepted conversation's history, whether more lie beyond it, and
-    the conversation's kind."""
+) -> tuple[list[StoredMessage | OwnMessage], bool]:
+    """A page of an accepted conversation's history and whether more lie beyond it:
+    inbox messages as Receive hands them out (no receipt touched), own messages as the
+    outbox keeps them (the core decodes them into the same record)."""
     conv = require(conn, conversation_id)
     if conv.consent is not Consent.ACCEPTED:
         state = "a request" if conv.consent is Consent.REQUESTED else "blocked"
@@ -111,7 +100,7 @@ def messages(
             reason="not_accepted",
             field="conversationId",
         )
-    params: dict[str, object] = {"cid": conversation_id, "own": own_inbox_id, "n": limit + 1}
+    params: dict[str, object] = {"cid": conversation_id, "n": limit + 1}
     bounds = []
     if after is not None:
         params["at"], params["aid"] = _position(conn, conversation_id, after, "after"), after
@@ -122,28 +111,26 @@ def messages(
     order = "ASC" if oldest_first else "DESC"
     inbound = _arm(_INBOX, "sent_at_ns", "id", bounds, order)
     own = _arm(_OWN, "created_ns", "message_id", bounds, order)
-    rows = conn.execute(
+    page = conn.execute(
         f"{inbound} UNION ALL {own} ORDER BY 1 {order}, 2 {order} LIMIT :n", params
     ).fetchall()
-    more = len(rows) > limit
-    out = [
-        HistoryRow(
-            id=r[1],
-            seq=r[2],
-            sender_inbox_id=r[3],
-            sent_at_ns=r[0],
-            content_type=r[4],
-            text=r[5],
-            data_json=r[6],
-            reply_to=r[7],
-            fallback=r[8],
-            unreadable=r[9],
-            removed=r[10],
-            own_payload=r[11],
-        )
-        for r in rows[:limit]
-    ]
-    return out, more, conv.kind
+    more = len(page) > limit
+    page = page[:limit]
+    received = inbox.by_ids(conn, [r[1] for r in page if not r[2]])
+    sent = _own(conn, conv, [r[1] for r in page if r[2]])
+    return [sent[r[1]] if r[2] else received[r[1]] for r in page], more
+
+
+def _own(conn: Connection, conv: Conversation, message_ids: list[str]) -> dict[str, OwnMessage]:
+    if not message_ids:
+        return {}
+    marks = ", ".join("?" * len(message_ids))
+    rows = conn.execute(
+        "SELECT message_id, created_ns, payload FROM outbox"
+        f" WHERE conversation_id = ? AND message_id IN ({marks})",
+        [conv.id, *message_ids],
+    ).fetchall()
+    return {r[0]: OwnMessage(r[0], conv.id, conv.kind, r[1], bytes(r[2])) for r in rows}
 
 
 def _cursor(conv: Conversation) -> str:
@@ -212,7 +199,7 @@ def conversations(
 def _last_message_ns(conn: Connection, conversation_id: str) -> int | None:
     (inbound,) = conn.execute(
         "SELECT max(sent_at_ns) FROM messages WHERE conversation_id = ?"
-        " AND (removed IS NULL OR removed != 'expired')",
+        f" AND (removed IS NULL OR removed != '{Removed.EXPIRED}')",
         (conversation_id,),
     ).fetchone()
     (own,) = conn.execute(

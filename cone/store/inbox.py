@@ -12,7 +12,15 @@ from cone import limits
 from cone.errors import NotFound
 from cone.store import attachments
 from cone.store._db import Connection
-from cone.store.records import Consent, IncomingMessage, Kind, StoredAttachment, StoredMessage
+from cone.store.records import (
+    AttachmentsKind,
+    Consent,
+    IncomingMessage,
+    Kind,
+    Removed,
+    StoredAttachment,
+    StoredMessage,
+)
 
 # Pending for a consumer: in an accepted conversation, not from a blocked inbox,
 # not acknowledged by that consumer, not deleted or expired before this consumer
@@ -220,6 +228,7 @@ def _stored_batch(conn: Connection, rows: list[Any], message_bytes: int) -> list
 
 
 def _stored(row: Any, files: tuple[StoredAttachment, ...]) -> StoredMessage:
+    """The one mapping from a message row (`_COLUMNS`, deliveries, `_EXTRA`) to its record."""
     return StoredMessage(
         seq=row[0],
         id=row[1],
@@ -237,8 +246,61 @@ def _stored(row: Any, files: tuple[StoredAttachment, ...]) -> StoredMessage:
         reaction_json=row[13],
         content_json=row[14],
         attachments=files,
-        attachments_kind=row[15],
-        removed=row[16],
+        attachments_kind=None if row[15] is None else AttachmentsKind(row[15]),
+        removed=None if row[16] is None else Removed(row[16]),
+    )
+
+
+def by_ids(conn: Connection, message_ids: Sequence[str]) -> dict[str, StoredMessage]:
+    """Inbox messages by id as Receive hands them out, without touching a receipt
+    (`deliveries` 0), attachment bytes inline as a Receive batch gives them (at most
+    `limits.RECEIVE_INLINE_BUDGET_BYTES` in all, in the order of the ids)."""
+    if not message_ids:
+        return {}
+    marks = ", ".join("?" * len(message_ids))
+    rows = conn.execute(
+        f"SELECT {_COLUMNS}, 0, {_EXTRA} FROM messages m"
+        f" JOIN conversations c ON c.id = m.conversation_id WHERE m.id IN ({marks})",
+        list(message_ids),
+    ).fetchall()
+    order = {mid: i for i, mid in enumerate(message_ids)}
+    rows.sort(key=lambda row: order[row[1]])
+    return {m.id: m for m in _stored_batch(conn, rows, 0)}
+
+
+def as_stored(m: IncomingMessage, kind: Kind, *, own: bool, budget: int) -> StoredMessage:
+    """A message that is not in the inbox (this identity's own, decoded from the
+    outbox) in the record the inbox would hand out for it: files with their size and
+    digest as `attachments.insert` records them, bytes inline as `for_batch` gives
+    them (each file at most `limits.ATTACHMENT_INLINE_MAX_BYTES`, `budget` in all)."""
+    files = []
+    for i, a in enumerate(m.attachments):
+        size, digest = attachments.size_and_digest(a)
+        inline = a.data
+        if inline is not None and len(inline) <= min(limits.ATTACHMENT_INLINE_MAX_BYTES, budget):
+            budget -= len(inline)
+        else:
+            inline = None
+        files.append(StoredAttachment(i, a.filename, a.mime_type, size, digest, inline, None))
+    return StoredMessage(
+        seq=0,
+        id=m.id,
+        conversation_id=m.conversation_id,
+        kind=kind,
+        sender_inbox_id=m.sender_inbox_id,
+        sent_at_ns=m.sent_at_ns,
+        content_type=m.content_type,
+        text=m.text,
+        data_json=m.data_json,
+        reply_to=m.reply_to,
+        fallback=m.fallback,
+        deliveries=0,
+        unreadable=m.unreadable,
+        reaction_json=m.reaction_json,
+        content_json=m.content_json,
+        attachments=tuple(files),
+        attachments_kind=m.attachments_kind,
+        own=own,
     )
 
 

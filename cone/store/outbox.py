@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cone.errors import FailedPrecondition, NotFound
+from cone.errors import FailedPrecondition, unknown_conversation
 from cone.store._db import Connection
 from cone.store.conversations import get as get_conversation
 from cone.store.records import Consent
@@ -71,11 +71,7 @@ def claim(
     if require_accepted:
         conv = get_conversation(conn, conversation_id)
         if conv is None:
-            raise NotFound(
-                f"conversation {conversation_id} is not known to this inbox",
-                reason="unknown_conversation",
-                field="conversationId",
-            )
+            raise unknown_conversation(conversation_id)
         if conv.consent is not Consent.ACCEPTED:
             state = "a request" if conv.consent is Consent.REQUESTED else "blocked"
             raise FailedPrecondition(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 
 
 class Consent(IntEnum):
@@ -19,6 +19,21 @@ class Kind(IntEnum):
 
     DM = 1
     GROUP = 2
+
+
+class AttachmentsKind(IntEnum):
+    """How a message carries its files (the `attachments_kind` column): one file
+    (`attachment` on the wire) or a list (`attachments`, a multi remote attachment)."""
+
+    ONE = 1
+    LIST = 2
+
+
+class Removed(StrEnum):
+    """Why a message's content was taken out of the store (the `removed` column)."""
+
+    DELETED = "deleted"  # its sender deleted it
+    EXPIRED = "expired"  # its conversation's disappearing setting
 
 
 @dataclass(frozen=True)
@@ -77,13 +92,13 @@ class IncomingMessage:
     reaction_json: str | None = None
     content_json: str | None = None
     attachments: tuple[AttachmentRow, ...] = ()
-    # 1: one file (`attachment`); 2: a list (`attachments`).
-    attachments_kind: int | None = None
+    attachments_kind: AttachmentsKind | None = None
 
 
 @dataclass(frozen=True)
 class StoredMessage:
-    """A message as a consumer receives it."""
+    """A message as the store hands it out, to Receive, Peek and Messages alike
+    (`deliveries` is 0 where no consumer is counted; `own` only in Messages)."""
 
     seq: int
     id: str
@@ -101,9 +116,22 @@ class StoredMessage:
     reaction_json: str | None = None
     content_json: str | None = None
     attachments: tuple[StoredAttachment, ...] = ()
-    attachments_kind: int | None = None
-    # `deleted` or `expired` once the content was removed (cone/store/retention.py).
-    removed: str | None = None
+    attachments_kind: AttachmentsKind | None = None
+    # Set once the content was removed (cone/store/retention.py).
+    removed: Removed | None = None
+    own: bool = False
+
+
+@dataclass(frozen=True)
+class OwnMessage:
+    """A message this identity sent, as the outbox keeps it: the encoded content,
+    which the core decodes into a `StoredMessage` (cone.core.messages)."""
+
+    id: str
+    conversation_id: str
+    kind: Kind
+    created_ns: int
+    payload: bytes
 
 
 @dataclass(frozen=True)

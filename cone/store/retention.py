@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cone.store._db import Connection
+from cone.store.records import Removed
 
 # Everything a message carries of its content (its files are in `attachments`).
 _CLEAR = "text = NULL, data_json = NULL, fallback = NULL, reaction_json = NULL, content_json = NULL"
@@ -46,12 +47,12 @@ def apply_deletions(conn: Connection, conversation_id: str, now_ns: int) -> tupl
         for r in conn.execute(
             "SELECT m.id FROM deletions d JOIN messages m ON m.id = d.message_id"
             " WHERE d.conversation_id = ? AND m.sender_inbox_id = d.sender_inbox_id"
-            " AND (m.removed IS NULL OR m.removed != 'deleted')",
+            f" AND (m.removed IS NULL OR m.removed != '{Removed.DELETED}')",
             (conversation_id,),
         )
     ]
     conn.executemany(
-        f"UPDATE messages SET {_CLEAR}, removed = 'deleted', removed_ns = ? WHERE id = ?",
+        f"UPDATE messages SET {_CLEAR}, removed = '{Removed.DELETED}', removed_ns = ? WHERE id = ?",
         [(now_ns, mid) for mid in ids],
     )
     if ids:
@@ -129,7 +130,7 @@ def expire(conn: Connection, now_ns: int) -> int:
     total = 0
     for cid, (from_ns, in_ns) in disappearing(conn).items():
         cur = conn.execute(
-            f"UPDATE messages SET {_CLEAR}, removed = 'expired', removed_ns = ?"
+            f"UPDATE messages SET {_CLEAR}, removed = '{Removed.EXPIRED}', removed_ns = ?"
             " WHERE conversation_id = ? AND removed IS NULL AND sent_at_ns >= ?"
             " AND sent_at_ns <= ?",
             (now_ns, cid, from_ns, now_ns - in_ns),

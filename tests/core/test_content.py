@@ -18,7 +18,7 @@ from cone.schema import message_to_json, methods
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import BACKENDS, DaemonProcess
 from support.node_peer import NodePeer
-from support.waiting import receive_n, until
+from support.waiting import accept_request, receive_n, until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -27,16 +27,6 @@ async def _send(daemon: DaemonProcess, params: dict[str, Any]) -> pb.SendRespons
     """A send with JSON-RPC's parameters, through the shared schema (as every facade)."""
     request = methods()["send"].to_request(params)
     return await daemon.client.call("Send", request)
-
-
-async def _accept(daemon: DaemonProcess, conversation_id: str) -> None:
-    async def known() -> bool:
-        await daemon.client.call("Sync", pb.SyncRequest())
-        held = await daemon.client.call("Requests", pb.RequestsRequest())
-        return any(r.conversation_id == conversation_id for r in held.requests)
-
-    await until(known)
-    await daemon.client.call("Accept", pb.AcceptRequest(conversation_id=conversation_id))
 
 
 def _b64(data: bytes) -> str:
@@ -159,7 +149,7 @@ async def test_cone_hands_the_agent_the_sdks_content_in_the_documented_shape(
         }
         await sdk.send(cid, "actions", actions)
         await sdk.send(cid, "intent", {"id": "menu", "actionId": "yes"})
-        await _accept(daemon, cid)
+        await accept_request(daemon.client, cid)
         batch = await receive_n(daemon.client, 9)
         as_json = message_to_json(pb.ReceiveResponse(messages=batch, more=False))["messages"]
         m = {i: msg for i, msg in enumerate(as_json)}
@@ -237,7 +227,7 @@ async def test_large_attachments_come_by_the_attachment_method_over_json_rpc(
                 "attachment",
                 {"filename": f"s{i}", "mimeType": "image/jpeg", "content": _b64(data)},
             )
-        await _accept(daemon, cid)
+        await accept_request(daemon.client, cid)
         await receive_n(daemon.client, 7)
     async with ServeProcess(daemon.home, devnet) as serve:
         batch = (await serve.call("receive", {"limit": 10}))["messages"]
@@ -294,7 +284,7 @@ async def test_a_requests_attachment_is_not_served_until_accepted(
         request = pb.AttachmentRequest(message_id=sent)
         with pytest.raises(NotFound):
             await daemon.client.call("Attachment", request)
-        await _accept(daemon, cid)
+        await accept_request(daemon.client, cid)
         got = await daemon.client.call("Attachment", request)
         assert got.data == b"secret" and got.sha256 == _sha(b"secret")
 

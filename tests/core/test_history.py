@@ -23,20 +23,23 @@ async def _daemon_id(daemon: DaemonProcess) -> Any:
     )
 
 
-async def _dm_to_daemon(peer: Peer, daemon: DaemonProcess) -> Any:
+async def _dm_to_daemon(peer: Peer, daemon: DaemonProcess, ident: Any = None) -> Any:
+    """A DM from `peer` to the daemon (`ident`: its identifier, when it is stopped)."""
     opts = ffi.FfiCreateDmOptions(message_disappearing_settings=None)
     return await peer.client.conversations().find_or_create_dm_by_identity(
-        await _daemon_id(daemon), opts
+        ident or await _daemon_id(daemon), opts
     )
 
 
-async def _group_with_daemon(peer: Peer, daemon: DaemonProcess, *others: Peer, name: str) -> Any:
+async def _group_with_daemon(
+    peer: Peer, daemon: DaemonProcess, *others: Peer, name: str, ident: Any = None
+) -> Any:
     opts = ffi.FfiCreateGroupOptions(
         permissions=None, group_name=name, group_image_url_square=None,
         group_description=f"about {name}", custom_permission_policy_set=None,
         message_disappearing_settings=None, app_data=None,
     )  # fmt: skip
-    ids = [await _daemon_id(daemon), *(o.identifier() for o in others)]
+    ids = [ident or await _daemon_id(daemon), *(o.identifier() for o in others)]
     return await peer.client.conversations().create_group_by_identity(ids, opts)
 
 
@@ -69,11 +72,18 @@ async def test_conversations_lists_dms_groups_and_requests_with_filters_and_page
     alice_dm, alice_cid = await _connect(daemon, alice, "alice")
     await alice.send(alice_dm, "one")
     await alice.send(alice_dm, "two")
-    stranger = await _dm_to_daemon(bob, daemon)
+    # The timing that once broke the order: two conversations made while the daemon
+    # is down reach its libxmtp and cone's store in one batch at its next start, so
+    # libxmtp's creation times and cone's first-seen times need not agree. The list's
+    # order and its createdAt are both cone's first-seen time, whatever the batch did.
+    me = await _daemon_id(daemon)
+    await daemon.stop()
+    stranger = await _dm_to_daemon(bob, daemon, me)
     await bob.send(stranger, "hello?")
-    group = await _group_with_daemon(carol, daemon, alice, name="team")
+    group = await _group_with_daemon(carol, daemon, alice, name="team", ident=me)
     await carol.send(group, "welcome")
     group_id = bytes(group.id()).hex()
+    await daemon.restart()
 
     async def three() -> list[pb.ConversationSummary]:
         found = list((await _conversations(daemon)).conversations)
@@ -118,9 +128,10 @@ async def test_conversations_lists_dms_groups_and_requests_with_filters_and_page
             break
         cursor = page.cursor
     assert sorted(c.conversation_id for c in seen) == sorted(found)
-    created = [c.created_at.ToNanoseconds() for c in seen]
+    created = [(c.created_at.ToNanoseconds(), c.conversation_id) for c in seen]
     assert len(seen) == 3
-    assert created == sorted(created, reverse=True) or len(set(created)) < 3
+    assert created == sorted(created, reverse=True)  # newest first, then id descending
+    assert created[-1][1] == alice_cid  # seen before the daemon stopped
 
 
 async def _pending(daemon: DaemonProcess, cid: str, n: int) -> bool:

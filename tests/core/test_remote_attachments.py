@@ -7,10 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,50 +19,11 @@ from cone.errors import Unavailable
 from cone.schema import message_to_json
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
+from support.files import Files, serve
 from support.node_peer import NodePeer
-from support.waiting import until
+from support.waiting import accept_request, until
 
 pytestmark = pytest.mark.timeout(180)
-
-
-class _Files:
-    """What the test server answers, by path, and how often each path was asked."""
-
-    def __init__(self) -> None:
-        self.bodies: dict[str, bytes] = {}
-        self.hits: dict[str, int] = {}
-        self.release = threading.Event()  # ends the slow path's wait
-
-
-@contextmanager
-def _server(files: _Files) -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            files.hits[self.path] = files.hits.get(self.path, 0) + 1
-            if self.path == "/slow":
-                files.release.wait(30)
-                return
-            body = files.bodies.get(self.path)
-            if body is None:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        files.release.set()
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture
@@ -111,9 +69,9 @@ async def test_remote_attachments_download_or_say_why_and_are_retried(
     daemon = local_daemon
     photo, other = b"\x89PNG" + bytes(range(256)) * 300, b"second file"
     movie = os.urandom(3_000_000)  # remote files may be larger than inline ones
-    files = _Files()
+    files = Files()
     ident = await daemon.client.identity()
-    with _server(files) as base:
+    with serve(files) as base:
         async with NodePeer.start(devnet, tmp_path) as sdk:
             good = await _encrypted(sdk, "photo.png", "image/png", photo)
             second = await _encrypted(sdk, "notes.txt", "text/plain", other)
@@ -134,13 +92,7 @@ async def test_remote_attachments_download_or_say_why_and_are_retried(
             }
             sent["multi"] = await sdk.send(cid, "multiRemoteAttachment", multi)
 
-            async def known() -> bool:
-                await daemon.client.call("Sync", pb.SyncRequest())
-                held = await daemon.client.call("Requests", pb.RequestsRequest())
-                return any(r.conversation_id == cid for r in held.requests)
-
-            await until(known)
-            await daemon.client.call("Accept", pb.AcceptRequest(conversation_id=cid))
+            await accept_request(daemon.client, cid)
 
             def by_id(ms: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 return {m["messageId"]: m for m in ms}
@@ -240,9 +192,9 @@ async def test_remote_attachment_refusals_are_visible(
     daemon: DaemonProcess, devnet: str, tmp_path: Path
 ) -> None:
     """Without CONE_ATTACHMENT_ALLOW_LOCAL, a loopback URL is refused, not fetched."""
-    files = _Files()
+    files = Files()
     ident = await daemon.client.identity()
-    with _server(files) as base:
+    with serve(files) as base:
         async with NodePeer.start(devnet, tmp_path) as sdk:
             enc = await _encrypted(sdk, "a.txt", "text/plain", b"x")
             files.bodies["/a"] = enc["payload"]
@@ -251,13 +203,7 @@ async def test_remote_attachment_refusals_are_visible(
                 cid, "remoteAttachment", _remote(enc, base.replace("http", "https") + "/a")
             )
 
-            async def known() -> bool:
-                await daemon.client.call("Sync", pb.SyncRequest())
-                held = await daemon.client.call("Requests", pb.RequestsRequest())
-                return any(r.conversation_id == cid for r in held.requests)
-
-            await until(known)
-            await daemon.client.call("Accept", pb.AcceptRequest(conversation_id=cid))
+            await accept_request(daemon.client, cid)
 
             async def refused() -> str:
                 ms = await _messages(daemon)

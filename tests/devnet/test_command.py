@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 import time
@@ -51,8 +52,47 @@ async def test_a_second_devnet_on_a_busy_port_or_database_refuses_to_start(tmp_p
         for args in (["--port", str(node.port)], ["--db", db]):
             with pytest.raises(RuntimeError, match=r"cannot (listen|open)"):
                 await DevnetProcess.start(tmp_path, *args)
+        # The busy port, as a person meets it: one line on stderr, exit code 6, none
+        # of grpc's own text (`E1203 … add_port.cc`, advice about GRPC_VERBOSITY).
+        second = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cone", "devnet", "--port", str(node.port), "--ephemeral",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(second.communicate(), START_S)
+        assert second.returncode == 6 and out == b""
+        assert err.decode().splitlines() == [
+            f"cone devnet: cannot listen on 127.0.0.1:{node.port}: the port is in use "
+            "(is another devnet running there? pick another --port, or 0 for a free one)"
+        ]
     finally:
         assert await node.stop() == 0
+
+
+async def test_cone_devnet_keeps_its_state_by_default_and_forgets_it_when_ephemeral(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    node = await DevnetProcess.start(tmp_path, env=env)  # --port 0: a throwaway node
+    port = node.port
+    assert await node.stop() == 0
+    assert "state in memory" in node.stderr()
+    assert not (tmp_path / "state").exists()
+
+    db = tmp_path / "state" / "cone" / "devnet" / f"{port}.db"
+    for _ in range(2):  # the second start finds what the first stored
+        node = await DevnetProcess.start(tmp_path, "--port", str(port), env=env)
+        assert f"state in {db}" in node.stderr()
+        async with wire.node(node.url) as n:
+            await wire.send(n, b"group")
+            stored = await wire.query(n, b"group")
+        assert await node.stop() == 0
+    assert len(stored.messages) == 2
+    assert db.stat().st_mode & 0o777 == 0o600
+
+    node = await DevnetProcess.start(tmp_path, "--port", str(port), "--ephemeral", env=env)
+    async with wire.node(node.url) as n:
+        assert len((await wire.query(n, b"group")).messages) == 0
+    assert await node.stop() == 0
 
 
 async def test_faults_injected_from_another_process_reach_the_node(tmp_path: Path) -> None:

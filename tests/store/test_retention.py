@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from cone.store import Consent, IncomingMessage, Kind, Store, conversations, history, inbox
+from cone.store import (
+    Consent,
+    IncomingMessage,
+    Kind,
+    Store,
+    StoredMessage,
+    conversations,
+    history,
+    inbox,
+)
 from cone.store import retention as r
 
 KEY = bytes(range(32))
@@ -34,13 +43,13 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 def _texts(store: Store) -> list[tuple[str | None, str | None]]:
-    rows, _, _ = store.read_now(
+    rows, _ = store.read_now(
         functools.partial(
-            history.messages, conversation_id="c1", own_inbox_id="me", before=None,
+            history.messages, conversation_id="c1", before=None,
             after=None, limit=100, oldest_first=True,
         )
     )  # fmt: skip
-    return [(row.text, row.removed) for row in rows]
+    return [(row.text, row.removed) for row in rows if isinstance(row, StoredMessage)]
 
 
 def test_a_deletion_that_comes_before_its_message_is_applied_when_it_arrives(

@@ -26,13 +26,19 @@ class DevnetProcess:
         return int(self.url.rsplit(":", 1)[1])
 
     @classmethod
-    async def start(cls, directory: Path, *args: str) -> DevnetProcess:
-        """Start `cone devnet --port 0 ARGS` (a later `--port` wins) and wait for its URL."""
+    async def start(
+        cls, directory: Path, *args: str, env: dict[str, str] | None = None
+    ) -> DevnetProcess:
+        """Start `cone devnet --port 0 ARGS` (a later `--port` wins) and wait for its URL.
+
+        In memory (`--ephemeral`) unless ARGS give `--db` or `env` is given: a test
+        never writes into the user's state directory."""
         stderr_path = _next_log(directory)
+        state = () if env is not None or "--db" in args else ("--ephemeral",)
         with stderr_path.open("wb") as stderr:
             process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "cone", "devnet", "--port", "0", *args,
-                stdout=asyncio.subprocess.PIPE, stderr=stderr,
+                sys.executable, "-m", "cone", "devnet", "--port", "0", *state, *args,
+                stdout=asyncio.subprocess.PIPE, stderr=stderr, env=env,
             )  # fmt: skip
         assert process.stdout is not None
         try:

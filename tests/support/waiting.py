@@ -32,3 +32,15 @@ async def receive_n(
             batch = await client.receive(consumer=consumer, limit=1000, wait_ms=2000)
             if len(batch.messages) >= n:
                 return list(batch.messages)
+
+
+async def accept_request(client: ConeClient, conversation_id: str) -> None:
+    """Sync until the conversation is held as a request, then accept it."""
+
+    async def held() -> bool:
+        await client.call("Sync", pb.SyncRequest())
+        requests = await client.call("Requests", pb.RequestsRequest())
+        return any(r.conversation_id == conversation_id for r in requests.requests)
+
+    await until(held)
+    await client.call("Accept", pb.AcceptRequest(conversation_id=conversation_id))

@@ -44,6 +44,7 @@ class NetworkState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NETWORK_STATE_REACHABLE: _ClassVar[NetworkState]
     NETWORK_STATE_UNREACHABLE: _ClassVar[NetworkState]
     NETWORK_STATE_V3_CUTOVER: _ClassVar[NetworkState]
+    NETWORK_STATE_IDENTITY_UNKNOWN: _ClassVar[NetworkState]
 
 class MemberRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -69,6 +70,7 @@ NETWORK_STATE_UNSPECIFIED: NetworkState
 NETWORK_STATE_REACHABLE: NetworkState
 NETWORK_STATE_UNREACHABLE: NetworkState
 NETWORK_STATE_V3_CUTOVER: NetworkState
+NETWORK_STATE_IDENTITY_UNKNOWN: NetworkState
 MEMBER_ROLE_UNSPECIFIED: MemberRole
 MEMBER_ROLE_MEMBER: MemberRole
 MEMBER_ROLE_ADMIN: MemberRole
@@ -325,10 +327,12 @@ class ConversationRequest(_message.Message):
     def __init__(self, conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., peer_inbox_id: _Optional[str] = ..., peer_address: _Optional[str] = ..., first_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending_messages: _Optional[int] = ...) -> None: ...
 
 class RequestsResponse(_message.Message):
-    __slots__ = ("requests",)
+    __slots__ = ("requests", "stale")
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
     requests: _containers.RepeatedCompositeFieldContainer[ConversationRequest]
-    def __init__(self, requests: _Optional[_Iterable[_Union[ConversationRequest, _Mapping]]] = ...) -> None: ...
+    stale: bool
+    def __init__(self, requests: _Optional[_Iterable[_Union[ConversationRequest, _Mapping]]] = ..., stale: _Optional[bool] = ...) -> None: ...
 
 class AcceptRequest(_message.Message):
     __slots__ = ("conversation_id",)
@@ -557,12 +561,14 @@ class ConversationSummary(_message.Message):
     def __init__(self, conversation_id: _Optional[str] = ..., conversation_type: _Optional[_Union[ConversationType, str]] = ..., consent: _Optional[_Union[ConsentState, str]] = ..., peer_inbox_id: _Optional[str] = ..., peer_address: _Optional[str] = ..., contact_name: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., image_url: _Optional[str] = ..., member_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_message_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending_messages: _Optional[int] = ..., active: _Optional[bool] = ...) -> None: ...
 
 class ConversationsResponse(_message.Message):
-    __slots__ = ("conversations", "cursor")
+    __slots__ = ("conversations", "cursor", "stale")
     CONVERSATIONS_FIELD_NUMBER: _ClassVar[int]
     CURSOR_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
     conversations: _containers.RepeatedCompositeFieldContainer[ConversationSummary]
     cursor: str
-    def __init__(self, conversations: _Optional[_Iterable[_Union[ConversationSummary, _Mapping]]] = ..., cursor: _Optional[str] = ...) -> None: ...
+    stale: bool
+    def __init__(self, conversations: _Optional[_Iterable[_Union[ConversationSummary, _Mapping]]] = ..., cursor: _Optional[str] = ..., stale: _Optional[bool] = ...) -> None: ...
 
 class MessagesRequest(_message.Message):
     __slots__ = ("conversation_id", "before", "after", "limit", "oldest_first")
@@ -579,12 +585,14 @@ class MessagesRequest(_message.Message):
     def __init__(self, conversation_id: _Optional[str] = ..., before: _Optional[str] = ..., after: _Optional[str] = ..., limit: _Optional[int] = ..., oldest_first: _Optional[bool] = ...) -> None: ...
 
 class MessagesResponse(_message.Message):
-    __slots__ = ("messages", "more")
+    __slots__ = ("messages", "more", "stale")
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     MORE_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
     messages: _containers.RepeatedCompositeFieldContainer[Message]
     more: bool
-    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., more: _Optional[bool] = ...) -> None: ...
+    stale: bool
+    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., more: _Optional[bool] = ..., stale: _Optional[bool] = ...) -> None: ...
 
 class ContactsRequest(_message.Message):
     __slots__ = ()

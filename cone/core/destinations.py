@@ -1,0 +1,124 @@
+"""Where a destination leads: the one resolver for send, connect and group members.
+
+A destination is a string an agent or operator gives (`to`, `members`). The first
+reading that matches wins:
+
+1. a saved contact name, exactly as saved: `cafe`, `Dee` and `ada` look like hex but
+   are names when a contact has them;
+2. a conversation id (send only): lowercase hex of any other length than 64, or 64
+   hex characters naming a conversation this inbox records;
+3. an inbox id: 64 hex characters;
+4. an Ethereum address: `0x` and 40 hex characters, in any case.
+
+A name-like string no contact has is NotFound(unknown_destination); a string that is
+none of the four (`0x123`, words with spaces) is InvalidArgument(not_a_destination),
+and this identity's own inbox is InvalidArgument(own_inbox) for send and connect (a
+DM with oneself is never what was meant; group members may name it, and the group
+methods say what they do with it). Neither is a rule of the proto (those answer
+`invalid_argument` at the gRPC edge): they are what resolving found. How a string
+reads is `cone.destination`, which the CLI uses too. docs/protocol.md states the same.
+
+An address resolves without the network when cone already knows whose it is: a
+saved contact's address, or an address libxmtp's local state gives a DM peer's inbox.
+Only an address neither holds is looked up on the network, so a send to a known
+address queues in the outbox while the node is down, like any other send.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cone import destination
+from cone.engine.port import EnginePort
+from cone.errors import NotFound
+from cone.store import Kind, Store, conversations
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A resolved destination: a conversation, or an inbox (with its address when known)."""
+
+    conversation_id: str | None = None
+    inbox_id: str | None = None
+    address: str | None = None
+
+
+class Destinations:
+    """Resolves destinations against cone's store, libxmtp's local state, then the network."""
+
+    def __init__(self, store: Store, engine: EnginePort) -> None:
+        self._store = store
+        self._engine = engine
+
+    async def resolve(
+        self, to: str, *, field: str = "to", conversation: bool = True, own: bool = False
+    ) -> Destination:
+        """Where `to` leads (see the module docstring for the precedence); a
+        conversation id is taken only when `conversation` is true, this identity's
+        own inbox only when `own` is."""
+        found = await self._resolve(to, field, conversation)
+        if found.inbox_id == self._engine.inbox_id and not own:
+            raise destination.own_inbox(to, field)
+        return found
+
+    async def _resolve(self, to: str, field: str, conversation: bool) -> Destination:
+        destination.check(to, field)
+        if destination.is_name(to):
+            contact = await self._store.read(conversations.contact_by_name, to)
+            if contact is not None:
+                return Destination(inbox_id=contact.inbox_id, address=contact.address)
+        lowered = to.lower()
+        if destination.is_id(lowered):
+            # 64 hex digits are an inbox id unless a recorded conversation has them.
+            is_conversation = len(lowered) != destination.INBOX_ID_CHARS
+            if not is_conversation:
+                is_conversation = await self._store.read(conversations.get, lowered) is not None
+            if is_conversation:
+                if not conversation:
+                    raise NotFound(
+                        f"{to} is a conversation id: give an address, an inbox id or a saved "
+                        "contact name",
+                        reason="unknown_destination",
+                        field=field,
+                    )
+                return Destination(conversation_id=lowered)
+            if lowered == self._engine.inbox_id:
+                return Destination(inbox_id=lowered)
+            return Destination(inbox_id=await self._on_xmtp(lowered, field))
+        if destination.is_address(lowered):
+            inbox_id = await self._known_address(lowered) or await self._on_xmtp(lowered, field)
+            return Destination(inbox_id=inbox_id, address=lowered)
+        raise NotFound(
+            f"no contact is saved as {to!r}: give an address, an inbox id, a saved contact "
+            f"name{' or a conversation id' if conversation else ''}",
+            reason="unknown_destination",
+            field=field,
+        )
+
+    async def inbox(self, to: str, field: str = "to", own: bool = False) -> tuple[str, str | None]:
+        """(inbox id, address or None) for an address, inbox id or contact name."""
+        found = await self.resolve(to, field=field, conversation=False, own=own)
+        assert found.inbox_id is not None
+        return found.inbox_id, found.address
+
+    async def _on_xmtp(self, identifier: str, field: str) -> str:
+        inbox_id = await self._engine.resolve(identifier)
+        if inbox_id is None:
+            raise NotFound(f"{identifier} is not on XMTP", reason="not_on_xmtp", field=field)
+        return inbox_id
+
+    async def _known_address(self, address: str) -> str | None:
+        """The inbox cone already maps `address` to, without the network: this
+        identity's own, a saved contact's, else a DM peer's whose addresses libxmtp
+        holds locally."""
+        if address == self._engine.address.lower():
+            return self._engine.inbox_id
+        contact = await self._store.read(conversations.contact_by_address, address)
+        if contact is not None:
+            return contact.inbox_id
+        known = await self._store.read(conversations.all_conversations)
+        peers = sorted({c.peer_inbox_id for c in known if c.kind is Kind.DM and c.peer_inbox_id})
+        for inbox_id, addresses in (await self._engine.groups.addresses(peers)).items():
+            if address in (a.lower() for a in addresses):
+                return inbox_id
+        return None

@@ -1,0 +1,151 @@
+"""The network's state as the node tells it now: answers or not, knows this identity
+or not.
+
+`NetworkWatch` asks the node (`cone.engine._node`) at start, every `period_s`
+(`min(PROBE_EVERY_S, the catch-up period)`), at each status call (waiting at most
+`STATUS_PROBE_S`) and after a publication fails. Status reports the latest answer,
+so `networkState` is never older than the status call that shows it:
+
+| the node                                   | `state`            |
+| ------------------------------------------ | ------------------ |
+| answers and holds this inbox's identity updates and this installation's key package | `reachable` |
+| answers but lacks either (reset, or another network) | `identity_unknown` |
+| refuses the connection, or no answer within the bound | `unreachable` |
+
+A change is logged once (not at every probe) and reported to `on_change`, which the
+core uses to catch up and publish at once when the node is back or knows the
+identity again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Final
+
+from cone.engine.port import NodeAnswer, NodeProbe, NodeView
+from cone.errors import IDENTITY_UNKNOWN, FailedPrecondition
+
+log = logging.getLogger(__name__)
+
+#: Seconds between background probes (the catch-up period when shorter).
+PROBE_EVERY_S: Final = 10.0
+#: Seconds a probe may take before the node counts as not answering.
+PROBE_S: Final = 5.0
+#: Seconds a status call waits for its own probe.
+STATUS_PROBE_S: Final = 5.0
+
+ADVICE: Final = (
+    "the node does not know this identity: node reset? wrong network? A devnet "
+    "started with --ephemeral (or an older cone devnet) forgets every identity when it "
+    "restarts; restart it on its state file, or point --network/--api-url at the "
+    "network this identity registered on"
+)
+
+
+class NetworkWatch:
+    """The latest answer of the node about this identity."""
+
+    def __init__(
+        self,
+        api_url: str,
+        inbox_id: str,
+        installation_id: str,
+        *,
+        period_s: float = PROBE_EVERY_S,
+        on_change: Callable[[NodeView, NodeView], None] | None = None,
+    ) -> None:
+        # No URL (an engine without a node, in unit tests): nothing to ask.
+        self._probe = NodeProbe(api_url, inbox_id, installation_id) if api_url else None
+        self.api_url = api_url
+        self.period_s = min(period_s, PROBE_EVERY_S)
+        self.on_change = on_change
+        self.answer = NodeAnswer(NodeView.KNOWS_IDENTITY, "not asked yet")
+        self.asked_at: float | None = None
+        #: Set while the node's latest answer is that it does not know this identity.
+        self.forgotten = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._asking: asyncio.Task[NodeAnswer] | None = None
+
+    @property
+    def view(self) -> NodeView:
+        """The latest answer's view."""
+        return self.answer.view
+
+    async def start(self) -> None:
+        """Ask once now, then every period in the background."""
+        await self.check()
+        self._task = asyncio.create_task(self._watch(), name="network-watch")
+
+    async def stop(self) -> None:
+        """Stop asking and close the channel."""
+        for task in (self._task, self._asking):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if self._probe is not None:
+            await self._probe.close()
+
+    async def check(self, timeout: float = PROBE_S) -> NodeAnswer:
+        """Ask the node now (callers at the same time share one question)."""
+        if self._probe is None:
+            return self.answer
+        if self._asking is None or self._asking.done():
+            self._asking = asyncio.create_task(self._probe.ask(PROBE_S))
+            # A caller that stopped waiting leaves the answer unread: never an
+            # "exception was never retrieved" for it.
+            self._asking.add_done_callback(_seen)
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(self._asking), timeout)
+        except TimeoutError:
+            answer = NodeAnswer(NodeView.NO_ANSWER, f"the node did not answer within {timeout:g} s")
+        self._record(answer)
+        return answer
+
+    def require_identity(self) -> None:
+        """Raise identity_unknown when the node's latest answer says it does not know
+        this identity (a send would fail there for good)."""
+        if self.view is NodeView.IDENTITY_UNKNOWN:
+            raise identity_unknown(self.api_url, self.answer.detail)
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self.period_s)
+            try:
+                await self.check()
+            except Exception:  # the loop's boundary: a failed probe must not end watching
+                log.exception("probing the XMTP node failed unexpectedly; trying again")
+
+    def _record(self, answer: NodeAnswer) -> None:
+        before = self.answer.view
+        self.answer, self.asked_at = answer, time.monotonic()
+        if answer.view is NodeView.IDENTITY_UNKNOWN:
+            self.forgotten.set()
+        else:
+            self.forgotten.clear()
+        if answer.view is before:
+            return
+        if answer.view is NodeView.IDENTITY_UNKNOWN:
+            log.error("the XMTP node at %s: %s; %s", self.api_url, answer.detail, ADVICE)
+        elif answer.view is NodeView.NO_ANSWER:
+            log.warning("the XMTP node at %s cannot be reached: %s", self.api_url, answer.detail)
+        else:
+            log.warning("the XMTP node at %s answers and knows this identity", self.api_url)
+        if self.on_change is not None:
+            self.on_change(before, answer.view)
+
+
+def identity_unknown(api_url: str, detail: str) -> FailedPrecondition:
+    """The error of a send to a node that does not know this identity."""
+    return FailedPrecondition(
+        f"the XMTP node at {api_url or '?'} does not know this identity ({detail}): node "
+        "reset? wrong network? Nothing can be sent there; see `cone status`",
+        reason=IDENTITY_UNKNOWN,
+    )
+
+
+def _seen(task: asyncio.Task[NodeAnswer]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("probing the XMTP node failed: %s", task.exception())

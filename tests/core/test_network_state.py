@@ -1,0 +1,158 @@
+"""The network's state is the node's answer now: a stopped node is unreachable at the
+next status call, and a node that does not know this identity (a devnet restarted
+without its state) is named as such, in status and in the sends' own reason."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from cone.commands._render import STALE
+from cone.errors import FailedPrecondition
+from conepb.v1 import cone_pb2 as pb
+from support import wire
+from support.cli import cone_cli
+from support.daemons import DaemonProcess
+from support.devnet_process import DevnetProcess
+from support.peers import Peer
+from support.waiting import until
+
+
+async def _status(daemon: DaemonProcess) -> pb.StatusResponse:
+    status: pb.StatusResponse = await daemon.client.call("Status", pb.StatusRequest())
+    return status
+
+
+async def test_status_says_unreachable_as_soon_as_the_node_stops_and_reachable_when_back(
+    home: Path, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "devnet.db")
+    node = await DevnetProcess.start(tmp_path, "--db", db)
+    try:
+        async with DaemonProcess(home, node.url) as daemon:
+            assert (await _status(daemon)).network_state == pb.NETWORK_STATE_REACHABLE
+            assert await node.stop() == 0
+            # No waiting: the status call asks the node itself.
+            status = await _status(daemon)
+            assert status.network_state == pb.NETWORK_STATE_UNREACHABLE
+            assert any("cannot be reached" in w for w in status.warnings)
+            text = await cone_cli(["status", "--home", str(home)])
+            assert text.code == 1, text.err  # unhealthy
+            assert "network UNREACHABLE (the node does not answer now)" in text.out
+            assert "  network     UNREACHABLE" in text.out
+            doc = (await cone_cli(["status", "--home", str(home), "--json"])).json()
+            assert doc["networkState"] == "unreachable"
+            # Answers from the store say they may be stale, in JSON and in text.
+            listed = await cone_cli(["requests", "--home", str(home), "--json"])
+            assert listed.json() == {"requests": [], "stale": True}
+            for command in (["requests"], ["conversations"]):
+                shown = await cone_cli([*command, "--home", str(home)])
+                assert shown.code == 0 and shown.err == ""
+                assert shown.out.splitlines()[-1] == STALE
+            sent = await cone_cli(["send", wire.address(), "hi", "--home", str(home)])
+            assert "ClientError" not in sent.out + sent.err
+            assert "tcp connect error" not in sent.out + sent.err
+
+            node = await DevnetProcess.start(tmp_path, "--db", db, "--port", str(node.port))
+
+            async def reachable() -> bool:
+                return (await _status(daemon)).network_state == pb.NETWORK_STATE_REACHABLE
+
+            await until(reachable)
+            text = await cone_cli(["status", "--home", str(home)])
+            assert "  network     reachable" in text.out
+            assert "stale" not in (await cone_cli(["requests", "--home", str(home)])).out
+    finally:
+        if node.process.returncode is None:
+            await node.stop()
+
+
+async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sends_reason(
+    home: Path, tmp_path: Path
+) -> None:
+    node = await DevnetProcess.start(tmp_path)  # a throwaway node, in memory
+    try:
+        async with DaemonProcess(home, node.url) as daemon:
+            alice = await Peer.create(node.url, tmp_path, "alice")
+            contact = (
+                await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))
+            ).contact
+            assert (await _status(daemon)).network_state == pb.NETWORK_STATE_REACHABLE
+            # The node restarts empty on the same port: it knows nobody now. A send
+            # made while it is down waits in the outbox.
+            assert await node.stop() == 0
+            queued = await daemon.client.call(
+                "Send", pb.SendRequest(to=contact.conversation_id, text="queued", key="q1")
+            )
+            assert not queued.published
+            node = await DevnetProcess.start(tmp_path, "--port", str(node.port))
+
+            async def forgotten() -> pb.StatusResponse | None:
+                s = await _status(daemon)
+                return s if s.network_state == pb.NETWORK_STATE_IDENTITY_UNKNOWN else None
+
+            status = await until(forgotten)
+            (warning,) = [w for w in status.warnings if "does not know this identity" in w]
+            assert "node reset? wrong network?" in warning
+            assert "no identity updates for inbox" in warning
+
+            for request in (
+                pb.SendRequest(to=alice.address, text="anyone there?", key="k1"),
+                pb.SendRequest(to=contact.conversation_id, text="hello?", key="k2"),
+            ):
+                with pytest.raises(FailedPrecondition) as refused:
+                    await daemon.client.call("Send", request)
+                assert refused.value.reason == "identity_unknown"
+                assert "node reset? wrong network?" in refused.value.message
+
+            # What waited is held with the reason, not retried at its backoff in silence
+            # (unless its retry reached the empty node before cone asked it: the node
+            # then took it, and the key settled).
+            async def settled_or_held() -> list[pb.OutboxEntry] | bool:
+                outbox = list((await _status(daemon)).outbox)
+                if not outbox:
+                    return True
+                return [o for o in outbox if "does not know this identity" in o.last_error]
+
+            found = await until(settled_or_held)
+            if found is not True:
+                assert isinstance(found, list)
+                (entry,) = found
+                assert entry.key == "q1" and entry.state == "failing"
+                assert entry.next_attempt_at.ToSeconds() - time.time() > 200  # 5 minutes
+            assert [o.key for o in (await _status(daemon)).outbox] in ([], ["q1"])  # no new key
+
+            text = await cone_cli(["status", "--home", str(home)])
+            assert "IDENTITY UNKNOWN (the node does not know this identity: node reset? " in (
+                text.out
+            )
+            doc = (await cone_cli(["status", "--home", str(home), "--json"])).json()
+            assert doc["networkState"] == "identity_unknown"
+            sent = await cone_cli(["send", contact.conversation_id, "hi", "--home", str(home)])
+            assert sent.code == 4 and "node reset? wrong network?" in sent.err
+            assert "ClientError" not in sent.err and "Api Stats" not in sent.err
+    finally:
+        await node.stop()
+
+
+async def test_a_one_shot_command_with_the_node_down_prints_its_answer_and_no_log(
+    home: Path, tmp_path: Path
+) -> None:
+    node = await DevnetProcess.start(tmp_path)
+    try:
+        made = await cone_cli(["init", "--home", str(home), "--api-url", node.url])
+        assert made.code == 0, made.err
+    finally:
+        assert await node.stop() == 0
+    # No daemon: the command hosts the identity itself, with the node down.
+    where = ["--home", str(home), "--api-url", node.url]
+    shown = await cone_cli(["requests", *where], tty=True)
+    assert shown.code == 0
+    assert shown.out.splitlines() == ["no requests", STALE]
+    assert shown.err == ""  # no libxmtp, grpc or cone warning lines
+    sent = await cone_cli(["send", wire.address(), "hi", *where], tty=True)
+    assert sent.code == 5
+    assert sent.err.startswith("cone send: ") and len(sent.err.splitlines()) == 1
+    assert "the XMTP node cannot be reached" in sent.err and "ClientError" not in sent.err

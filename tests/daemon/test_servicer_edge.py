@@ -1,0 +1,39 @@
+"""The servicer talks to the core's own types only: it imports neither the store nor
+the engine, and reaches through the core to none of its parts but its operations."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import cone.daemon.servicer
+
+SERVICER = Path(cone.daemon.servicer.__file__)
+ALLOWED = ("cone.core.", "cone.errors", "cone.grpc_errors", "conepb.")
+
+
+def _tree() -> ast.Module:
+    return ast.parse(SERVICER.read_text())
+
+
+def test_the_servicer_imports_only_the_core_errors_and_the_generated_stubs() -> None:
+    imported = []
+    for node in ast.walk(_tree()):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.append(node.module)
+        elif isinstance(node, ast.Import):
+            imported += [alias.name for alias in node.names]
+    ours = [name for name in imported if name.startswith(("cone", "conepb"))]
+    assert ours, "the servicer imports the core"
+    assert [name for name in ours if not name.startswith(ALLOWED)] == []
+
+
+def test_the_servicer_never_reaches_into_the_cores_engine_store_or_history() -> None:
+    reached = {
+        node.attr
+        for node in ast.walk(_tree())
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "core"
+    }
+    assert reached & {"engine", "store", "history", "ingestor", "outbox"} == set()
