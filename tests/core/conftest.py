@@ -1,8 +1,8 @@
 """Fixtures for core tests: a real `cone daemon` subprocess on the devnet.
 
 The daemon and `alice` run on V3 unless a test parametrizes `backend` over
-`support.daemons.BACKENDS`: then the same test runs again with both on D14N, through the devnet's
-gateway (the devnet's own URL).
+`support.daemons.BACKENDS`: then the same test runs again with both on D14N,
+through the devnet's gateway (the devnet's own URL).
 """
 
 from __future__ import annotations
