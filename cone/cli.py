@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import cone
 from cone.commands import parser as command_parser
-from cone.config import take_secrets
+from cone.config import NETWORKS, take_secrets
 
 # command name -> module whose `run(args) -> int` carries it out
 _COMMANDS = {
@@ -36,10 +36,16 @@ def _add_state(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", help="state directory (default: $CONE_HOME or the XDG state dir)")
     p.add_argument(
         "--network",
-        choices=["production", "dev", "local"],
-        help="XMTP network (default: $CONE_NETWORK or local)",
+        choices=list(NETWORKS),
+        help="XMTP network (default: $CONE_NETWORK or local); the testnet* and mainnet "
+        "ones are D14N",
     )
     p.add_argument("--api-url", help="node URL override (default: $CONE_API_URL or the network's)")
+    p.add_argument(
+        "--gateway-url",
+        help="D14N gateway: run on XMTP's decentralized network through it (default: "
+        "$CONE_GATEWAY_URL, or the network's on a D14N network; none: V3)",
+    )
     p.add_argument(
         "--key-file",
         help="database key file (default: $CONE_DB_KEY, else the state directory's db.key)",
@@ -135,6 +141,13 @@ def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=None,
         help="Unix socket path for the fault-injection control service (default: none)",
     )
+    p.add_argument(
+        "--cutover-at",
+        default=None,
+        metavar="TIME",
+        help="the V3 side's cutover to D14N: now, +SECONDS, an ISO 8601 time, or Unix "
+        "nanoseconds (default: none; FetchD14nCutover reports it)",
+    )
 
 
 def _add_devnet_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -159,10 +172,17 @@ def _add_devnet_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "ms", type=int, help="milliseconds before each call is handled (0 removes)"
     )
     cutover = actions.add_parser(
-        "v3-cutover",
+        "cutover",
+        aliases=["v3-cutover"],
         help="answer as XMTP's V3 node after its D14N cutover: publishes and subscriptions fail",
     )
-    cutover.add_argument("--off", action="store_true", help="serve publishes again")
+    cutover.add_argument(
+        "--at",
+        default="now",
+        metavar="TIME",
+        help="when: now (default), +SECONDS, an ISO 8601 time, or Unix nanoseconds",
+    )
+    cutover.add_argument("--off", action="store_true", help="set no cutover: serve publishes")
     actions.add_parser("clear", help="remove every pending failure and latency, and the cutover")
     actions.add_parser("stats", help="calls and mean server time per method and per delivery")
 

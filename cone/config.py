@@ -8,6 +8,7 @@ environment variable, then the default.
 | state directory| `--home`            | `CONE_HOME`        | `$XDG_STATE_HOME/cone`, else `~/.local/state/cone` |
 | network        | `--network`         | `CONE_NETWORK`     | `local` (a `cone devnet` on this machine) |
 | node URL       | `--api-url`         | `CONE_API_URL`     | the network's URL (below)                 |
+| D14N gateway   | `--gateway-url`     | `CONE_GATEWAY_URL` | the network's gateway on a D14N network; none (V3) otherwise |
 | database key   | `--key-file`        | `CONE_DB_KEY`      | key file `db.key` in the state directory  |
 | wallet key     | `--wallet-key-file` | `CONE_WALLET_KEY`  | a new key, made on first start            |
 | catch-up period| —                   | `CONE_CATCHUP_S`   | 30 seconds between full syncs             |
@@ -33,11 +34,52 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-NETWORK_URLS: Final[dict[str, str]] = {
-    "local": "http://127.0.0.1:5556",
-    "dev": "https://grpc.dev.xmtp.network:443",
-    "production": "https://grpc.production.xmtp.network:443",
+
+@dataclass(frozen=True)
+class Network:
+    """A named XMTP network: the node to reach, and whether it is a D14N one."""
+
+    #: The node URL: xmtp-node-go's on a V3 network, an xmtpd node's on D14N (where
+    #: libxmtp reads from the nodes its gateway names, so this one is not called).
+    node: str
+    #: Whether the network is XMTP's decentralized one (libxmtp needs a gateway).
+    d14n: bool = False
+    #: The gateway XMTP publishes for it (D14N networks), or None: then the
+    #: operator's own gateway (`--gateway-url`) is required.
+    gateway: str | None = None
+    #: Whether the node is its own D14N gateway (a `cone devnet`): a V3 identity there
+    #: moves to D14N at the cutover through the node's URL, with no setting.
+    own_gateway: bool = False
+
+
+#: The named networks. The D14N endpoints are the ones libxmtp 1.10 ships for
+#: those environments (`xmtp_configuration` `common/api.rs`) and XMTP's network-nodes
+#: page lists; XMTP documents no mainnet endpoint, where every app runs its own
+#: gateway service (docs/networks.md).
+NETWORKS: Final[dict[str, Network]] = {
+    "local": Network("http://127.0.0.1:5556", own_gateway=True),
+    "dev": Network("https://grpc.dev.xmtp.network:443"),
+    "production": Network("https://grpc.production.xmtp.network:443"),
+    "testnet-dev": Network(
+        "https://grpc.testnet-dev.xmtp.network:443",
+        d14n=True,
+        gateway="https://payer.testnet-dev.xmtp.network:443",
+    ),
+    "testnet-staging": Network(
+        "https://grpc.testnet-staging.xmtp.network:443",
+        d14n=True,
+        gateway="https://payer.testnet-staging.xmtp.network:443",
+    ),
+    "testnet": Network(
+        "https://grpc.testnet.xmtp.network:443",
+        d14n=True,
+        gateway="https://payer.testnet.xmtp.network:443",
+    ),
+    "mainnet": Network("", d14n=True),
 }
+
+#: The default node URL of each named network.
+NETWORK_URLS: Final[dict[str, str]] = {name: n.node for name, n in NETWORKS.items()}
 
 SOCKET_NAME: Final = "cone.sock"
 LOCK_NAME: Final = "cone.lock"
@@ -138,9 +180,26 @@ def resolve_network(flag: str | None = None) -> str:
     return network
 
 
-def resolve_api_url(network: str, flag: str | None = None) -> str:
-    """The node URL from `--api-url`, `CONE_API_URL` or the network's default."""
-    return flag or os.environ.get("CONE_API_URL") or NETWORK_URLS[network]
+def resolve_gateway_url(network: str, flag: str | None = None) -> str | None:
+    """The D14N gateway from `--gateway-url`, `CONE_GATEWAY_URL` or the network's;
+    None runs V3. A D14N network XMTP publishes no gateway for requires one."""
+    url = flag or os.environ.get("CONE_GATEWAY_URL") or NETWORKS[network].gateway
+    if url is None and NETWORKS[network].d14n:
+        from cone.errors import InvalidArgument
+
+        raise InvalidArgument(
+            f"the {network} network needs a gateway: XMTP documents no public gateway "
+            "for it (each app runs its own XMTP gateway service); give --gateway-url or "
+            "CONE_GATEWAY_URL (docs/networks.md)",
+            field="gateway_url",
+        )
+    return url
+
+
+def resolve_api_url(network: str, flag: str | None = None, gateway_url: str | None = None) -> str:
+    """The node URL from `--api-url`, `CONE_API_URL` or the network's default (for a
+    D14N network with none, the gateway's: libxmtp reads from the nodes it names)."""
+    return flag or os.environ.get("CONE_API_URL") or NETWORK_URLS[network] or gateway_url or ""
 
 
 @dataclass(frozen=True)
@@ -150,6 +209,8 @@ class Settings:
     paths: Paths
     network: str
     api_url: str
+    #: The D14N gateway libxmtp publishes through (D14N mode), or None (V3 mode).
+    gateway_url: str | None = None
     key_file: Path | None = None
     wallet_key_file: Path | None = None
     catchup_interval_s: float = 30.0
@@ -163,20 +224,38 @@ class Settings:
         api_url: str | None = None,
         key_file: str | None = None,
         wallet_key_file: str | None = None,
+        gateway_url: str | None = None,
     ) -> Settings:
         """Settings from flags (None when not given), the environment and defaults."""
         net = resolve_network(network)
         catchup = os.environ.get("CONE_CATCHUP_S")
+        gateway = resolve_gateway_url(net, gateway_url)
         return cls(
             paths=Paths(resolve_home(home)),
             network=net,
-            api_url=resolve_api_url(net, api_url),
+            api_url=resolve_api_url(net, api_url, gateway),
+            gateway_url=gateway,
             key_file=Path(key_file).expanduser().absolute() if key_file else None,
             wallet_key_file=(
                 Path(wallet_key_file).expanduser().absolute() if wallet_key_file else None
             ),
             catchup_interval_s=_positive(catchup, "CONE_CATCHUP_S") if catchup else 30.0,
         )
+
+    @property
+    def backend(self) -> str:
+        """`d14n` with a gateway, `v3` without."""
+        return "d14n" if self.gateway_url else "v3"
+
+    @property
+    def cutover_gateway(self) -> str | None:
+        """The gateway this identity moves to when its V3 node cuts over: the one in
+        use or given, else the node's URL on a network that is its own gateway
+        (`local`); None where XMTP documents no successor gateway (`dev`,
+        `production`: then the operator must give `--gateway-url`)."""
+        if self.gateway_url:
+            return self.gateway_url
+        return self.api_url if NETWORKS[self.network].own_gateway else None
 
 
 def _positive(text: str, name: str) -> float:

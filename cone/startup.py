@@ -54,6 +54,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         home=args.home,
         network=args.network,
         api_url=args.api_url,
+        gateway_url=getattr(args, "gateway_url", None),
         key_file=args.key_file,
         wallet_key_file=getattr(args, "wallet_key_file", None),
     )

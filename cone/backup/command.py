@@ -108,10 +108,15 @@ def start_flags(settings: Settings) -> str:
     flags = f" --home {settings.paths.home}"
     if settings.network != "local":
         flags += f" --network {settings.network}"
-    from cone.config import NETWORK_URLS
+    from cone.config import NETWORK_URLS, NETWORKS
 
     if settings.api_url != NETWORK_URLS[settings.network]:
         flags += f" --api-url {settings.api_url}"
+    if (
+        settings.gateway_url is not None
+        and settings.gateway_url != NETWORKS[settings.network].gateway
+    ):
+        flags += f" --gateway-url {settings.gateway_url}"
     if settings.key_file is not None:
         flags += f" --key-file {settings.key_file}"
     return flags

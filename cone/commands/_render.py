@@ -88,7 +88,7 @@ def status(s: JsonObject) -> str:
     ident = s.get("identity") or {}
     lines.append(
         f"  identity    {ident.get('address', '?')} on {ident.get('network', '?')}"
-        f" (inbox {ident.get('inboxId', '?')})"
+        f" over {str(ident.get('backend', '?')).upper()} (inbox {ident.get('inboxId', '?')})"
     )
     # What the node answers now (networkState), then how the last sync went.
     network = _NETWORK.get(s.get("networkState", "reachable"), str(s.get("networkState")))

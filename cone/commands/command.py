@@ -96,6 +96,7 @@ def state_flags(args: argparse.Namespace, *, home: bool = False) -> str:
     for flag, value in (
         ("--network", args.network),
         ("--api-url", args.api_url),
+        ("--gateway-url", getattr(args, "gateway_url", None)),
         ("--key-file", args.key_file),
     ):
         if value:

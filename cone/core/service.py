@@ -79,6 +79,7 @@ class Identity:
     address: str
     network: str
     installation_id: str
+    backend: str = "v3"
 
 
 @dataclass
@@ -114,7 +115,12 @@ class Core:
         self.store = store
         self.engine = engine
         self.identity = Identity(
-            PROTOCOL_VERSION, engine.inbox_id, engine.address, network, engine.installation_id
+            PROTOCOL_VERSION,
+            engine.inbox_id,
+            engine.address,
+            network,
+            engine.installation_id,
+            engine.backend,
         )
         self._arrival = asyncio.Event()
         # Whether the node answers now and knows this identity (cone/core/network.py).

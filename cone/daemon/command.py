@@ -35,8 +35,8 @@ async def _main(settings: Settings, http: HttpOptions | None = None) -> None:
             return
         ident = running.core.identity
         print(
-            f"cone daemon: inbox {ident.inbox_id} ({ident.address}) on {ident.network}, "
-            f"socket {running.socket}",
+            f"cone daemon: inbox {ident.inbox_id} ({ident.address}) on {ident.network} over "
+            f"{ident.backend.upper()}, socket {running.socket}",
             file=sys.stderr,
             flush=True,
         )

@@ -171,6 +171,7 @@ async def _open_identity(settings: Settings, store: Store, *, create: bool) -> t
     try:
         engine = await Engine.open(
             api_url=settings.api_url,
+            gateway_url=settings.gateway_url,
             db_path=str(paths.xmtp_db),
             db_key=xmtp_key,
             wallet_key=wallet,
@@ -184,9 +185,12 @@ async def _open_identity(settings: Settings, store: Store, *, create: bool) -> t
             if settings.network == "local"
             else "check the URL and this machine's connection."
         )
+        if settings.gateway_url:
+            where, flags = f"gateway at {settings.gateway_url}", "--gateway-url chooses the gateway"
+        else:
+            where, flags = f"node at {settings.api_url}", "--network and --api-url choose the node"
         raise Unavailable(
-            f"cannot reach the XMTP node at {settings.api_url} to register this new "
-            f"identity: {hint} (--network and --api-url choose the node)"
+            f"cannot reach the XMTP {where} to register this new identity: {hint} ({flags})"
         ) from exc
     recorded = await store.read(meta.get, "installation_id")
     if recorded is None:

@@ -235,6 +235,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             address=i.address,
             network=i.network,
             installation_id=i.installation_id,
+            backend=i.backend,
         )
 
     @_boundary

@@ -18,6 +18,7 @@ import uvloop
 
 from cone import _logs
 from cone.config import devnet_db
+from cone.devnet.cutover import format_time, parse_time
 from cone.devnet.server import Devnet
 from cone.errors import ConeError, StateError
 
@@ -56,7 +57,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace, db: Path | None) -> int:
-    node = Devnet(host=args.host, port=args.port, db=db, control_socket=args.control)
+    cutover_ns = None if args.cutover_at is None else parse_time(args.cutover_at)
+    node = Devnet(
+        host=args.host, port=args.port, db=db, control_socket=args.control,
+        cutover_ns=cutover_ns,
+    )  # fmt: skip
     url = await node.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -65,7 +70,11 @@ async def _serve(args: argparse.Namespace, db: Path | None) -> int:
     try:
         where = db or "memory (a throwaway node: its state is lost on exit)"
         control = f"; control socket {args.control}" if args.control else ""
-        print(f"cone devnet: serving XMTP on {url}, state in {where}{control}", file=sys.stderr)
+        cutover = "" if cutover_ns is None else f"; V3 cutover at {format_time(cutover_ns)}"
+        print(
+            f"cone devnet: serving XMTP on {url}, state in {where}{control}{cutover}",
+            file=sys.stderr,
+        )
         print(url, flush=True)  # last: whoever waits for the URL finds stderr written
         await stop.wait()
     finally:

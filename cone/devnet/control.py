@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,8 +57,12 @@ class ControlService(pb_grpc.DevnetControlServicer):
     async def SetV3Cutover(
         self, request: pb.SetV3CutoverRequest, context: Any
     ) -> pb.SetV3CutoverResponse:
-        ended = self._devnet.faults.set_v3_cutover(request.on)
-        return pb.SetV3CutoverResponse(ended_streams=ended)
+        faults = self._devnet.faults
+        if not request.on:
+            ended = faults.set_cutover(None)
+        else:
+            ended = faults.set_cutover(request.at_ns or time.time_ns())
+        return pb.SetV3CutoverResponse(ended_streams=ended, cutover_ns=faults.cutover_ns)
 
     async def GetStats(self, request: pb.GetStatsRequest, context: Any) -> pb.GetStatsResponse:
         stats = self._devnet.stats
@@ -176,6 +181,13 @@ class ControlClient:
         """Answer as a V3 node after its D14N cutover (or stop); returns the streams ended."""
         response = self._stub.SetV3Cutover(pb.SetV3CutoverRequest(on=on))
         return int(response.ended_streams)
+
+    def set_cutover(self, at_ns: int | None) -> pb.SetV3CutoverResponse:
+        """Set the cutover time in Unix nanoseconds (None: none); the response says
+        how many streams ended now and the time set."""
+        request = pb.SetV3CutoverRequest(on=at_ns is not None, at_ns=at_ns or 0)
+        response: pb.SetV3CutoverResponse = self._stub.SetV3Cutover(request)
+        return response
 
     def stats(self) -> pb.GetStatsResponse:
         """Calls and server time per method and per streamed delivery."""

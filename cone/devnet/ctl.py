@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 
 from cone.devnet.control import ControlClient
+from cone.devnet.cutover import format_time, parse_time
 from cone.errors import ConeError
 
 
@@ -43,9 +44,15 @@ def _act(client: ControlClient, args: argparse.Namespace) -> dict[str, Any]:
         return {"method": method, "count": args.count, "code": args.code}
     if args.action == "latency":
         return {"method": client.set_latency(args.method, args.ms / 1000), "latencyMs": args.ms}
-    if args.action == "v3-cutover":
-        on = not args.off
-        return {"v3Cutover": on, "endedStreams": client.set_v3_cutover(on)}
+    if args.action in ("cutover", "v3-cutover"):
+        at_ns = None if args.off else parse_time(args.at)
+        response = client.set_cutover(at_ns)
+        return {
+            "v3Cutover": not args.off,
+            "cutoverAt": format_time(response.cutover_ns),
+            "cutoverNs": response.cutover_ns,
+            "endedStreams": response.ended_streams,
+        }
     if args.action == "clear":
         client.clear()
         return {"cleared": True}

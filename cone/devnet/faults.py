@@ -1,5 +1,6 @@
 """Fault injection: fail the next calls of a method, delay a method, drop every stream,
-answer as XMTP's V3 node does after its cutover to the decentralized network.
+answer as XMTP's V3 node does after its cutover to the decentralized network (from
+now, or from a time set in advance).
 
 The state lives here; `interceptor.py` applies it to incoming calls, and
 `control.py` exposes it on a Unix socket to other processes.
@@ -7,11 +8,14 @@ The state lives here; `interceptor.py` applies it to incoming calls, and
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import grpc
 
+from cone.devnet.cutover import NO_CUTOVER_NS
 from cone.devnet.hub import EndReason
 from cone.errors import InvalidArgument
 
@@ -63,7 +67,8 @@ class Faults:
         self._failures: dict[str, _Failure] = {}
         self._group_failures: dict[bytes, _Failure] = {}
         self._latency_s: dict[str, float] = {}
-        self.v3_cutover = False
+        self._cutover_ns = NO_CUTOVER_NS
+        self._cutover_timer: asyncio.TimerHandle | None = None
 
     @property
     def methods(self) -> frozenset[str]:
@@ -113,13 +118,45 @@ class Faults:
         """End every open stream now with UNAVAILABLE; returns how many were open."""
         return self._drop_streams(EndReason.DROPPED)
 
+    @property
+    def cutover_ns(self) -> int:
+        """The cutover time in Unix nanoseconds (`NO_CUTOVER_NS` while none is set)."""
+        return self._cutover_ns
+
+    @property
+    def v3_cutover(self) -> bool:
+        """Whether the cutover time has passed (checked at every call, as node-go does)."""
+        return time.time_ns() >= self._cutover_ns
+
+    def set_cutover(self, at_ns: int | None) -> int:
+        """Set the cutover time in Unix nanoseconds (None: none, V3 serves publishes
+        again). From then on the V3 side answers as xmtp-node-go after its
+        `--api.d14n-cutover-ns`: publishes and new subscriptions fail with UNAVAILABLE
+        and node-go's text, reads keep working, and open V3 streams end (at once
+        for a time already past, when the time comes otherwise: node-go's
+        periodic check ends them within 5 s). Returns how many streams were ended now."""
+        if self._cutover_timer is not None:
+            self._cutover_timer.cancel()
+            self._cutover_timer = None
+        self._cutover_ns = NO_CUTOVER_NS if at_ns is None else min(at_ns, NO_CUTOVER_NS)
+        if self._cutover_ns >= NO_CUTOVER_NS:
+            return 0
+        wait_s = (self._cutover_ns - time.time_ns()) / 1e9
+        if wait_s <= 0:
+            return self._drop_streams(EndReason.V3_CUTOVER)
+        # No loop yet (a Devnet set up before start()): no stream can be open, and
+        # start() sets the time again on its loop.
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return 0
+        self._cutover_timer = loop.call_later(wait_s, self._drop_streams, EndReason.V3_CUTOVER)
+        return 0
+
     def set_v3_cutover(self, on: bool) -> int:
-        """Answer as XMTP's V3 node after its D14N cutover (or stop): publishes and new
-        subscriptions fail with UNAVAILABLE and node-go's text, reads keep working,
-        and open streams end as node-go's periodic check ends them. Returns how many
-        streams were ended."""
-        self.v3_cutover = on
-        return self._drop_streams(EndReason.V3_CUTOVER) if on else 0
+        """Cut over now (or set no cutover): `set_cutover(now)` or `set_cutover(None)`.
+        Returns how many streams were ended."""
+        return self.set_cutover(time.time_ns() if on else None)
 
     def cutover_refusal(self, method: str) -> str | None:
         """The refusal text for a call of `method` while the cutover is on, or None."""
@@ -161,7 +198,7 @@ class Faults:
         self._failures.clear()
         self._group_failures.clear()
         self._latency_s.clear()
-        self.v3_cutover = False
+        self.set_cutover(None)
 
     def latency(self, method: str) -> float:
         """The delay to apply to a call of the method, in seconds."""

@@ -19,6 +19,7 @@ import grpc
 import grpc.aio
 
 from cone.devnet import control
+from cone.devnet.cutover import NO_CUTOVER_NS, MigrationService
 from cone.devnet.d14n import add_d14n_services
 from cone.devnet.faults import Faults
 from cone.devnet.hub import EndReason, Hub
@@ -31,6 +32,7 @@ from cone.devnet.streams import StreamServer
 from cone.devnet.wire import GRPC_MESSAGE_LIMIT
 from cone.errors import StateError
 from conepb.xmtp import identity_api_pb2, identity_api_pb2_grpc, mls_api_pb2, mls_api_pb2_grpc
+from conepb.xmtpmigration import migration_pb2, migration_pb2_grpc
 from conepb.xmtpv4 import message_api_pb2, payer_api_pb2
 
 #: Server options libxmtp needs (see docs/devnet.md): big messages, and tolerance
@@ -54,6 +56,7 @@ NODE_METHODS: Final = tuple(
     for service in (
         mls_api_pb2.DESCRIPTOR.services_by_name["MlsApi"],
         identity_api_pb2.DESCRIPTOR.services_by_name["IdentityApi"],
+        migration_pb2.DESCRIPTOR.services_by_name["D14nMigrationApi"],
         payer_api_pb2.DESCRIPTOR.services_by_name["PayerApi"],
         message_api_pb2.DESCRIPTOR.services_by_name["ReplicationApi"],
     )
@@ -71,9 +74,11 @@ class Devnet:
         port: int = 0,
         db: str | Path | None = None,
         control_socket: str | Path | None = None,
+        cutover_ns: int | None = None,
     ) -> None:
         """Listen on host:port (0 picks a free port); keep state in `db` (None: memory);
-        serve fault injection on the Unix socket `control_socket` if given."""
+        serve fault injection on the Unix socket `control_socket` if given; cut the
+        V3 side over to D14N at `cutover_ns` (Unix ns; None: no cutover set)."""
         self.host = host
         self.port = port
         self.db = None if db is None else str(db)
@@ -85,6 +90,7 @@ class Devnet:
         self._store: Store | None = None
         self._server: grpc.aio.Server | None = None
         self._control: grpc.aio.Server | None = None
+        self.faults.set_cutover(cutover_ns)
 
     @property
     def url(self) -> str:
@@ -116,6 +122,12 @@ class Devnet:
             MlsService(store, self._groups, self._welcomes, streams), server
         )
         identity_api_pb2_grpc.add_IdentityApiServicer_to_server(IdentityService(store), server)
+        migration_pb2_grpc.add_D14nMigrationApiServicer_to_server(
+            MigrationService(self.faults), server
+        )
+        if self.faults.cutover_ns < NO_CUTOVER_NS:
+            # Again on this loop, so that a time to come ends streams when it arrives.
+            self.faults.set_cutover(self.faults.cutover_ns)
         try:
             self.port = server.add_insecure_port(address)
         except RuntimeError:

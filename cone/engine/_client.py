@@ -86,7 +86,8 @@ async def connect(
     return await ffi.connect_to_backend(
         v3_host=api_url,
         gateway_host=gateway_url,
-        is_secure=api_url.startswith("https://"),
+        # In D14N mode the flag covers the gateway and every node it names.
+        is_secure=(gateway_url or api_url).startswith("https://"),
         client_mode=None,
         app_version=app_version or f"cone/{cone.__version__}",
         auth_callback=None,

@@ -65,6 +65,7 @@ class Engine:
         inbox_id: str,
         installation_id: str,
         api_url: str = "",
+        gateway_url: str | None = None,
     ) -> None:
         self._client = client
         self._x = Calls(offload, noted=self._noted)
@@ -72,6 +73,9 @@ class Engine:
         self.installation_id = installation_id
         self.address: str = wallet_address(wallet_key)
         self.api_url = api_url
+        self.gateway_url = gateway_url
+        #: `d14n` when libxmtp runs on XMTP's decentralized network, else `v3`.
+        self.backend = "d14n" if gateway_url else "v3"
         self._streams: list[SupervisedStream] = []
         self._reconnecting: asyncio.Task[None] | None = None
         self._cutover = False
@@ -83,15 +87,18 @@ class Engine:
 
     @classmethod
     async def open(
-        cls, *, api_url: str, db_path: str, db_key: bytes, wallet_key: bytes, new: bool
-    ) -> Engine:
+        cls, *, api_url: str, db_path: str, db_key: bytes, wallet_key: bytes, new: bool,
+        gateway_url: str | None = None,
+    ) -> Engine:  # fmt: skip
         """Open the client. With `new=False` a new installation is refused, not made,
-        and nothing goes to the network: a registered identity opens offline."""
+        and nothing goes to the network: a registered identity opens offline. With
+        `gateway_url`, libxmtp runs on D14N through that gateway."""
         offload = Offload()
 
         async def opened() -> tuple[Any, bool, str, str]:
             client = await open_client(
                 api_url=api_url,
+                gateway_url=gateway_url,
                 db_path=db_path,
                 db_key=db_key,
                 wallet_key=wallet_key,
@@ -122,7 +129,7 @@ class Engine:
                 "or start with a new state directory.",
                 reason="installation_mismatch",
             )
-        return cls(client, wallet_key, offload, inbox_id, installation_id, api_url)
+        return cls(client, wallet_key, offload, inbox_id, installation_id, api_url, gateway_url)
 
     # --- the V3 cutover -------------------------------------------------------------
 
@@ -143,7 +150,8 @@ class Engine:
 
     async def _probe(self) -> bool:
         self._probed_at = time.monotonic()
-        if await refuses_v3(self.api_url):
+        # On D14N there is no V3 node to ask (and no V3 cutover to meet).
+        if self.gateway_url is None and await refuses_v3(self.api_url):
             self._saw_cutover()
         return self._cutover
 
@@ -154,9 +162,10 @@ class Engine:
                 "the XMTP node at %s has cut over to XMTP's decentralized network (D14N) "
                 "and refuses publishes and new subscriptions from this cone (libxmtp 1.10, "
                 "an XMTP V3 client). Sends wait in the outbox and fail with reason "
-                "v3_cutover; what the node holds can still be read. To send again, run this "
-                "identity on a cone built on a libxmtp with D14N support, or point "
-                "--network/--api-url at a node that still serves V3 (docs/networks.md).",
+                "v3_cutover; what the node holds can still be read. To send again, restart "
+                "this identity on D14N with --gateway-url (its network's gateway; for "
+                "--network local the devnet's own URL), or point --network/--api-url at a "
+                "node that still serves V3 (docs/networks.md).",
                 self.api_url or "?",
             )
 

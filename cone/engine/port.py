@@ -183,11 +183,13 @@ class EnginePort(Protocol):
     """What the core uses of the engine."""
 
     #: This identity's inbox id, its installation's id (hex), its Ethereum address,
-    #: and the URL of the XMTP node it talks to.
+    #: the URL of the XMTP node it talks to, and the backend libxmtp runs on (`v3`,
+    #: or `d14n` through a gateway).
     inbox_id: str
     installation_id: str
     address: str
     api_url: str
+    backend: str
 
     @property
     def groups(self) -> GroupsPort:

@@ -16,7 +16,7 @@ from facades._serve import RpcError, ServeProcess
 from cone.errors import Conflict, InvalidArgument, NotFound
 from cone.schema import message_to_json, methods
 from conepb.v1 import cone_pb2 as pb
-from support.daemons import DaemonProcess
+from support.daemons import BACKENDS, DaemonProcess
 from support.node_peer import NodePeer
 from support.waiting import accept_request, receive_n, until
 
@@ -96,12 +96,13 @@ async def test_the_node_sdk_decodes_cones_markdown_reaction_and_attachment_nativ
         assert replied["inReplyTo"]["content"] == "a message to react to"
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_cone_hands_the_agent_the_sdks_content_in_the_documented_shape(
-    daemon: DaemonProcess, devnet: str, tmp_path: Path
+    daemon: DaemonProcess, devnet: str, tmp_path: Path, backend: str
 ) -> None:
     doc = b"%PDF-1.7 " + os.urandom(50_000)
     ident = await daemon.client.identity()
-    async with NodePeer.start(devnet, tmp_path) as sdk:
+    async with NodePeer.start(devnet, tmp_path, d14n=backend == "d14n") as sdk:
         cid = await sdk.dm(ident.inbox_id)
         first = await sdk.send(cid, "text", "hello")
         await sdk.send(cid, "markdown", "# Title")
@@ -292,10 +293,11 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_key_stays_bound_to_its_content_kind_and_reply_to_to_text_kinds(
-    daemon: DaemonProcess, devnet: str, tmp_path: Path
+    daemon: DaemonProcess, devnet: str, tmp_path: Path, backend: str
 ) -> None:
-    async with NodePeer.start(devnet, tmp_path) as sdk:
+    async with NodePeer.start(devnet, tmp_path, d14n=backend == "d14n") as sdk:
         first = await _send(daemon, {"to": sdk.inbox_id, "markdown": "*one*", "key": "k"})
         again = await _send(daemon, {"to": sdk.inbox_id, "markdown": "*regenerated*", "key": "k"})
         assert (again.message_id, again.deduplicated) == (first.message_id, True)

@@ -8,7 +8,7 @@ import pytest
 from cone.devnet import Devnet
 from cone.errors import Unavailable
 from conepb.v1 import cone_pb2 as pb
-from support.daemons import DaemonProcess
+from support.daemons import BACKENDS, DaemonProcess
 from support.peers import Peer
 from support.waiting import receive_n, until
 
@@ -19,6 +19,7 @@ async def _accepted_dm(daemon: DaemonProcess, peer: Peer) -> object:
     return peer.conversation(bytes.fromhex(contact.conversation_id))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_kill9_after_ingest_before_ack_redelivers(daemon: DaemonProcess, alice: Peer) -> None:
     dm = await _accepted_dm(daemon, alice)
     await alice.send(dm, "survive the crash")
@@ -30,6 +31,7 @@ async def test_kill9_after_ingest_before_ack_redelivers(daemon: DaemonProcess, a
     assert again.deliveries == 2
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_burst_of_200_across_kill9_loses_nothing(
     daemon: DaemonProcess, alice: Peer
 ) -> None:
@@ -47,6 +49,7 @@ async def test_a_burst_of_200_across_kill9_loses_nothing(
     assert len({m.message_id for m in got}) == 200
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_dropped_stream_loses_nothing(
     daemon: DaemonProcess, alice: Peer, devnet_node: Devnet
 ) -> None:

@@ -12,7 +12,7 @@ from xmtp_bindings import xmtpv3 as ffi
 from cone.core.groups import marker
 from cone.errors import ConeError, Conflict, FailedPrecondition
 from conepb.v1 import cone_pb2 as pb
-from support.daemons import DaemonProcess
+from support.daemons import BACKENDS, DaemonProcess
 from support.peers import Peer
 from support.state import open_xmtp
 from support.waiting import receive_n, until
@@ -45,6 +45,7 @@ async def _texts_seen(peer: Peer, group_id: str, wanted: str) -> list[str]:
     return await until(seen)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_cone_creates_a_keyed_group_and_all_three_talk(
     daemon: DaemonProcess, alice: Peer, devnet: str, tmp_path: Path
 ) -> None:

@@ -16,16 +16,20 @@ from cone.daemon.socket_front import PREFACE_TIMEOUT_S
 from cone.engine import _client
 from cone.grpc_errors import from_rpc_error
 from conepb.v1 import cone_pb2 as pb
-from support.daemons import DaemonProcess, run_cone
+from support.daemons import BACKENDS, DaemonProcess, run_cone
 from support.peers import Peer
 
 
-async def test_identity_reports_protocol_1_and_the_registered_inbox(
-    daemon: DaemonProcess, alice: Peer
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_identity_reports_protocol_1_the_registered_inbox_and_its_backend(
+    daemon: DaemonProcess, alice: Peer, backend: str
 ) -> None:
     ident = await daemon.client.identity()
     assert ident.protocol == 1
     assert ident.network == "local"
+    assert ident.backend == backend
+    status = await daemon.client.call("Status", pb.StatusRequest())
+    assert status.identity.backend == backend
     assert len(ident.inbox_id) == 64 and ident.address.startswith("0x")
     # The identity is registered on the network: a peer resolves its address.
     found = await alice.client.find_inbox_id(

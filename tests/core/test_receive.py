@@ -9,7 +9,7 @@ import pytest
 
 from cone.errors import FailedPrecondition, NotFound
 from conepb.v1 import cone_pb2 as pb
-from support.daemons import DaemonProcess
+from support.daemons import BACKENDS, DaemonProcess
 from support.peers import Peer
 from support.waiting import receive_n, until
 
@@ -30,6 +30,7 @@ async def _requests(daemon: DaemonProcess) -> list[pb.ConversationRequest]:
     return list((await daemon.client.call("Requests", pb.RequestsRequest())).requests)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_strangers_dm_is_a_request_until_accepted(
     daemon: DaemonProcess, alice: Peer
 ) -> None:
@@ -110,6 +111,7 @@ async def test_a_cancelled_receive_leaves_messages_pending(
     assert msg.text == "still here"
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_blocked_members_messages_never_appear_in_groups(
     daemon: DaemonProcess, alice: Peer, devnet: str, tmp_path: object
 ) -> None:

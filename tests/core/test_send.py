@@ -11,9 +11,9 @@ from xmtp_bindings import xmtpv3 as ffi
 
 from cone.core import content
 from cone.devnet import Devnet
-from cone.errors import Conflict, FailedPrecondition, InvalidArgument
+from cone.errors import ConeError, Conflict, FailedPrecondition, InvalidArgument
 from conepb.v1 import cone_pb2 as pb
-from support.daemons import DaemonProcess
+from support.daemons import BACKENDS, DaemonProcess
 from support.peers import Peer
 from support.waiting import receive_n, until
 
@@ -26,6 +26,7 @@ async def _peer_messages(peer: Peer, conversation_id: str) -> list[object]:
     return await peer.received(bytes.fromhex(conversation_id))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_settled_key_returns_its_original_id_even_with_new_text(
     daemon: DaemonProcess, alice: Peer
 ) -> None:
@@ -55,6 +56,7 @@ async def test_reusing_a_key_for_another_destination_or_kind_fails(
     assert bad.value.field == "key"
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_raw_libxmtp_peer_reads_text_replies_and_data(
     daemon: DaemonProcess, alice: Peer
 ) -> None:
@@ -91,11 +93,16 @@ async def test_cone_reads_a_peers_reply_with_reply_to(daemon: DaemonProcess, ali
     assert (msg.text, msg.reply_to, msg.content_type) == ("answer", sent.message_id, content.REPLY)
 
 
+#: The devnet method a conversation's messages are published with, by backend.
+PUBLISH = {"v3": "SendGroupMessages", "d14n": "PublishClientEnvelopes"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_failing_publication_waits_in_the_outbox_and_delivers_later(
-    daemon: DaemonProcess, alice: Peer, devnet_node: Devnet
+    daemon: DaemonProcess, alice: Peer, devnet_node: Devnet, backend: str
 ) -> None:
     contact = (await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
-    devnet_node.faults.fail_next("SendGroupMessages", 1000, grpc.StatusCode.RESOURCE_EXHAUSTED)
+    devnet_node.faults.fail_next(PUBLISH[backend], 1000, grpc.StatusCode.RESOURCE_EXHAUSTED)
     held = await _send(daemon, to=contact.conversation_id, text="held back", key="later")
     assert not held.published and held.retry_after_ms > 0
     status = await daemon.client.call("Status", pb.StatusRequest())
@@ -112,6 +119,46 @@ async def test_a_failing_publication_waits_in_the_outbox_and_delivers_later(
     assert ffi.decode_text(got.content) == "held back"
     again = await _send(daemon, to=contact.conversation_id, text="held back", key="later")
     assert (again.message_id, again.deduplicated, again.published) == (held.message_id, True, True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_kill9_mid_send_delivers_the_key_exactly_once_with_its_first_payload(
+    daemon: DaemonProcess, alice: Peer, devnet_node: Devnet, backend: str
+) -> None:
+    contact = (await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
+    devnet_node.faults.set_latency(PUBLISH[backend], 60)  # the publication hangs in flight
+    call = asyncio.create_task(
+        _send(daemon, to=contact.conversation_id, text="first payload", key="k9")
+    )
+
+    async def in_flight() -> bool:
+        status = await daemon.client.call("Status", pb.StatusRequest())
+        return [o.key for o in status.outbox] == ["k9"]
+
+    await until(in_flight)
+    daemon.kill9()
+    with pytest.raises(ConeError):
+        await call
+    devnet_node.faults.set_latency(PUBLISH[backend], 0)
+    await daemon.restart()
+    again = await _send(daemon, to=contact.conversation_id, text="regenerated", key="k9")
+    assert again.deduplicated
+
+    async def settled() -> bool:
+        status = await daemon.client.call("Status", pb.StatusRequest())
+        return not status.outbox
+
+    await until(settled)
+    # One more message after it: once alice has that one, anything earlier has arrived.
+    last = await _send(daemon, to=contact.conversation_id, text="after", key="k10")
+
+    async def both() -> list[object]:
+        got = await _peer_messages(alice, contact.conversation_id)
+        return got if any(bytes(m.id).hex() == last.message_id for m in got) else []
+
+    texts = [ffi.decode_text(m.content) for m in await until(both)]
+    assert texts == ["first payload", "after"]
+    assert bytes((await until(both))[0].id).hex() == again.message_id
 
 
 async def test_a_settled_key_still_deduplicates_after_the_conversation_is_blocked(

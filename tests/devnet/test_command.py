@@ -12,8 +12,10 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf import empty_pb2
 
 from conepb.xmtp import mls_api_pb2 as mls
+from conepb.xmtpmigration import migration_pb2_grpc as migration_grpc
 from support import wire
 from support.devnet_process import START_S, DevnetProcess
 
@@ -153,7 +155,10 @@ async def test_the_v3_cutover_refuses_publishes_and_subscriptions_and_serves_rea
             )
         )
         await stream.read()  # the stored message: the stream is open
-        assert (await _ctl(control, "v3-cutover"))[1] == {"v3Cutover": True, "endedStreams": 1}
+        code, out, _ = await _ctl(control, "cutover")
+        assert code == 0 and out is not None
+        assert (out["v3Cutover"], out["endedStreams"]) == (True, 1)
+        assert isinstance(out["cutoverNs"], int) and out["cutoverNs"] <= time.time_ns()
         with pytest.raises(grpc.aio.AioRpcError) as ended:
             await stream.read()
         assert (ended.value.code(), ended.value.details()) == (
@@ -181,8 +186,69 @@ async def test_the_v3_cutover_refuses_publishes_and_subscriptions_and_serves_rea
 
         assert (await _ctl(control, "v3-cutover", "--off"))[1] == {
             "v3Cutover": False,
+            "cutoverAt": "never",
+            "cutoverNs": 2**63 - 1,
             "endedStreams": 0,
         }
         await wire.send(n, group)
         assert len((await wire.query(n, group)).messages) == 2
+    assert await node.stop() == 0
+
+
+async def _fetch_cutover(n: wire.Node) -> int:
+    """The cutover time the V3 side reports (`D14nMigrationApi/FetchD14nCutover`)."""
+    stub = migration_grpc.D14nMigrationApiStub(n.channel)
+    return int((await stub.FetchD14nCutover(empty_pb2.Empty())).timestamp_ns)
+
+
+async def test_a_cutover_set_for_later_is_reported_then_refuses_v3_from_that_time_on(
+    tmp_path: Path,
+) -> None:
+    control = tmp_path / "ctl.sock"
+    node = await DevnetProcess.start(tmp_path, "--control", str(control), "--cutover-at", "+3600")
+    group = b"group"
+    async with wire.node(node.url) as n:
+        at = await _fetch_cutover(n)
+        assert 3590e9 < at - time.time_ns() <= 3600e9  # an hour from the start
+        await wire.send(n, group)  # before the time, V3 publishes
+        stream = n.mls.SubscribeGroupMessages(
+            mls.SubscribeGroupMessagesRequest(
+                filters=[mls.SubscribeGroupMessagesRequest.Filter(group_id=group)]
+            )
+        )
+        await stream.read()
+        # Bring the time forward to a moment to come: the stream stays open until then.
+        soon = time.time_ns() + 2_000_000_000
+        code, out, _ = await _ctl(control, "cutover", "--at", str(soon))
+        assert code == 0 and out is not None
+        assert (out["cutoverNs"], out["endedStreams"]) == (soon, 0)
+        assert await _fetch_cutover(n) == soon
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await asyncio.wait_for(stream.read(), 30)  # ended when the time arrives
+        assert time.time_ns() >= soon
+        assert (ended.value.code(), ended.value.details()) == (
+            grpc.StatusCode.UNAVAILABLE,
+            "XMTP V3 streaming is no longer available. Please upgrade your client to XMTP D14N.",
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await wire.send(n, group)
+        assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert "publishing to XMTP V3 is no longer available" in (refused.value.details() or "")
+        assert len((await wire.query(n, group)).messages) == 1  # reads keep working
+    assert await node.stop() == 0
+
+
+async def test_without_a_cutover_the_v3_side_reports_the_largest_time_and_a_bad_time_is_refused(
+    tmp_path: Path,
+) -> None:
+    control = tmp_path / "ctl.sock"
+    node = await DevnetProcess.start(tmp_path, "--control", str(control))
+    async with wire.node(node.url) as n:
+        assert await _fetch_cutover(n) == 9223372036854775807
+        code, _, err = await _ctl(control, "cutover", "--at", "tomorrow")
+        assert code == 2 and "not a cutover time" in err
+        code, out, _ = await _ctl(control, "cutover", "--at", "2030-01-01T00:00:00Z")
+        assert code == 0 and out is not None and out["cutoverAt"] == "2030-01-01T00:00:00Z"
+        assert await _fetch_cutover(n) == 1893456000 * 10**9
+        await wire.send(n, b"group")  # still before it
     assert await node.stop() == 0

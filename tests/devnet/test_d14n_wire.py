@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,11 +16,13 @@ from pathlib import Path
 import grpc
 import grpc.aio
 import pytest
+from google.protobuf import empty_pb2
 
 from cone.devnet import Devnet, store, topics
 from conepb.xmtp import associations_pb2 as assoc
 from conepb.xmtp import identity_api_pb2 as ident
 from conepb.xmtp import mls_api_pb2 as mls
+from conepb.xmtpmigration import migration_pb2_grpc as migration_grpc
 from conepb.xmtpv4 import envelopes_pb2 as env
 from conepb.xmtpv4 import message_api_pb2 as msg
 from conepb.xmtpv4 import message_api_pb2_grpc as msg_grpc
@@ -442,3 +445,20 @@ def test_a_schema_1_store_climbs_to_2_and_its_rows_read_as_v3_data(tmp_path: Pat
         db2.close()
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (2,)
+
+
+async def test_a_devnet_started_past_its_cutover_refuses_v3_publishes_and_serves_d14n() -> None:
+    at = time.time_ns() - 1
+    node = Devnet(port=0, cutover_ns=at)
+    group = os.urandom(16)
+    async with node as url, wire.node(url) as v3, _client(url) as c:
+        cutover = migration_grpc.D14nMigrationApiStub(v3.channel)
+        assert (await cutover.FetchD14nCutover(empty_pb2.Empty())).timestamp_ns == at
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await wire.send(v3, group)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        await _publish(c, _group_envelope(group, _message(group)))  # D14N publishes
+        assert len((await wire.query(v3, group)).messages) == 1  # V3 reads it
+        assert node.faults.set_cutover(None) == 0
+        assert (await cutover.FetchD14nCutover(empty_pb2.Empty())).timestamp_ns == 2**63 - 1
+        await wire.send(v3, group)  # V3 publishes again

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 from types import TracebackType
+from typing import Final
 
 from cone._shutdown import STOP_BOUND_S
 from cone.client import ConeClient
@@ -38,6 +39,12 @@ async def run_cone(args: list[str], env: dict[str, str] | None = None) -> tuple[
     return proc.returncode or 0, err
 
 
+#: The XMTP backends the core's test matrix runs on: a test given
+#: `@pytest.mark.parametrize("backend", BACKENDS)` runs its daemon and peer on each
+#: (tests/core/conftest.py).
+BACKENDS: Final = ("v3", "d14n")
+
+
 def short_home() -> Path:
     """A fresh state directory with a short path (Unix socket paths are ≤107 bytes),
     removed when the process exits if its user has not removed it before."""
@@ -55,11 +62,13 @@ class DaemonProcess:
         api_url: str,
         extra_env: dict[str, str] | None = None,
         umask: int = -1,
+        gateway_url: str | None = None,
     ) -> None:
-        """`umask` is the daemon's (-1: this process's)."""
+        """`umask` is the daemon's (-1: this process's); `gateway_url` runs it on D14N."""
         self.home = home
         self.umask = umask
         self.api_url = api_url
+        self.gateway_url = gateway_url
         self.env = {**os.environ, "CONE_CATCHUP_S": "2", **(extra_env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = tempfile.TemporaryFile()  # closed in __aexit__
@@ -78,7 +87,8 @@ class DaemonProcess:
 
     def args(self) -> list[str]:
         """The `cone` arguments that start this daemon."""
-        return ["daemon", "--home", str(self.home), "--api-url", self.api_url]
+        args = ["daemon", "--home", str(self.home), "--api-url", self.api_url]
+        return args + (["--gateway-url", self.gateway_url] if self.gateway_url else [])
 
     def command(self) -> list[str]:
         """The full command line."""

@@ -121,18 +121,20 @@ class IdentityRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class IdentityResponse(_message.Message):
-    __slots__ = ("protocol", "inbox_id", "address", "network", "installation_id")
+    __slots__ = ("protocol", "inbox_id", "address", "network", "installation_id", "backend")
     PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     INBOX_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     INSTALLATION_ID_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
     protocol: int
     inbox_id: str
     address: str
     network: str
     installation_id: str
-    def __init__(self, protocol: _Optional[int] = ..., inbox_id: _Optional[str] = ..., address: _Optional[str] = ..., network: _Optional[str] = ..., installation_id: _Optional[str] = ...) -> None: ...
+    backend: str
+    def __init__(self, protocol: _Optional[int] = ..., inbox_id: _Optional[str] = ..., address: _Optional[str] = ..., network: _Optional[str] = ..., installation_id: _Optional[str] = ..., backend: _Optional[str] = ...) -> None: ...
 
 class ConnectRequest(_message.Message):
     __slots__ = ("to", "name")

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63onepb/devnet/v1/control.proto\x12\x0e\x63one.devnet.v1\"\x14\n\x12\x44ropStreamsRequest\".\n\x13\x44ropStreamsResponse\x12\x17\n\x0f\x64ropped_streams\x18\x01 \x01(\r\"P\n\x10\x46\x61ilCallsRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\r\x12\x0c\n\x04\x63ode\x18\x03 \x01(\r\x12\x0f\n\x07message\x18\x04 \x01(\t\"#\n\x11\x46\x61ilCallsResponse\x12\x0e\n\x06method\x18\x01 \x01(\t\"7\n\x11SetLatencyRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x12\n\nlatency_ms\x18\x02 \x01(\r\"$\n\x12SetLatencyResponse\x12\x0e\n\x06method\x18\x01 \x01(\t\"\x14\n\x12\x43learFaultsRequest\"\x15\n\x13\x43learFaultsResponse\"!\n\x13SetV3CutoverRequest\x12\n\n\x02on\x18\x01 \x01(\x08\"-\n\x14SetV3CutoverResponse\x12\x15\n\rended_streams\x18\x01 \x01(\r\"\x11\n\x0fGetStatsRequest\">\n\x0bMethodStats\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\r\n\x05\x63\x61lls\x18\x02 \x01(\x04\x12\x10\n\x08total_ns\x18\x03 \x01(\x04\"\x93\x01\n\x10GetStatsResponse\x12,\n\x07methods\x18\x01 \x03(\x0b\x32\x1b.cone.devnet.v1.MethodStats\x12\x19\n\x11stream_deliveries\x18\x02 \x01(\x04\x12 \n\x18stream_delivery_total_ns\x18\x03 \x01(\x04\x12\x14\n\x0copen_streams\x18\x04 \x01(\r2\x90\x04\n\rDevnetControl\x12V\n\x0b\x44ropStreams\x12\".cone.devnet.v1.DropStreamsRequest\x1a#.cone.devnet.v1.DropStreamsResponse\x12P\n\tFailCalls\x12 .cone.devnet.v1.FailCallsRequest\x1a!.cone.devnet.v1.FailCallsResponse\x12S\n\nSetLatency\x12!.cone.devnet.v1.SetLatencyRequest\x1a\".cone.devnet.v1.SetLatencyResponse\x12V\n\x0b\x43learFaults\x12\".cone.devnet.v1.ClearFaultsRequest\x1a#.cone.devnet.v1.ClearFaultsResponse\x12Y\n\x0cSetV3Cutover\x12#.cone.devnet.v1.SetV3CutoverRequest\x1a$.cone.devnet.v1.SetV3CutoverResponse\x12M\n\x08GetStats\x12\x1f.cone.devnet.v1.GetStatsRequest\x1a .cone.devnet.v1.GetStatsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63onepb/devnet/v1/control.proto\x12\x0e\x63one.devnet.v1\"\x14\n\x12\x44ropStreamsRequest\".\n\x13\x44ropStreamsResponse\x12\x17\n\x0f\x64ropped_streams\x18\x01 \x01(\r\"P\n\x10\x46\x61ilCallsRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\r\x12\x0c\n\x04\x63ode\x18\x03 \x01(\r\x12\x0f\n\x07message\x18\x04 \x01(\t\"#\n\x11\x46\x61ilCallsResponse\x12\x0e\n\x06method\x18\x01 \x01(\t\"7\n\x11SetLatencyRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x12\n\nlatency_ms\x18\x02 \x01(\r\"$\n\x12SetLatencyResponse\x12\x0e\n\x06method\x18\x01 \x01(\t\"\x14\n\x12\x43learFaultsRequest\"\x15\n\x13\x43learFaultsResponse\"0\n\x13SetV3CutoverRequest\x12\n\n\x02on\x18\x01 \x01(\x08\x12\r\n\x05\x61t_ns\x18\x02 \x01(\x04\"A\n\x14SetV3CutoverResponse\x12\x15\n\rended_streams\x18\x01 \x01(\r\x12\x12\n\ncutover_ns\x18\x02 \x01(\x04\"\x11\n\x0fGetStatsRequest\">\n\x0bMethodStats\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\r\n\x05\x63\x61lls\x18\x02 \x01(\x04\x12\x10\n\x08total_ns\x18\x03 \x01(\x04\"\x93\x01\n\x10GetStatsResponse\x12,\n\x07methods\x18\x01 \x03(\x0b\x32\x1b.cone.devnet.v1.MethodStats\x12\x19\n\x11stream_deliveries\x18\x02 \x01(\x04\x12 \n\x18stream_delivery_total_ns\x18\x03 \x01(\x04\x12\x14\n\x0copen_streams\x18\x04 \x01(\r2\x90\x04\n\rDevnetControl\x12V\n\x0b\x44ropStreams\x12\".cone.devnet.v1.DropStreamsRequest\x1a#.cone.devnet.v1.DropStreamsResponse\x12P\n\tFailCalls\x12 .cone.devnet.v1.FailCallsRequest\x1a!.cone.devnet.v1.FailCallsResponse\x12S\n\nSetLatency\x12!.cone.devnet.v1.SetLatencyRequest\x1a\".cone.devnet.v1.SetLatencyResponse\x12V\n\x0b\x43learFaults\x12\".cone.devnet.v1.ClearFaultsRequest\x1a#.cone.devnet.v1.ClearFaultsResponse\x12Y\n\x0cSetV3Cutover\x12#.cone.devnet.v1.SetV3CutoverRequest\x1a$.cone.devnet.v1.SetV3CutoverResponse\x12M\n\x08GetStats\x12\x1f.cone.devnet.v1.GetStatsRequest\x1a .cone.devnet.v1.GetStatsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -48,15 +48,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLEARFAULTSRESPONSE']._serialized_start=356
   _globals['_CLEARFAULTSRESPONSE']._serialized_end=377
   _globals['_SETV3CUTOVERREQUEST']._serialized_start=379
-  _globals['_SETV3CUTOVERREQUEST']._serialized_end=412
-  _globals['_SETV3CUTOVERRESPONSE']._serialized_start=414
-  _globals['_SETV3CUTOVERRESPONSE']._serialized_end=459
-  _globals['_GETSTATSREQUEST']._serialized_start=461
-  _globals['_GETSTATSREQUEST']._serialized_end=478
-  _globals['_METHODSTATS']._serialized_start=480
-  _globals['_METHODSTATS']._serialized_end=542
-  _globals['_GETSTATSRESPONSE']._serialized_start=545
-  _globals['_GETSTATSRESPONSE']._serialized_end=692
-  _globals['_DEVNETCONTROL']._serialized_start=695
-  _globals['_DEVNETCONTROL']._serialized_end=1223
+  _globals['_SETV3CUTOVERREQUEST']._serialized_end=427
+  _globals['_SETV3CUTOVERRESPONSE']._serialized_start=429
+  _globals['_SETV3CUTOVERRESPONSE']._serialized_end=494
+  _globals['_GETSTATSREQUEST']._serialized_start=496
+  _globals['_GETSTATSREQUEST']._serialized_end=513
+  _globals['_METHODSTATS']._serialized_start=515
+  _globals['_METHODSTATS']._serialized_end=577
+  _globals['_GETSTATSRESPONSE']._serialized_start=580
+  _globals['_GETSTATSRESPONSE']._serialized_end=727
+  _globals['_DEVNETCONTROL']._serialized_start=730
+  _globals['_DEVNETCONTROL']._serialized_end=1258
 # @@protoc_insertion_point(module_scope)

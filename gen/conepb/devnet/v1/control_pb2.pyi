@@ -57,16 +57,20 @@ class ClearFaultsResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class SetV3CutoverRequest(_message.Message):
-    __slots__ = ("on",)
+    __slots__ = ("on", "at_ns")
     ON_FIELD_NUMBER: _ClassVar[int]
+    AT_NS_FIELD_NUMBER: _ClassVar[int]
     on: bool
-    def __init__(self, on: _Optional[bool] = ...) -> None: ...
+    at_ns: int
+    def __init__(self, on: _Optional[bool] = ..., at_ns: _Optional[int] = ...) -> None: ...
 
 class SetV3CutoverResponse(_message.Message):
-    __slots__ = ("ended_streams",)
+    __slots__ = ("ended_streams", "cutover_ns")
     ENDED_STREAMS_FIELD_NUMBER: _ClassVar[int]
+    CUTOVER_NS_FIELD_NUMBER: _ClassVar[int]
     ended_streams: int
-    def __init__(self, ended_streams: _Optional[int] = ...) -> None: ...
+    cutover_ns: int
+    def __init__(self, ended_streams: _Optional[int] = ..., cutover_ns: _Optional[int] = ...) -> None: ...
 
 class GetStatsRequest(_message.Message):
     __slots__ = ()

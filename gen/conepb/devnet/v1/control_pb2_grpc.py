@@ -109,7 +109,8 @@ class DevnetControlServicer:
         (UploadKeyPackage, SendGroupMessages, SendWelcomeMessages,
         BatchPublishCommitLog, PublishIdentityUpdate) and new subscriptions fail with
         UNAVAILABLE and xmtp-node-go's exact message, reads keep working, and open
-        streams end as the reference node's periodic check ends them.
+        streams end as the reference node's periodic check ends them. The cutover
+        can be set for a time to come; the V3 side's FetchD14nCutover reports it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
