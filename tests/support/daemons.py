@@ -21,6 +21,7 @@ from types import TracebackType
 from cone._shutdown import STOP_BOUND_S
 from cone.client import ConeClient
 from cone.errors import Unavailable
+from conepb.v1 import cone_pb2 as pb
 
 START_TIMEOUT_S = 60.0
 #: Seconds a stopping daemon gets before teardown SIGKILLs it: cone's bound
@@ -75,6 +76,11 @@ class DaemonProcess:
     def client(self) -> ConeClient:
         assert self._client is not None, "daemon not started"
         return self._client
+
+    async def status(self) -> pb.StatusResponse:
+        """The daemon's Status answer."""
+        status: pb.StatusResponse = await self.client.call("Status", pb.StatusRequest())
+        return status
 
     def args(self) -> list[str]:
         """The `cone` arguments that start this daemon."""
