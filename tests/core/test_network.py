@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 import pytest
-from xmtp_bindings import xmtpv3 as ffi
 
 from cone.devnet import Devnet
 from cone.errors import FailedPrecondition, Unavailable
@@ -15,13 +14,6 @@ from support.daemons import DaemonProcess, run_cone
 from support.devnet_process import DevnetProcess
 from support.peers import Peer
 from support.waiting import receive_n, until
-
-
-async def _dm_to(peer: Peer, daemon: DaemonProcess) -> object:
-    ident = await daemon.client.identity()
-    return await peer.client.conversations().find_or_create_dm(
-        ident.inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
-    )
 
 
 async def test_a_registered_identity_starts_offline_and_catches_up_when_the_node_returns(
@@ -40,7 +32,7 @@ async def test_a_registered_identity_starts_offline_and_catches_up_when_the_node
         alice_dm = alice.conversation(bytes.fromhex(contact.conversation_id))
         await alice.send(alice_dm, "before the outage")
         await receive_n(daemon.client, 1)
-        await bob.send(await _dm_to(bob, daemon), "a stranger asks")
+        await bob.send(await daemon.dm_from(bob), "a stranger asks")
 
         async def request_held() -> list[pb.ConversationRequest]:
             reqs = (await daemon.client.call("Requests", pb.RequestsRequest())).requests
