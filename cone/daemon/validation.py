@@ -21,6 +21,13 @@ from cone.rules import check
 _SERVICE_PREFIX = "/cone.v1.ConeService/"
 
 
+async def _refuse_broken(request: Any, context: grpc.aio.ServicerContext) -> None:
+    try:
+        check(request)
+    except ConeError as err:
+        await context.abort_with_status(to_status(err))  # raises: the call ends
+
+
 class RuleGuard(grpc.aio.ServerInterceptor):
     """Refuses a ConeService request that breaks its proto's rules (INVALID_ARGUMENT)."""
 
@@ -32,14 +39,7 @@ class RuleGuard(grpc.aio.ServerInterceptor):
         handler = await continuation(details)
         if handler is None or not details.method.startswith(_SERVICE_PREFIX):
             return handler
-
-        async def refused(request: Any, context: grpc.aio.ServicerContext) -> None:
-            try:
-                check(request)
-            except ConeError as err:
-                await context.abort_with_status(to_status(err))  # raises: the call ends
-
-        return guarded(handler, refused)
+        return guarded(handler, _refuse_broken)
 
 
 __all__ = ["RuleGuard"]
