@@ -201,35 +201,29 @@ def _constraints(rules: Any, fd: FieldDescriptor, schema: JsonObject) -> None:
     kind = rules.WhichOneof("type")
     if kind == "string":
         s = rules.string
-        if s.HasField("min_len"):
-            schema["minLength"] = s.min_len
-        if s.HasField("max_len"):
-            schema["maxLength"] = s.max_len
-        if s.HasField("pattern"):
-            schema["pattern"] = s.pattern
-        elif s.HasField("contains"):
+        _keywords(s, schema, min_len="minLength", max_len="maxLength", pattern="pattern")
+        if not s.HasField("pattern") and s.HasField("contains"):
             schema["pattern"] = re.escape(s.contains)
         # max_bytes counts UTF-8 bytes, which JSON Schema cannot say: the description does.
     elif kind == "bytes" and rules.bytes.HasField("max_len"):
         schema["maxLength"] = -(-rules.bytes.max_len // 3) * 4  # as base64
     elif kind in _INTEGER_RULES:
-        r = getattr(rules, kind)
-        if r.HasField("gte"):
-            schema["minimum"] = r.gte
-        if r.HasField("lte"):
-            schema["maximum"] = r.lte
+        _keywords(getattr(rules, kind), schema, gte="minimum", lte="maximum")
     elif kind == "repeated":
-        r = rules.repeated
-        if r.HasField("min_items"):
-            schema["minItems"] = r.min_items
-        if r.HasField("max_items"):
-            schema["maxItems"] = r.max_items
-        _constraints(r.items, fd, schema["items"])
+        _keywords(rules.repeated, schema, min_items="minItems", max_items="maxItems")
+        _constraints(rules.repeated.items, fd, schema["items"])
     if rules.required:
         if fd.is_repeated:
             schema["minItems"] = max(schema.get("minItems", 0), 1)
         elif fd.type == FieldDescriptor.TYPE_STRING:
             schema["minLength"] = max(schema.get("minLength", 0), 1)
+
+
+def _keywords(rules: Any, schema: JsonObject, **keywords: str) -> None:
+    """Each rule of `keywords` that `rules` set, under its JSON Schema keyword."""
+    for rule, keyword in keywords.items():
+        if rules.HasField(rule):
+            schema[keyword] = getattr(rules, rule)
 
 
 _INTEGER_RULES: Final = frozenset(

@@ -9,12 +9,12 @@ answers an undecodable request itself, as any other invalid argument is answered
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 
+from cone.daemon._guard import guarded
 from cone.errors import InvalidArgument
 from cone.grpc_errors import to_status
 
@@ -36,9 +36,10 @@ def _tolerant(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     return decode
 
 
-async def _refuse(context: grpc.aio.ServicerContext, request: _Undecodable) -> None:
-    err = InvalidArgument(f"the request does not decode: {request.why}")
-    await context.abort_with_status(to_status(err))
+async def _check(request: Any, context: grpc.aio.ServicerContext) -> None:
+    if isinstance(request, _Undecodable):
+        err = InvalidArgument(f"the request does not decode: {request.why}")
+        await context.abort_with_status(to_status(err))
 
 
 class DecodeGuard(grpc.aio.ServerInterceptor):
@@ -52,35 +53,9 @@ class DecodeGuard(grpc.aio.ServerInterceptor):
         handler = await continuation(details)
         if handler is None or handler.request_deserializer is None:
             return handler
-        decode = _tolerant(handler.request_deserializer)
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
-
-            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                if isinstance(request, _Undecodable):
-                    await _refuse(context, request)
-                return await inner(request, context)
-
-            return grpc.unary_unary_rpc_method_handler(
-                unary, request_deserializer=decode, response_serializer=handler.response_serializer
-            )
-        if handler.unary_stream is not None:
-            streaming = handler.unary_stream
-
-            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                if isinstance(request, _Undecodable):
-                    await _refuse(context, request)
-                result = streaming(request, context)
-                if inspect.isasyncgen(result):
-                    async for item in result:
-                        yield item
-                else:
-                    await result
-
-            return grpc.unary_stream_rpc_method_handler(
-                stream, request_deserializer=decode, response_serializer=handler.response_serializer
-            )
-        return handler  # streamed requests (reflection) keep grpc's own handling
+        return guarded(
+            handler, _check, request_deserializer=_tolerant(handler.request_deserializer)
+        )
 
 
 __all__ = ["DecodeGuard"]

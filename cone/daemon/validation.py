@@ -8,17 +8,24 @@ CLI and the bridge: every surface gets the same verdict.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 
+from cone.daemon._guard import guarded
 from cone.errors import ConeError
 from cone.grpc_errors import to_status
 from cone.rules import check
 
 _SERVICE_PREFIX = "/cone.v1.ConeService/"
+
+
+async def _refuse_broken(request: Any, context: grpc.aio.ServicerContext) -> None:
+    try:
+        check(request)
+    except ConeError as err:
+        await context.abort_with_status(to_status(err))  # raises: the call ends
 
 
 class RuleGuard(grpc.aio.ServerInterceptor):
@@ -32,43 +39,7 @@ class RuleGuard(grpc.aio.ServerInterceptor):
         handler = await continuation(details)
         if handler is None or not details.method.startswith(_SERVICE_PREFIX):
             return handler
-
-        async def refused(request: Any, context: grpc.aio.ServicerContext) -> None:
-            try:
-                check(request)
-            except ConeError as err:
-                await context.abort_with_status(to_status(err))  # raises: the call ends
-
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
-
-            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                await refused(request, context)
-                return await inner(request, context)
-
-            return grpc.unary_unary_rpc_method_handler(
-                unary,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            streaming = handler.unary_stream
-
-            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                await refused(request, context)
-                result = streaming(request, context)
-                if inspect.isasyncgen(result):
-                    async for item in result:
-                        yield item
-                else:
-                    await result
-
-            return grpc.unary_stream_rpc_method_handler(
-                stream,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        return guarded(handler, _refuse_broken)
 
 
 __all__ = ["RuleGuard"]

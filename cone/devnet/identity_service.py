@@ -74,13 +74,7 @@ class IdentityService(api_grpc.IdentityApiServicer):
         self, request: api.GetInboxIdsRequest, context: Any
     ) -> api.GetInboxIdsResponse:
         response = api.GetInboxIdsResponse()
-        for req in request.requests:
-            entry = response.responses.add(
-                identifier=req.identifier, identifier_kind=req.identifier_kind
-            )
-            inbox_id = resolve_inbox(self._store, req.identifier_kind, req.identifier)
-            if inbox_id is not None:
-                entry.inbox_id = inbox_id  # absent, not empty, when unknown
+        answer_inbox_ids(self._store, request.requests, response.responses)
         return response
 
     async def VerifySmartContractWalletSignatures(
@@ -115,9 +109,15 @@ def check_update(store: Store, field: str, raw: bytes) -> tuple[str, list[Addres
     return inbox_id, _address_changes(update, creating=existing == 0)
 
 
-def resolve_inbox(store: Store, kind: int, identifier: str) -> str | None:
-    """The inbox an identifier belongs to now (UNSPECIFIED kind means ETHEREUM)."""
-    return store.inbox_for(kind or KIND_ETHEREUM, identifier.lower())
+def answer_inbox_ids(store: Store, requests: Any, responses: Any) -> None:
+    """Answer GetInboxIds, V3's or D14N's (the same fields): one entry of `responses`
+    a request, with the inbox the identifier belongs to now (UNSPECIFIED kind means
+    ETHEREUM), its inbox_id absent, not empty, when unknown."""
+    for req in requests:
+        entry = responses.add(identifier=req.identifier, identifier_kind=req.identifier_kind)
+        inbox_id = store.inbox_for(req.identifier_kind or KIND_ETHEREUM, req.identifier.lower())
+        if inbox_id is not None:
+            entry.inbox_id = inbox_id
 
 
 def _address_changes(update: assoc.IdentityUpdate, *, creating: bool) -> list[AddressChange]:

@@ -12,7 +12,7 @@ from typing import Any, Final
 from cone.devnet import topics
 from cone.devnet.envelope_reads import newest, read_topic
 from cone.devnet.envelope_streams import EnvelopeStreams
-from cone.devnet.identity_service import resolve_inbox
+from cone.devnet.identity_service import answer_inbox_ids
 from cone.devnet.store import Store
 from cone.errors import InvalidArgument
 from conepb.xmtpv4 import message_api_pb2 as api
@@ -67,13 +67,7 @@ class ReplicationService(api_grpc.ReplicationApiServicer):
         self, request: api.GetInboxIdsRequest, context: Any
     ) -> api.GetInboxIdsResponse:
         response = api.GetInboxIdsResponse()
-        for req in request.requests:
-            entry = response.responses.add(
-                identifier=req.identifier, identifier_kind=req.identifier_kind
-            )
-            inbox_id = resolve_inbox(self._store, req.identifier_kind, req.identifier)
-            if inbox_id is not None:
-                entry.inbox_id = inbox_id  # absent, not empty, when unknown
+        answer_inbox_ids(self._store, request.requests, response.responses)
         return response
 
     async def SubscribeEnvelopes(

@@ -6,10 +6,8 @@ down."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from xmtp_bindings import xmtpv3 as ffi
 
 from cone.errors import InvalidArgument, NotFound, Unavailable
 from conepb.v1 import cone_pb2 as pb
@@ -99,13 +97,6 @@ async def test_a_contact_name_that_looks_like_hex_routes_to_the_contact(
             await _connect(daemon, own)
 
 
-async def _dm_to(peer: Peer, daemon: DaemonProcess) -> Any:
-    ident = await daemon.client.identity()
-    return await peer.client.conversations().find_or_create_dm(
-        ident.inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
-    )
-
-
 async def test_a_send_to_a_known_address_queues_while_the_node_is_down(
     home: Path, tmp_path: Path
 ) -> None:
@@ -119,7 +110,7 @@ async def test_a_send_to_a_known_address_queues_while_the_node_is_down(
             # alice is a saved contact (by address); bob only wrote first and was
             # accepted: his address is known to libxmtp's local state, not to a contact.
             to_alice = await _connect(daemon, alice.address)
-            bob_dm = await _dm_to(bob, daemon)
+            bob_dm = await daemon.dm_from(bob)
             await bob.send(bob_dm, "hello from bob")
             bob_cid = bytes(bob_dm.id()).hex()
 

@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 import pytest
-from xmtp_bindings import xmtpv3 as ffi
 
 from cone.devnet import Devnet
 from cone.errors import FailedPrecondition, Unavailable
@@ -15,18 +14,6 @@ from support.daemons import DaemonProcess, run_cone
 from support.devnet_process import DevnetProcess
 from support.peers import Peer
 from support.waiting import receive_n, until
-
-
-async def _dm_to(peer: Peer, daemon: DaemonProcess) -> object:
-    ident = await daemon.client.identity()
-    return await peer.client.conversations().find_or_create_dm(
-        ident.inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
-    )
-
-
-async def _status(daemon: DaemonProcess) -> pb.StatusResponse:
-    status: pb.StatusResponse = await daemon.client.call("Status", pb.StatusRequest())
-    return status
 
 
 async def test_a_registered_identity_starts_offline_and_catches_up_when_the_node_returns(
@@ -45,7 +32,7 @@ async def test_a_registered_identity_starts_offline_and_catches_up_when_the_node
         alice_dm = alice.conversation(bytes.fromhex(contact.conversation_id))
         await alice.send(alice_dm, "before the outage")
         await receive_n(daemon.client, 1)
-        await bob.send(await _dm_to(bob, daemon), "a stranger asks")
+        await bob.send(await daemon.dm_from(bob), "a stranger asks")
 
         async def request_held() -> list[pb.ConversationRequest]:
             reqs = (await daemon.client.call("Requests", pb.RequestsRequest())).requests
@@ -66,7 +53,7 @@ async def test_a_registered_identity_starts_offline_and_catches_up_when_the_node
     assert time.monotonic() - started < 20
     try:
         assert await daemon.client.identity() == identity
-        status = await _status(daemon)
+        status = await daemon.status()
         assert status.network_state == pb.NETWORK_STATE_UNREACHABLE
         assert any("cannot be reached" in w for w in status.warnings)
         (pending,) = (await daemon.client.receive(wait_ms=0)).messages
@@ -82,7 +69,7 @@ async def test_a_registered_identity_starts_offline_and_catches_up_when_the_node
             "Send", pb.SendRequest(to="alice", text="written offline", key="offline-1")
         )
         assert not sent.published
-        assert [o.key for o in (await _status(daemon)).outbox] == ["offline-1"]
+        assert [o.key for o in (await daemon.status()).outbox] == ["offline-1"]
         with pytest.raises(Unavailable) as err:  # nothing pending: no silent empty
             await daemon.client.receive(wait_ms=0)
         assert err.value.reason == "sync_failed"
@@ -93,7 +80,7 @@ async def test_a_registered_identity_starts_offline_and_catches_up_when_the_node
         await alice.send(alice_dm, "after the outage")
 
         async def recovered() -> pb.StatusResponse | None:
-            s = await _status(daemon)
+            s = await daemon.status()
             ok = s.network_state == pb.NETWORK_STATE_REACHABLE and not s.outbox
             return s if ok and all(st.connected for st in s.streams) else None
 
@@ -139,7 +126,7 @@ async def test_after_the_v3_cutover_sends_fail_with_their_own_reason_and_status_
             )
         assert err.value.reason == "v3_cutover"
         assert "D14N" in err.value.message
-    status = await _status(daemon)
+    status = await daemon.status()
     assert status.network_state == pb.NETWORK_STATE_V3_CUTOVER
     assert any("D14N" in w for w in status.warnings)
     (waiting,) = status.outbox  # the payload is kept, retried rarely
@@ -147,7 +134,7 @@ async def test_after_the_v3_cutover_sends_fail_with_their_own_reason_and_status_
     await daemon.client.call("Sync", pb.SyncRequest())  # reads keep working
 
     async def streams_refused_again() -> bool:
-        s = await _status(daemon)
+        s = await daemon.status()
         network = [st for st in s.streams if st.name != "consent"]  # consent is local
         return all(not st.connected and st.restarts >= 3 for st in network)
 
@@ -159,7 +146,7 @@ async def test_after_the_v3_cutover_sends_fail_with_their_own_reason_and_status_
     await daemon.start()
 
     async def cut_over() -> bool:
-        return (await _status(daemon)).network_state == pb.NETWORK_STATE_V3_CUTOVER
+        return (await daemon.status()).network_state == pb.NETWORK_STATE_V3_CUTOVER
 
     await until(cut_over, timeout=30)
 
@@ -168,4 +155,4 @@ async def test_after_the_v3_cutover_sends_fail_with_their_own_reason_and_status_
         "Send", pb.SendRequest(to="alice", text="after the cutover", key="cut-1")
     )
     assert sent.published and sent.deduplicated
-    assert (await _status(daemon)).network_state == pb.NETWORK_STATE_REACHABLE
+    assert (await daemon.status()).network_state == pb.NETWORK_STATE_REACHABLE

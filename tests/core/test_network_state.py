@@ -20,11 +20,6 @@ from support.peers import Peer
 from support.waiting import until
 
 
-async def _status(daemon: DaemonProcess) -> pb.StatusResponse:
-    status: pb.StatusResponse = await daemon.client.call("Status", pb.StatusRequest())
-    return status
-
-
 async def test_status_says_unreachable_as_soon_as_the_node_stops_and_reachable_when_back(
     home: Path, tmp_path: Path
 ) -> None:
@@ -32,10 +27,10 @@ async def test_status_says_unreachable_as_soon_as_the_node_stops_and_reachable_w
     node = await DevnetProcess.start(tmp_path, "--db", db)
     try:
         async with DaemonProcess(home, node.url) as daemon:
-            assert (await _status(daemon)).network_state == pb.NETWORK_STATE_REACHABLE
+            assert (await daemon.status()).network_state == pb.NETWORK_STATE_REACHABLE
             assert await node.stop() == 0
             # No waiting: the status call asks the node itself.
-            status = await _status(daemon)
+            status = await daemon.status()
             assert status.network_state == pb.NETWORK_STATE_UNREACHABLE
             assert any("cannot be reached" in w for w in status.warnings)
             text = await cone_cli(["status", "--home", str(home)])
@@ -58,7 +53,7 @@ async def test_status_says_unreachable_as_soon_as_the_node_stops_and_reachable_w
             node = await DevnetProcess.start(tmp_path, "--db", db, "--port", str(node.port))
 
             async def reachable() -> bool:
-                return (await _status(daemon)).network_state == pb.NETWORK_STATE_REACHABLE
+                return (await daemon.status()).network_state == pb.NETWORK_STATE_REACHABLE
 
             await until(reachable)
             text = await cone_cli(["status", "--home", str(home)])
@@ -79,7 +74,7 @@ async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sen
             contact = (
                 await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))
             ).contact
-            assert (await _status(daemon)).network_state == pb.NETWORK_STATE_REACHABLE
+            assert (await daemon.status()).network_state == pb.NETWORK_STATE_REACHABLE
             # The node restarts empty on the same port: it knows nobody now. A send
             # made while it is down waits in the outbox.
             assert await node.stop() == 0
@@ -90,7 +85,7 @@ async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sen
             node = await DevnetProcess.start(tmp_path, "--port", str(node.port))
 
             async def forgotten() -> pb.StatusResponse | None:
-                s = await _status(daemon)
+                s = await daemon.status()
                 return s if s.network_state == pb.NETWORK_STATE_IDENTITY_UNKNOWN else None
 
             status = await until(forgotten)
@@ -111,7 +106,7 @@ async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sen
             # (unless its retry reached the empty node before cone asked it: the node
             # then took it, and the key settled).
             async def settled_or_held() -> list[pb.OutboxEntry] | bool:
-                outbox = list((await _status(daemon)).outbox)
+                outbox = list((await daemon.status()).outbox)
                 if not outbox:
                     return True
                 return [o for o in outbox if "does not know this identity" in o.last_error]
@@ -122,7 +117,7 @@ async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sen
                 (entry,) = found
                 assert entry.key == "q1" and entry.state == "failing"
                 assert entry.next_attempt_at.ToSeconds() - time.time() > 200  # 5 minutes
-            assert [o.key for o in (await _status(daemon)).outbox] in ([], ["q1"])  # no new key
+            assert [o.key for o in (await daemon.status()).outbox] in ([], ["q1"])  # no new key
 
             text = await cone_cli(["status", "--home", str(home)])
             assert "IDENTITY UNKNOWN (the node does not know this identity: node reset? " in (

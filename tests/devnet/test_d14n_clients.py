@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cone.devnet import Devnet
 from cone.engine import _client
-from support import peers
+from support import peers, scenarios
 from support.devnet_process import DevnetProcess
 from support.peers import WAIT_S, Peer
 
@@ -29,21 +29,7 @@ async def test_two_d14n_clients_exchange_dms_by_sync_and_stream_on_d14n_calls_on
     alice = await Peer.create(url, tmp_path, "alice", d14n=True)
     bob = await Peer.create(url, tmp_path, "bob", d14n=True)
     assert await alice.client.find_inbox_id(bob.identifier()) == bob.inbox_id
-    alice_stream, bob_stream = await alice.stream_all(), await bob.stream_all()
-
-    dm = await alice.dm_with(bob)
-    await bob.sync()
-    bob_dm = bob.conversation(dm.id())
-    sent: list[str] = []
-    for i in range(60):  # 120 messages: more than one page of 100 per sync
-        await alice.send(dm, f"a{i}")
-        await bob.send(bob_dm, f"b{i}")
-        sent += [f"a{i}", f"b{i}"]
-
-    assert await bob_stream.texts(60) == [f"a{i}" for i in range(60)]
-    assert await alice_stream.texts(60) == [f"b{i}" for i in range(60)]
-    assert await alice.texts(dm.id()) == sent
-    assert await bob.texts(dm.id()) == sent
+    await scenarios.dm_both_ways(alice, bob, 60)  # 120 messages: more than a page of 100
     # Every unary call was a D14N one: the V3 API was never used.
     assert set(devnet_node.stats.methods) == _d14n_calls(devnet_node)
     assert {
@@ -56,8 +42,6 @@ async def test_two_d14n_clients_exchange_dms_by_sync_and_stream_on_d14n_calls_on
     assert set(devnet_node.stats.streams) == {
         "/xmtp.xmtpv4.message_api.ReplicationApi/SubscribeEnvelopes"
     }
-    await alice_stream.end()
-    await bob_stream.end()
 
 
 async def test_d14n_group_members_are_added_and_removed_and_a_new_client_reads_the_history(
@@ -67,26 +51,8 @@ async def test_d14n_group_members_are_added_and_removed_and_a_new_client_reads_t
     alice, bob, carol, dave = [
         await Peer.create(url, tmp_path, n, d14n=True) for n in ("alice", "bob", "carol", "dave")
     ]
-    group = await alice.group_with(bob)
-    await group.add_members([carol.inbox_id])
-    carol_stream = await carol.stream_all()
-    await bob.sync()
-    await carol.sync()
-    await alice.send(group, "before removal")
-    assert await carol_stream.texts(1) == ["before removal"]
-
-    await group.remove_members([carol.inbox_id])
+    group = await scenarios.removed_member_gets_nothing_after(alice, bob, carol)
     bob_group = bob.conversation(group.id())
-    for i in range(3):
-        await alice.send(group, f"after removal {i}")
-        await bob.send(bob_group, f"bob after removal {i}")
-    after = [t for i in range(3) for t in (f"after removal {i}", f"bob after removal {i}")]
-    assert await bob.texts(group.id()) == ["before removal", *after]
-
-    await carol.sync()
-    assert not carol.conversation(group.id()).is_active()
-    assert await carol.texts(group.id(), sync=False) == ["before removal"]
-    assert carol_stream.pending_texts() == []
 
     # A member added after all of that joins at the right commit and talks.
     await bob_group.add_members([dave.inbox_id])
@@ -98,7 +64,6 @@ async def test_d14n_group_members_are_added_and_removed_and_a_new_client_reads_t
     await alice.send(group, "welcome dave")
     assert await dave_stream.texts(1) == ["welcome dave"]
     assert set(devnet_node.stats.methods) == _d14n_calls(devnet_node)
-    await carol_stream.end()
     await dave_stream.end()
 
 
@@ -150,11 +115,7 @@ async def test_d14n_clients_carry_on_across_a_devnet_killed_and_restarted_on_its
     url = node.url
     alice = await Peer.create(url, tmp_path, "alice", d14n=True)
     bob = await Peer.create(url, tmp_path, "bob", d14n=True)
-    bob_stream = await bob.stream_all()
-    dm = await alice.dm_with(bob)
-    for i in range(5):
-        await alice.send(dm, f"a{i}")
-    assert await bob_stream.texts(5) == [f"a{i}" for i in range(5)]
+    dm, bob_stream = await scenarios.streamed_dm(alice, bob)
 
     await node.kill()
     async with asyncio.timeout(WAIT_S):
@@ -234,30 +195,8 @@ async def test_d14n_streams_dropped_by_a_fault_resume_from_their_cursors_and_mis
     url = devnet_node.url
     alice = await Peer.create(url, tmp_path, "alice", d14n=True)
     bob = await Peer.create(url, tmp_path, "bob", d14n=True)
-    bob_stream = await bob.stream_all()
-    dm = await alice.dm_with(bob)
-    for i in range(5):
-        await alice.send(dm, f"a{i}")
-    assert await bob_stream.texts(5) == [f"a{i}" for i in range(5)]
+    dm, bob_stream = await scenarios.streamed_dm(alice, bob)
     assert devnet_node.faults.drop_streams() == devnet_node.open_streams > 0
     async with asyncio.timeout(WAIT_S):
         await bob_stream.closed.wait()
-
-    # Sent while Bob has no stream: a message in the DM and a whole new group.
-    for i in range(5, 10):
-        await alice.send(dm, f"a{i}")
-    group = await alice.group_with(bob)
-    await alice.send(group, "g0")
-    bob_stream = await bob.stream_all()
-    caught_up = await bob_stream.texts(6)
-    assert [t for t in caught_up if t.startswith("a")] == [f"a{i}" for i in range(5, 10)]
-    assert "g0" in caught_up
-    for i in range(10, 15):
-        await alice.send(dm, f"a{i}")
-    await alice.send(group, "g1")
-    live = await bob_stream.texts(6)
-    assert [t for t in live if t.startswith("a")] == [f"a{i}" for i in range(10, 15)]
-    assert "g1" in live
-    assert bob_stream.pending_texts() == []
-    assert await bob.texts(dm.id()) == [f"a{i}" for i in range(15)]
-    await bob_stream.end()
+    await scenarios.nothing_missed_after_a_drop(alice, bob, dm)

@@ -6,13 +6,14 @@ SubscribeTopics."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.devnet import Devnet
 from cone.engine._client import identifier
 from support.node_peer import SDK_NEXT, NodePeer
-from support.peers import Peer
+from support.peers import MessageStream, Peer
 from support.waiting import until
 
 
@@ -24,20 +25,37 @@ async def _sdk_texts(sdk: NodePeer, conversation_id: str) -> list[str]:
     ]
 
 
+async def _has(sdk: NodePeer, text: str) -> bool:
+    return text in await sdk.streamed()
+
+
+async def _bob_and_carol(url: str, tmp_path: Path) -> tuple[Peer, Peer, MessageStream]:
+    """Two raw D14N clients, and Bob's stream, open before the SDK starts."""
+    bob = await Peer.create(url, tmp_path, "bob", d14n=True)
+    carol = await Peer.create(url, tmp_path, "carol", d14n=True)
+    return bob, carol, await bob.stream_all()
+
+
+async def _sdk_group_with(
+    sdk: NodePeer, bob: Peer, bob_stream: MessageStream, text: str
+) -> tuple[str, Any]:
+    """The SDK, streaming, makes a group with Bob and says `text`, which Bob's stream
+    gets; returns the group's id and Bob's side of it."""
+    await sdk.stream()
+    gid = await sdk.group(bob.inbox_id)
+    await sdk.send(gid, "text", text)
+    assert await bob_stream.texts(1) == [text]
+    await bob.sync()
+    return gid, bob.conversation(bytes.fromhex(gid))
+
+
 async def test_the_node_sdk_in_d14n_mode_talks_with_raw_d14n_clients(
     devnet_node: Devnet, tmp_path: Path
 ) -> None:
     url = devnet_node.url
-    bob = await Peer.create(url, tmp_path, "bob", d14n=True)
-    carol = await Peer.create(url, tmp_path, "carol", d14n=True)
-    bob_stream = await bob.stream_all()
+    bob, carol, bob_stream = await _bob_and_carol(url, tmp_path)
     async with NodePeer.start(url, tmp_path, d14n=True) as sdk:
-        await sdk.stream()
-        gid = await sdk.group(bob.inbox_id)
-        await sdk.send(gid, "text", "sdk-0")
-        assert await bob_stream.texts(1) == ["sdk-0"]
-        await bob.sync()
-        bob_group = bob.conversation(bytes.fromhex(gid))
+        gid, bob_group = await _sdk_group_with(sdk, bob, bob_stream, "sdk-0")
         await bob.send(bob_group, "bob-0")
         await until(lambda: _has(sdk, "bob-0"))
 
@@ -67,24 +85,13 @@ async def test_the_node_sdk_in_d14n_mode_talks_with_raw_d14n_clients(
     await bob_stream.end()
 
 
-async def _has(sdk: NodePeer, text: str) -> bool:
-    return text in await sdk.streamed()
-
-
 async def test_the_node_sdk_on_v3_and_a_raw_client_on_d14n_share_a_group(
     devnet_node: Devnet, tmp_path: Path
 ) -> None:
     url = devnet_node.url
-    bob = await Peer.create(url, tmp_path, "bob", d14n=True)
-    carol = await Peer.create(url, tmp_path, "carol", d14n=True)
-    bob_stream = await bob.stream_all()
+    bob, carol, bob_stream = await _bob_and_carol(url, tmp_path)
     async with NodePeer.start(url, tmp_path) as sdk:  # V3 mode
-        await sdk.stream()
-        gid = await sdk.group(bob.inbox_id)
-        await sdk.send(gid, "text", "from v3")
-        assert await bob_stream.texts(1) == ["from v3"]
-        await bob.sync()
-        bob_group = bob.conversation(bytes.fromhex(gid))
+        gid, bob_group = await _sdk_group_with(sdk, bob, bob_stream, "from v3")
         await bob_group.add_members([carol.inbox_id])  # a D14N commit the V3 SDK applies
         await bob.send(bob_group, "from d14n")
         await until(lambda: _has(sdk, "from d14n"))
@@ -99,16 +106,9 @@ async def test_the_node_sdk_on_libxmtp_1_11_streams_with_subscribe_topics_and_ta
     devnet_node: Devnet, tmp_path: Path
 ) -> None:
     url = devnet_node.url
-    bob = await Peer.create(url, tmp_path, "bob", d14n=True)
-    carol = await Peer.create(url, tmp_path, "carol", d14n=True)
-    bob_stream = await bob.stream_all()
+    bob, carol, bob_stream = await _bob_and_carol(url, tmp_path)
     async with NodePeer.start(url, tmp_path, d14n=True, sdk=SDK_NEXT) as sdk:
-        await sdk.stream()
-        gid = await sdk.group(bob.inbox_id)
-        await sdk.send(gid, "text", "from 1.11")
-        assert await bob_stream.texts(1) == ["from 1.11"]
-        await bob.sync()
-        bob_group = bob.conversation(bytes.fromhex(gid))
+        gid, bob_group = await _sdk_group_with(sdk, bob, bob_stream, "from 1.11")
         await bob.send(bob_group, "from 1.10")
         await until(lambda: _has(sdk, "from 1.10"))  # through SubscribeTopics
         await sdk.add_members(gid, carol.inbox_id)

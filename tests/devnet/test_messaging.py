@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cone.engine._client import identifier
+from support import scenarios
 from support.peers import Peer
 
 
@@ -15,23 +16,7 @@ async def test_two_clients_exchange_100_messages_both_ways_by_sync_and_stream(
     bob = await Peer.create(devnet, tmp_path, "bob")
     assert await alice.client.find_inbox_id(bob.identifier()) == bob.inbox_id
     assert await bob.client.find_inbox_id(alice.identifier()) == alice.inbox_id
-    alice_stream, bob_stream = await alice.stream_all(), await bob.stream_all()
-
-    dm = await alice.dm_with(bob)
-    await bob.sync()
-    bob_dm = bob.conversation(dm.id())
-    sent: list[str] = []
-    for i in range(100):
-        await alice.send(dm, f"a{i}")
-        await bob.send(bob_dm, f"b{i}")
-        sent += [f"a{i}", f"b{i}"]
-
-    assert await bob_stream.texts(100) == [f"a{i}" for i in range(100)]
-    assert await alice_stream.texts(100) == [f"b{i}" for i in range(100)]
-    assert await alice.texts(dm.id()) == sent
-    assert await bob.texts(dm.id()) == sent
-    await alice_stream.end()
-    await bob_stream.end()
+    await scenarios.dm_both_ways(alice, bob, 100)
 
 
 async def test_three_clients_share_a_group_and_a_dm_by_sync_and_stream(
@@ -81,30 +66,7 @@ async def test_removed_member_receives_nothing_sent_after_removal(
     devnet: str, tmp_path: Path
 ) -> None:
     alice, bob, carol = [await Peer.create(devnet, tmp_path, n) for n in ("alice", "bob", "carol")]
-    group = await alice.group_with(bob)
-    await group.add_members([carol.inbox_id])  # added later
-    carol_stream = await carol.stream_all()
-    await bob.sync()
-    await carol.sync()
-    await alice.send(group, "before removal")
-    assert await carol_stream.texts(1) == ["before removal"]
-
-    await group.remove_members([carol.inbox_id])
-    bob_group = bob.conversation(group.id())
-    for i in range(3):
-        await alice.send(group, f"after removal {i}")
-        await bob.send(bob_group, f"bob after removal {i}")
-    # Bob, still a member, is the witness that everything after the removal was sent.
-    assert (await bob.texts(group.id()))[-6:] == [
-        t for i in range(3) for t in (f"after removal {i}", f"bob after removal {i}")
-    ]
-
-    await carol.sync()
-    carol_group = carol.conversation(group.id())
-    assert not carol_group.is_active()
-    assert await carol.texts(group.id(), sync=False) == ["before removal"]
-    assert carol_stream.pending_texts() == []
-    await carol_stream.end()
+    await scenarios.removed_member_gets_nothing_after(alice, bob, carol)
 
 
 async def test_an_address_that_never_registered_is_not_reachable(

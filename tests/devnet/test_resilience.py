@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 
 from cone.devnet import Devnet
+from support import scenarios
 from support.devnet_process import DevnetProcess
 from support.peers import WAIT_S, Peer
 
@@ -62,11 +63,7 @@ async def test_streams_dropped_by_a_fault_resume_from_their_cursor_and_miss_noth
 ) -> None:
     url = devnet_node.url
     alice, bob = await Peer.create(url, tmp_path, "alice"), await Peer.create(url, tmp_path, "bob")
-    bob_stream = await bob.stream_all()
-    dm = await alice.dm_with(bob)
-    for i in range(5):
-        await alice.send(dm, f"a{i}")
-    assert await bob_stream.texts(5) == [f"a{i}" for i in range(5)]
+    dm, bob_stream = await scenarios.streamed_dm(alice, bob)
 
     opened = devnet_node.open_streams  # Bob's welcome and group streams
     assert opened == 2
@@ -74,25 +71,7 @@ async def test_streams_dropped_by_a_fault_resume_from_their_cursor_and_miss_noth
     async with asyncio.timeout(WAIT_S):
         await bob_stream.closed.wait()
     assert devnet_node.open_streams == 0
-
-    # Sent while Bob has no stream: a message in the DM and a whole new group.
-    for i in range(5, 10):
-        await alice.send(dm, f"a{i}")
-    group = await alice.group_with(bob)
-    await alice.send(group, "g0")
-
-    bob_stream = await bob.stream_all()
-    caught_up = await bob_stream.texts(6)
-    assert [t for t in caught_up if t.startswith("a")] == [f"a{i}" for i in range(5, 10)]
-    assert "g0" in caught_up
-    for i in range(10, 15):
-        await alice.send(dm, f"a{i}")
-    await alice.send(group, "g1")
-    live = await bob_stream.texts(6)
-    assert [t for t in live if t.startswith("a")] == [f"a{i}" for i in range(10, 15)]
-    assert "g1" in live
-    assert await bob.texts(dm.id()) == [f"a{i}" for i in range(15)]
-    await bob_stream.end()
+    await scenarios.nothing_missed_after_a_drop(alice, bob, dm)
 
 
 async def test_failures_and_latency_injected_from_python_reach_libxmtp(

@@ -17,11 +17,17 @@ import sys
 import tempfile
 from pathlib import Path
 from types import TracebackType
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
+
+from xmtp_bindings import xmtpv3 as ffi
 
 from cone._shutdown import STOP_BOUND_S
 from cone.client import ConeClient
 from cone.errors import Unavailable
+from conepb.v1 import cone_pb2 as pb
+
+if TYPE_CHECKING:
+    from support.peers import Peer
 
 START_TIMEOUT_S = 60.0
 #: Seconds a stopping daemon gets before teardown SIGKILLs it: cone's bound
@@ -84,6 +90,18 @@ class DaemonProcess:
     def client(self) -> ConeClient:
         assert self._client is not None, "daemon not started"
         return self._client
+
+    async def status(self) -> pb.StatusResponse:
+        """The daemon's Status answer."""
+        status: pb.StatusResponse = await self.client.call("Status", pb.StatusRequest())
+        return status
+
+    async def dm_from(self, peer: Peer) -> Any:
+        """The DM `peer` finds or creates with this daemon's inbox (by inbox id)."""
+        ident = await self.client.identity()
+        return await peer.client.conversations().find_or_create_dm(
+            ident.inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
+        )
 
     def args(self) -> list[str]:
         """The `cone` arguments that start this daemon."""
