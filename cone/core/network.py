@@ -132,7 +132,8 @@ class NetworkWatch:
         elif answer.view is NodeView.NO_ANSWER:
             log.warning("the XMTP node at %s cannot be reached: %s", self.api_url, answer.detail)
         else:
-            log.warning("the XMTP node at %s answers and knows this identity", self.api_url)
+            # Good news: the node is back (or knows the identity again).
+            log.info("the XMTP node at %s answers and knows this identity", self.api_url)
         if self.on_change is not None:
             self.on_change(before, answer.view)
 
