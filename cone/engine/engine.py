@@ -203,10 +203,11 @@ class Engine:
                 "the XMTP node at %s has cut over to XMTP's decentralized network (D14N) "
                 "and refuses publishes and new subscriptions from this cone (libxmtp 1.10, "
                 "an XMTP V3 client). Sends wait in the outbox and fail with reason "
-                "v3_cutover; what the node holds can still be read. To send again, restart "
-                "this identity on D14N with --gateway-url (its network's gateway; for "
-                "--network local the devnet's own URL), or point --network/--api-url at a "
-                "node that still serves V3 (docs/networks.md).",
+                "v3_cutover; what the node holds can still be read. cone knows no D14N "
+                "gateway for this network, so it cannot move there by itself: to send "
+                "again, restart this identity with --gateway-url (CONE_GATEWAY_URL: its "
+                "network's gateway), or point --network/--api-url at a node that still "
+                "serves V3 (docs/networks.md).",
                 self.api_url or "?",
             )
 
