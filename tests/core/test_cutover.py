@@ -198,3 +198,32 @@ async def test_a_running_cone_crosses_the_cutover_by_itself(
             "Send", pb.SendRequest(to="a", text="cone after the restart", key="r")
         )
         assert sent.published
+
+
+async def test_a_cone_started_after_the_cutover_moves_at_once_and_sends_what_waited(
+    home: Path, devnet_node: Devnet, tmp_path: Path
+) -> None:
+    # Also what a restart in the middle of the switch meets: the move is recorded only
+    # once it is done, so the next start is on V3 after the cutover.
+    url = devnet_node.url
+    alice = await Movable.create(url, tmp_path, "alice")
+    async with DaemonProcess(home, url) as daemon:
+        dm = (
+            await daemon.client.call("Connect", pb.ConnectRequest(to=alice.peer.address, name="a"))
+        ).contact.conversation_id
+        await daemon.client.call("Send", pb.SendRequest(to="a", text="on V3", key="v3"))
+        assert await daemon.stop() == 0
+        devnet_node.faults.set_v3_cutover(True)
+        await daemon.start()
+
+        async def moved() -> bool:
+            return (await daemon.client.identity()).backend == "d14n"
+
+        await until(moved)
+        sent = await daemon.client.call("Send", pb.SendRequest(to="a", text="on D14N", key="d"))
+        assert sent.published
+        again = await daemon.client.call("Send", pb.SendRequest(to="a", text="again", key="v3"))
+        assert again.deduplicated
+        await alice.move_to_d14n(url)
+        at_alice = await _peer_has(alice.peer, dm, {"on V3", "on D14N"})
+        assert at_alice == Counter({"on V3": 1, "on D14N": 1})
