@@ -219,6 +219,9 @@ class Engine:
         while True:
             try:
                 await self._switch()
+                break
+            except StateError as exc:  # another installation: moving cannot help
+                log.error("not moving to D14N: %s", exc)
                 return
             except ConeError as exc:
                 log.warning(
@@ -228,11 +231,17 @@ class Engine:
                     SWITCH_RETRY_S,
                 )
             await asyncio.sleep(SWITCH_RETRY_S)
+        if self._on_switch is not None:
+            try:
+                await self._on_switch()
+            except Exception:  # the task's boundary: the move itself is done
+                log.exception("recording the move to D14N failed; the next start moves again")
 
     async def _switch(self) -> None:
         """Move libxmtp to D14N over the same database: open the D14N client, stop
-        the V3 streams, swap the clients, reopen the streams, let the V3 client go,
-        then tell the core (which records the move, catches up, publishes what waits).
+        the V3 streams, swap the clients, reopen the streams, let the V3 client go;
+        then (`_switch_until_done`) the core is told: it records the move, catches up
+        and publishes what waits.
         Until the D14N client is open nothing changes: a failure leaves the V3 client
         in the v3_cutover state and is tried again."""
         assert self._reopen is not None
@@ -272,8 +281,6 @@ class Engine:
         except ConeError as exc:
             log.warning("releasing the V3 client's database: %s", exc)
         log.warning("this identity now runs on D14N through the gateway at %s", self.gateway_url)
-        if self._on_switch is not None:
-            await self._on_switch()
 
     async def _watch_cutover(self) -> None:
         """Ask the node when it cuts over (FetchD14nCutover) and move at that time."""
