@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +16,13 @@ from typing import Any
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.devnet import Devnet
+from cone.devnet.cutover import NO_CUTOVER_NS
 from cone.engine import _client
+from cone.engine._probe import cutover_ns
 from cone.errors import ConeError
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
+from support.http_daemon import free_port
 from support.peers import OPEN, Peer
 from support.waiting import until
 
@@ -227,3 +231,12 @@ async def test_a_cone_started_after_the_cutover_moves_at_once_and_sends_what_wai
         await alice.move_to_d14n(url)
         at_alice = await _peer_has(alice.peer, dm, {"on V3", "on D14N"})
         assert at_alice == Counter({"on V3": 1, "on D14N": 1})
+
+
+async def test_the_engine_reads_the_cutover_time_the_node_reports(devnet_node: Devnet) -> None:
+    url = devnet_node.url
+    assert await cutover_ns(url) == NO_CUTOVER_NS  # none set: never
+    at = time.time_ns() + 3600 * 10**9
+    devnet_node.faults.set_cutover(at)
+    assert await cutover_ns(url) == at
+    assert await cutover_ns(f"http://127.0.0.1:{free_port()}") is None  # nobody answers
