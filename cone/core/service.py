@@ -56,6 +56,7 @@ from cone.store import (
     attachments,
     conversations,
     inbox,
+    meta,
     outbox,
 )
 from cone.store.outbox import OutboxRecord
@@ -68,6 +69,9 @@ FOLLOW_UP_S = (1.0, 2.0, 5.0)
 UPDATE_LIMIT = 256
 # Below this much free space on the state directory's disk, sends are refused at once.
 MIN_FREE_BYTES = 1024 * 1024
+#: The store's meta key recording the backend this identity moved to at the V3
+#: cutover (`d14n`): later starts open libxmtp there at once.
+BACKEND_KEY = "backend"
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,7 @@ class Core:
         self.last_sync_ns: int | None = None
         self.last_sync_error: str | None = None
         self._budgets = (0, 0)
+        engine.on_switch(self._on_switched)
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -222,6 +227,15 @@ class Core:
         self.ingestor.mark_all()
         if not self.network_ok():
             self._catch_up_now.set()
+
+    async def _on_switched(self) -> None:
+        # libxmtp moved to D14N at the cutover (the engine swapped its client): record
+        # it for later starts, report it, and catch up and publish what waits now.
+        await self.store.write(meta.put, BACKEND_KEY, self.engine.backend.encode())
+        self.identity = replace(self.identity, backend=self.engine.backend)
+        self.ingestor.mark_all()
+        self._catch_up_now.set()
+        self.outbox.retry_now()
 
     def _on_network_change(self, before: NodeView, after: NodeView) -> None:
         # The node answers again, or knows this identity again: catch up and publish

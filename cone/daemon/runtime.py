@@ -24,7 +24,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from cone._fs import make_private, private_dir, refuse_link
 from cone.config import Settings, secret
-from cone.core.service import Core
+from cone.core.service import BACKEND_KEY, Core
 from cone.daemon import reflection
 from cone.daemon.decoding import DecodeGuard
 from cone.daemon.lock import StateLock
@@ -168,10 +168,22 @@ async def _open_identity(settings: Settings, store: Store, *, create: bool) -> t
         new = registered is None
     assert xmtp_key is not None
     _check_salt(paths.xmtp_db)
+    gateway_url = settings.gateway_url
+    if gateway_url is None and await store.read(meta.get, BACKEND_KEY) == b"d14n":
+        # This identity moved to D14N at its node's cutover: start there at once.
+        gateway_url = settings.cutover_gateway
+        if gateway_url is None:
+            log.error(
+                "this identity moved to D14N at its node's cutover, but no gateway is known "
+                "for network %s: it starts on V3, which refuses its sends; give "
+                "--gateway-url (CONE_GATEWAY_URL) (docs/networks.md)",
+                settings.network,
+            )
     try:
         engine = await Engine.open(
             api_url=settings.api_url,
-            gateway_url=settings.gateway_url,
+            gateway_url=gateway_url,
+            cutover_gateway=settings.cutover_gateway,
             db_path=str(paths.xmtp_db),
             db_key=xmtp_key,
             wallet_key=wallet,

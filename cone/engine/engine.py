@@ -27,7 +27,7 @@ from cone.engine._errors import (
     plain,
 )
 from cone.engine._offload import Offload
-from cone.engine._probe import refuses_v3
+from cone.engine._probe import cutover_ns, refuses_v3
 from cone.engine.consent import Consent
 from cone.engine.groups import Groups
 from cone.engine.installations import Installations
@@ -52,6 +52,8 @@ PROBE_EVERY_S: Final = 60.0
 # Registering a new installation is a handful of node calls; against an unreachable
 # node libxmtp gives up after about 2 s, this bounds a node that never answers.
 REGISTER_S: Final = 60.0
+# Between attempts to move to D14N when reopening libxmtp there fails (seconds).
+SWITCH_RETRY_S: Final = 30.0
 
 
 class Engine:
@@ -68,6 +70,7 @@ class Engine:
         gateway_url: str | None = None,
     ) -> None:
         self._client = client
+        self._wallet_key = wallet_key
         self._x = Calls(offload, noted=self._noted)
         self.inbox_id = inbox_id
         self.installation_id = installation_id
@@ -81,19 +84,44 @@ class Engine:
         self._cutover = False
         self._probed_at = -PROBE_EVERY_S
         self._probes: set[asyncio.Task[bool]] = set()
-        self.groups = Groups(client, inbox_id, self._x)
-        self.installations = Installations(client, wallet_key, self._x)
+        # Opens libxmtp on D14N through a gateway, over the same database (None: this
+        # engine cannot move, and stays in the v3_cutover state at the cutover).
+        self._reopen: Callable[[], Awaitable[Any]] | None = None
+        self.cutover_gateway: str | None = None
+        self._switching: asyncio.Task[None] | None = None
+        self._watching: asyncio.Task[None] | None = None
+        self._on_switch: Callable[[], Awaitable[None]] | None = None
+        self._handlers: dict[str, Any] = {}
+        self._attach(client)
+
+    def _attach(self, client: Any) -> None:
+        self._client = client
+        self.groups = Groups(client, self.inbox_id, self._x)
+        self.installations = Installations(client, self._wallet_key, self._x)
         self._consent = Consent(client, self._x)
 
     @classmethod
     async def open(
         cls, *, api_url: str, db_path: str, db_key: bytes, wallet_key: bytes, new: bool,
-        gateway_url: str | None = None,
+        gateway_url: str | None = None, cutover_gateway: str | None = None,
     ) -> Engine:  # fmt: skip
         """Open the client. With `new=False` a new installation is refused, not made,
         and nothing goes to the network: a registered identity opens offline. With
-        `gateway_url`, libxmtp runs on D14N through that gateway."""
+        `gateway_url`, libxmtp runs on D14N through that gateway. With
+        `cutover_gateway`, a client on V3 moves itself to D14N through that gateway
+        when its node cuts over (`on_switch`)."""
         offload = Offload()
+
+        async def reopen(gateway: str) -> Any:
+            return await open_client(
+                api_url=api_url,
+                gateway_url=gateway,
+                db_path=db_path,
+                db_key=db_key,
+                wallet_key=wallet_key,
+                register=False,
+                allow_offline=True,
+            )
 
         async def opened() -> tuple[Any, bool, str, str]:
             client = await open_client(
@@ -129,7 +157,11 @@ class Engine:
                 "or start with a new state directory.",
                 reason="installation_mismatch",
             )
-        return cls(client, wallet_key, offload, inbox_id, installation_id, api_url, gateway_url)
+        engine = cls(client, wallet_key, offload, inbox_id, installation_id, api_url, gateway_url)
+        if cutover_gateway and not gateway_url:
+            engine._reopen = functools.partial(reopen, cutover_gateway)
+            engine.cutover_gateway = cutover_gateway
+        return engine
 
     # --- the V3 cutover -------------------------------------------------------------
 
@@ -156,18 +188,110 @@ class Engine:
         return self._cutover
 
     def _saw_cutover(self) -> None:
+        if self.backend == "d14n":
+            return  # a late answer to the V3 client this engine has left
+        if self._reopen is not None:
+            self._cutover = True
+            if self._switching is None or self._switching.done():
+                self._switching = asyncio.get_running_loop().create_task(
+                    self._switch_until_done(), name="d14n-switch"
+                )
+            return
         if not self._cutover:
             self._cutover = True
             log.error(
                 "the XMTP node at %s has cut over to XMTP's decentralized network (D14N) "
                 "and refuses publishes and new subscriptions from this cone (libxmtp 1.10, "
                 "an XMTP V3 client). Sends wait in the outbox and fail with reason "
-                "v3_cutover; what the node holds can still be read. To send again, restart "
-                "this identity on D14N with --gateway-url (its network's gateway; for "
-                "--network local the devnet's own URL), or point --network/--api-url at a "
-                "node that still serves V3 (docs/networks.md).",
+                "v3_cutover; what the node holds can still be read. cone knows no D14N "
+                "gateway for this network, so it cannot move there by itself: to send "
+                "again, restart this identity with --gateway-url (CONE_GATEWAY_URL: its "
+                "network's gateway), or point --network/--api-url at a node that still "
+                "serves V3 (docs/networks.md).",
                 self.api_url or "?",
             )
+
+    def on_switch(self, handler: Callable[[], Awaitable[None]]) -> None:
+        """Have `handler` run once libxmtp has moved to D14N at the cutover."""
+        self._on_switch = handler
+
+    async def _switch_until_done(self) -> None:
+        while True:
+            try:
+                await self._switch()
+                break
+            except StateError as exc:  # another installation: moving cannot help
+                log.error("not moving to D14N: %s", exc)
+                return
+            except ConeError as exc:
+                log.warning(
+                    "moving to D14N through the gateway at %s failed (%s); trying again in %.0f s",
+                    self.cutover_gateway,
+                    exc,
+                    SWITCH_RETRY_S,
+                )
+            await asyncio.sleep(SWITCH_RETRY_S)
+        if self._on_switch is not None:
+            try:
+                await self._on_switch()
+            except Exception:  # the task's boundary: the move itself is done
+                log.exception("recording the move to D14N failed; the next start moves again")
+
+    async def _switch(self) -> None:
+        """Move libxmtp to D14N over the same database: open the D14N client, stop
+        the V3 streams, swap the clients, reopen the streams, let the V3 client go;
+        then (`_switch_until_done`) the core is told: it records the move, catches up
+        and publishes what waits.
+        Until the D14N client is open nothing changes: a failure leaves the V3 client
+        in the v3_cutover state and is tried again."""
+        assert self._reopen is not None
+        log.warning(
+            "the XMTP node at %s has cut over to XMTP's decentralized network (D14N): "
+            "moving this identity to D14N through the gateway at %s, on the same databases",
+            self.api_url,
+            self.cutover_gateway,
+        )
+        client = await self._x.call(self._reopen, REGISTER_S, "reopening the XMTP client on D14N")
+        same = await self._x.call_sync(
+            lambda: (
+                client.signature_request() is None
+                and client.inbox_id() == self.inbox_id
+                and bytes(client.installation_id()).hex() == self.installation_id
+            ),
+            LOCAL_CALL_S,
+            "checking the D14N client",
+        )
+        if not same:
+            raise StateError(
+                "libxmtp opened another installation on D14N than this identity's",
+                reason="installation_mismatch",
+            )
+        old = self._client
+        for stream in self._streams:
+            await stream.stop()
+        self._attach(client)
+        self.gateway_url, self.backend = self.cutover_gateway, "d14n"
+        self._cutover, self._reopen = False, None
+        if self._handlers:
+            await self.start_streams(**self._handlers)
+        try:
+            await self._x.call_sync(
+                old.release_db_connection, LOCAL_CALL_S, "releasing the V3 client's database"
+            )
+        except ConeError as exc:
+            log.warning("releasing the V3 client's database: %s", exc)
+        log.warning("this identity now runs on D14N through the gateway at %s", self.gateway_url)
+
+    async def _watch_cutover(self) -> None:
+        """Ask the node when it cuts over (FetchD14nCutover) and move at that time."""
+        while self.backend == "v3":
+            at = await cutover_ns(self.api_url)
+            now = time.time_ns()
+            if at is not None and now >= at:
+                self._saw_cutover()
+                return
+            wait = PROBE_EVERY_S if at is None else min(PROBE_EVERY_S, (at - now) / 1e9)
+            await asyncio.sleep(max(wait, 0.1))
 
     def _stream_error(self, error: str) -> None:
         if is_v3_cutover(error):
@@ -416,7 +540,18 @@ class Engine:
 
         The handlers run on the event loop with plain values (messages, conversation
         ids, consent updates): what libxmtp hands over is read on libxmtp's own thread.
+        They are kept: the streams reopen with them on D14N at the cutover.
         """
+        self._handlers = {
+            "on_message": on_message,
+            "on_conversation": on_conversation,
+            "on_consent": on_consent,
+            "on_restart": on_restart,
+        }
+        if self._reopen is not None and self._watching is None:
+            self._watching = asyncio.get_running_loop().create_task(
+                self._watch_cutover(), name="cutover-watch"
+            )
 
         def message(m: Any) -> RawMessage:
             return _convert.raw(m, bytes(m.conversation_id).hex())
@@ -533,9 +668,14 @@ class Engine:
         if self._reconnecting is not None:
             self._reconnecting.cancel()
             await asyncio.gather(self._reconnecting, return_exceptions=True)
-        for task in list(self._probes):
-            task.cancel()
-        await asyncio.gather(*self._probes, return_exceptions=True)
+        for task in [*self._probes, self._switching, self._watching]:
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(
+            *self._probes,
+            *(t for t in (self._switching, self._watching) if t is not None),
+            return_exceptions=True,
+        )
         for s in self._streams:
             await s.stop()
         self._streams = []

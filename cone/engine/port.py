@@ -8,7 +8,7 @@ xmtp-bindings.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -257,6 +257,11 @@ class EnginePort(Protocol):
 
     def v3_cutover(self) -> bool:
         """Whether the node has refused this client as a V3 client."""
+        ...
+
+    def on_switch(self, handler: Callable[[], Awaitable[None]]) -> None:
+        """Have `handler` run once libxmtp has moved from V3 to D14N at the cutover
+        (`backend` is then `d14n`)."""
         ...
 
     # --- consent ---

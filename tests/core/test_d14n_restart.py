@@ -1,6 +1,9 @@
 """A V3 identity restarted on D14N after the cutover (by hand: `--gateway-url`) carries
 on over the same databases: its pending send is published once, nothing it had is
-delivered again, and it talks with V3 and D14N peers."""
+delivered again, and it talks with V3 and D14N peers.
+
+The daemon runs as on a network with no known gateway (`dev`, its URL overridden to
+the devnet), so it does not move by itself (tests/core/test_cutover.py covers that)."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ async def test_a_v3_identity_restarted_on_d14n_after_the_cutover_loses_and_repea
 ) -> None:
     url = devnet_node.url
     alice = await Peer.create(url, tmp_path, "alice")  # stays a V3 client
-    async with DaemonProcess(home, url) as daemon:
+    async with DaemonProcess(home, url, extra_env={"CONE_NETWORK": "dev"}) as daemon:
         contact = (
             await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address, name="alice"))
         ).contact

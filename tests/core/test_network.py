@@ -115,6 +115,15 @@ async def test_a_first_start_without_the_node_fails_with_one_clear_line(home: Pa
 
 
 async def test_after_the_v3_cutover_sends_fail_with_their_own_reason_and_status_says_why(
+    home: Path, alice: Peer, devnet_node: Devnet
+) -> None:
+    # As on a network with no known gateway (`dev`, its URL overridden to the devnet):
+    # cone stays on V3 (on `local` it moves itself, tests/core/test_cutover.py).
+    async with DaemonProcess(home, devnet_node.url, extra_env={"CONE_NETWORK": "dev"}) as daemon:
+        await _refused_after_the_cutover(daemon, alice, devnet_node)
+
+
+async def _refused_after_the_cutover(
     daemon: DaemonProcess, alice: Peer, devnet_node: Devnet
 ) -> None:
     await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address, name="alice"))

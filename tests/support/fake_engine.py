@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from cone.core import content
@@ -311,6 +311,9 @@ class FakeEngine:
 
     def v3_cutover(self) -> bool:
         return False
+
+    def on_switch(self, handler: Callable[[], Awaitable[None]]) -> None:
+        pass  # the fake never meets a cutover
 
     # --- consent ----------------------------------------------------------------------
 
