@@ -111,6 +111,8 @@ async def _login_url(daemon: HttpDaemon) -> str:
     answer = result.json()
     assert answer["url"] == daemon.url
     assert answer["loginUrl"] == f"{daemon.url}#token={daemon.token}"
+    # The same URL the daemon printed once at start.
+    assert f"cone: web console at {answer['loginUrl']}\n" in daemon.stderr()
     return str(answer["loginUrl"])
 
 
@@ -192,6 +194,26 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
         return [t for t in await alice.texts(dm.id()) if t == "hi alice, from the console"]
 
     assert await until(arrived) == ["hi alice, from the console"]
+    # One logical message: the daemon's history holds one own message with the text
+    # (a second send with another key would be there at once, sent or queued).
+    async with aiohttp.ClientSession() as session:
+        _, page = await daemon.rpc(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "messages",
+                "params": {"conversationId": dm.id().hex(), "limit": 50},
+            },
+            session,
+        )
+    own = [m for m in page["result"]["messages"] if m.get("own")]
+    assert [m["text"] for m in own] == ["hi alice, from the console"]
+    assert own[0]["messageId"] in await _in_browser(
+        lambda: _js(
+            browser,
+            "return [...document.querySelectorAll('#history li.own')].map(li => li.dataset.id)",
+        )
+    )
     _shoot(browser, shots, "conversation.png")
 
     # Hostile content renders inert: no script runs, no alert, no markup, no link
@@ -231,6 +253,12 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
     if os.environ.get("CONE_CONSOLE_SHOTS"):  # refresh docs/img/ by hand
         for name in ("conversation.png", "hostile.png"):
             shutil.copy(shots / name, Path(os.environ["CONE_CONSOLE_SHOTS"]) / f"console-{name}")
+
+
+async def test_cone_web_without_a_running_front_says_so(home: Path) -> None:
+    result = await cone_cli(["web", "--home", str(home)])
+    assert result.code == 1
+    assert "no daemon serves HTTP" in result.err and result.out == ""
 
 
 async def test_console_without_the_token_loads_nothing(daemon: HttpDaemon, browser: Any) -> None:
