@@ -52,10 +52,15 @@ def browser() -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,800"):
+    # No sandbox: CI runs as root in a container, where Chromium's sandbox cannot start.
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1200,800",
+    ):
         options.add_argument(arg)
-    if os.geteuid() == 0:
-        options.add_argument("--disable-dev-shm-usage")
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     try:
         yield driver
@@ -128,13 +133,15 @@ async def _dm_to(peer: Peer, daemon: HttpDaemon) -> Any:
     )
 
 
-async def _send_markdown(conversation: Any, markdown: str) -> None:
+async def _send_content(conversation: Any, content: Any, reply_to: str | None = None) -> str:
+    """Send cone's encoding of `content` (an Outgoing) from a raw libxmtp peer; its id."""
     from xmtp_bindings import xmtpv3 as ffi
 
-    from cone.core.content import Outgoing, encode
+    from cone.core.content import encode
 
-    _, payload = encode(content=Outgoing(markdown=markdown))
-    await conversation.send(payload, ffi.FfiSendMessageOpts(should_push=True))
+    _, payload = encode(content=content, reply_to=reply_to)
+    message_id = await conversation.send(payload, ffi.FfiSendMessageOpts(should_push=True))
+    return bytes(message_id).hex()
 
 
 def _shoot(driver: Any, directory: Path, name: str) -> Path:
@@ -180,6 +187,35 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
         "return [...document.querySelectorAll('#history li')].some(li => li.textContent.includes('second, live'))",
     )
 
+    # A reply, a reaction and a file from the peer: quoted, under the message, a download.
+    from cone.core.content import AttachmentPart, Outgoing, Reaction
+
+    live = await _wait_js(
+        browser,
+        "return [...document.querySelectorAll('#history li')]"
+        ".find(li => li.textContent.includes('second, live'))?.dataset.id",
+    )
+    await _send_content(dm, Outgoing(text="about that"), reply_to=live)
+    await _send_content(dm, Outgoing(reaction=Reaction(message_id=live, emoji="👍")))
+    await _send_content(
+        dm, Outgoing(attachment=AttachmentPart("notes.html", "text/html", b"<script>x</script>"))
+    )
+    await _wait_js(
+        browser,
+        "return [...document.querySelectorAll('#history li')].some(li => "
+        "li.querySelector('.quote')?.textContent === '↪ second, live' && li.textContent.includes('about that'))",
+    )
+    await _wait_js(
+        browser,
+        f"return document.querySelector('#history li[data-id=\"{live}\"] .reactions')"
+        ".textContent.includes('👍')",
+    )
+    file_link = await _wait_js(
+        browser,
+        "return [...document.querySelectorAll('#history a.file')].map(a => [a.textContent, a.getAttribute('href')])",
+    )
+    assert file_link == [["⬇ notes.html (18 B)", "#"]]
+
     # A reply typed in the console reaches the peer; a double click sends it once.
     def type_and_double_click() -> None:
         from selenium.webdriver import ActionChains
@@ -219,7 +255,7 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
     # Hostile content renders inert: no script runs, no alert, no markup, no link
     # other than http(s), bidi controls shown rather than obeyed.
     await alice.send(dm, HOSTILE_TEXT)
-    await _send_markdown(dm, HOSTILE_MARKDOWN)
+    await _send_content(dm, Outgoing(markdown=HOSTILE_MARKDOWN))
     await alice.send(dm, BIDI)
     await _wait_js(
         browser,
@@ -251,8 +287,9 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
     assert RLO not in bidi and "[U+202E]" in bidi
     _shoot(browser, shots, "hostile.png")
     if os.environ.get("CONE_CONSOLE_SHOTS"):  # refresh docs/img/ by hand
-        for name in ("conversation.png", "hostile.png"):
-            shutil.copy(shots / name, Path(os.environ["CONE_CONSOLE_SHOTS"]) / f"console-{name}")
+        shutil.copy(
+            shots / "hostile.png", Path(os.environ["CONE_CONSOLE_SHOTS"]) / "console-hostile.png"
+        )
 
 
 async def test_cone_web_without_a_running_front_says_so(home: Path) -> None:
