@@ -21,15 +21,12 @@ from support.waiting import until
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
 
-pytestmark = [
-    pytest.mark.timeout(300),
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        CHROMIUM is None or CHROMEDRIVER is None,
-        reason="the browser test needs the system's chromium and chromedriver "
-        "(Debian: apt-get install chromium chromium-driver; .ci/run installs them)",
-    ),
-]
+pytestmark = pytest.mark.timeout(300)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None,
+    reason="the browser test needs the system's chromium and chromedriver "
+    "(Debian: apt-get install chromium chromium-driver; .ci/run installs them)",
+)
 
 T = TypeVar("T")
 
@@ -151,6 +148,8 @@ def _shoot(driver: Any, directory: Path, name: str) -> Path:
     return path
 
 
+@pytest.mark.browser
+@needs_chromium
 async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
     daemon: HttpDaemon, alice: Peer, browser: Any, tmp_path: Path
 ) -> None:
@@ -292,12 +291,18 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
         )
 
 
-async def test_cone_web_without_a_running_front_says_so(home: Path) -> None:
+async def test_cone_web_without_a_running_front_says_so(home: Path, devnet: str) -> None:
+    async with HttpDaemon(home, devnet) as daemon:
+        assert (home / "http.url").read_text().strip() == daemon.url
+    # The stopped front removed its URL; `cone web` says none runs.
+    assert not (home / "http.url").exists()
     result = await cone_cli(["web", "--home", str(home)])
     assert result.code == 1
     assert "no daemon serves HTTP" in result.err and result.out == ""
 
 
+@pytest.mark.browser
+@needs_chromium
 async def test_console_without_the_token_loads_nothing(daemon: HttpDaemon, browser: Any) -> None:
     await _in_browser(lambda: browser.get(daemon.url))
     await _wait_js(browser, "return !document.getElementById('login').hidden")
