@@ -42,8 +42,16 @@ BIDI = f"invoice {RLO}fdp.exe"
 
 
 @pytest.fixture
-def browser() -> Iterator[Any]:
-    """A headless Chromium (the system's), with its own profile."""
+def downloads(tmp_path: Path) -> Path:
+    path = tmp_path / "downloads"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def browser(downloads: Path) -> Iterator[Any]:
+    """A headless Chromium (the system's), with its own profile, saving downloads in
+    `downloads`."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -58,6 +66,10 @@ def browser() -> Iterator[Any]:
         "--window-size=1200,800",
     ):
         options.add_argument(arg)
+    options.add_experimental_option(
+        "prefs",
+        {"download.default_directory": str(downloads), "download.prompt_for_download": False},
+    )
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     try:
         yield driver
@@ -151,7 +163,7 @@ def _shoot(driver: Any, directory: Path, name: str) -> Path:
 @pytest.mark.browser
 @needs_chromium
 async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
-    daemon: HttpDaemon, alice: Peer, browser: Any, tmp_path: Path
+    daemon: HttpDaemon, alice: Peer, browser: Any, downloads: Path, tmp_path: Path
 ) -> None:
     shots = tmp_path / "screenshots"
     shots.mkdir()
@@ -214,6 +226,15 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
         "return [...document.querySelectorAll('#history a.file')].map(a => [a.textContent, a.getAttribute('href')])",
     )
     assert file_link == [["⬇ notes.html (18 B)", "#"]]
+    # Clicking saves the bytes as a file; the page neither renders nor leaves.
+    await _in_browser(lambda: browser.find_element("css selector", "#history a.file").click())
+
+    async def saved() -> bytes:
+        path = downloads / "notes.html"
+        return path.read_bytes() if path.is_file() else b""
+
+    assert await until(saved) == b"<script>x</script>"
+    assert await _in_browser(lambda: _js(browser, "return document.body.dataset.ready")) == "1"
 
     # A reply typed in the console reaches the peer; a double click sends it once.
     def type_and_double_click() -> None:
