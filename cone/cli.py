@@ -27,6 +27,7 @@ _COMMANDS = {
     "mcp": "cone.facades.mcp.command",
     "bridge": "cone.bridge.command",
     "demo": "cone.demo.command",
+    "web": "cone.facades.http.web",
     **dict.fromkeys(command_parser.COMMANDS, command_parser.MODULE),
 }
 
@@ -113,6 +114,17 @@ def _add_http(p: argparse.ArgumentParser) -> None:
     from cone.facades.http.options import add_arguments
 
     add_arguments(p)
+
+
+def _add_web(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "web",
+        help="print the running daemon's web console login URL",
+        description="Print the login URL (with its token) of the web console the running "
+        "daemon serves with --http (docs/web.md).",
+    )
+    p.add_argument("--home", help="state directory (default: $CONE_HOME or the XDG state dir)")
+    p.add_argument("--json", action="store_true", help="print {url, loginUrl, tokenFile}")
 
 
 def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -298,6 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_mcp(sub)
     _add_bridge(sub)
     _add_demo(sub)
+    _add_web(sub)
     command_parser.add_commands(sub, _add_state)
     return parser
 

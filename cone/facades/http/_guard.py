@@ -4,7 +4,7 @@ In order: the Host header must name this front (DNS rebinding: a page on an atta
 name that resolves to 127.0.0.1 sends its own name); CORS answers only configured
 origins; a state-changing request (anything but GET, HEAD and OPTIONS) with an Origin
 must come from this front's own origin or a configured one (CSRF); then the bearer
-token, on everything but health. Connections are bounded in number and each must send
+token, on everything but health and the web console's static files. Connections are bounded in number and each must send
 its request's headers within `HEADER_TIMEOUT_S` (a slow client holds nothing for long);
 bodies are bounded in size (aiohttp's `client_max_size`) and read time.
 """
@@ -28,7 +28,10 @@ HEADER_TIMEOUT_S: Final = 10.0
 BODY_TIMEOUT_S: Final = 30.0
 # The JSON-RPC line limit of stdio, so a request that fits there fits here.
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
-OPEN_PATHS: Final = frozenset({"/api/v1/health"})
+OPEN_PATHS: Final = frozenset({"/api/v1/health", "/"})
+# The web console's static files: no secret in them, and a browser cannot send a bearer
+# token when it navigates; the console's own calls carry the token (docs/web.md).
+OPEN_PREFIXES: Final = ("/console/",)
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -77,7 +80,7 @@ class Policy:
         if origin is not None and request.method not in _SAFE_METHODS:
             if origin not in self.origins:
                 return _refuse(403, "cross-origin requests are not allowed from this origin")
-        if request.path not in OPEN_PATHS and not self.authorized(request):
+        if not _open(request.path) and not self.authorized(request):
             refused = _refuse(401, "missing or wrong bearer token (see docs/http.md)")
             refused.headers["WWW-Authenticate"] = 'Bearer realm="cone"'
             return refused
@@ -85,6 +88,10 @@ class Policy:
         if origin is not None and origin in self.cors and not response.prepared:
             _cors(response, origin, preflight=False)
         return response
+
+
+def _open(path: str) -> bool:
+    return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
 
 
 def _refuse(status: int, message: str) -> web.Response:

@@ -1,4 +1,4 @@
-"""The routes: JSON-RPC, the event stream, health and metrics. No logic of their own:
+"""The routes: JSON-RPC, the event stream, health, metrics and the web console. No logic of their own:
 each is a JSON-RPC method of `cone.facades.jsonrpc`'s relay, reached the same way."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 from cone import metrics
 from cone.commands._render import problems
 from cone.errors import ConeError
-from cone.facades.http import _guard
+from cone.facades.http import _console, _guard
 from cone.facades.jsonrpc import Dispatcher, Relay
 from cone.facades.jsonrpc._errors import error_object
 
@@ -41,6 +41,7 @@ class Routes:
         app.router.add_get("/api/v1/events", self.events)
         app.router.add_get("/api/v1/health", self.health)
         app.router.add_get("/metrics", self.metrics)
+        _console.add_to(app)
 
     # ---- JSON-RPC -----------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from cone.facades._pool import ChannelPool
 from cone.facades.http import _guard
 from cone.facades.http._guard import Connections, Policy
 from cone.facades.http._routes import Routes
-from cone.facades.http._token import TOKEN_FILE, load_or_create
+from cone.facades.http._token import TOKEN_FILE, forget_url, load_or_create, login_url, write_url
 from cone.facades.http.options import HttpOptions
 from cone.facades.jsonrpc import Relay
 
@@ -100,8 +100,12 @@ async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterat
                 "token and every message cross the network in clear"
             )
         print(notice, file=sys.stderr, flush=True)
+        # The console's login URL, once, as Jupyter does; `cone web` prints it again.
+        print(f"cone: web console at {login_url(url, token)}", file=sys.stderr, flush=True)
+        write_url(home, url)
         yield Serving(url, port, home / TOKEN_FILE)
     finally:
+        forget_url(home, url)
         if server is not None:
             server.close()
         else:
