@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.devnet import Devnet
@@ -23,6 +24,7 @@ from cone.errors import ConeError
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.http_daemon import free_port
+from support.node_peer import NodePeer
 from support.peers import OPEN, Peer
 from support.waiting import until
 
@@ -231,6 +233,61 @@ async def test_a_cone_started_after_the_cutover_moves_at_once_and_sends_what_wai
         await alice.move_to_d14n(url)
         at_alice = await _peer_has(alice.peer, dm, {"on V3", "on D14N"})
         assert at_alice == Counter({"on V3": 1, "on D14N": 1})
+
+
+async def _sdk_has(sdk: NodePeer, conversation_id: str, texts: set[str]) -> Counter[str]:
+    """The texts others wrote that the SDK peer holds in a conversation, once it holds
+    every one of `texts`."""
+
+    async def complete() -> Counter[str] | None:
+        got = await sdk.messages(conversation_id)
+        seen = Counter(
+            m["content"]
+            for m in got
+            if m["senderInboxId"] != sdk.inbox_id and m["contentType"] == "xmtp.org/text:1.0"
+        )
+        return seen if texts <= set(seen) else None
+
+    found: Counter[str] = await until(complete)
+    return found
+
+
+async def test_a_node_sdk_peer_on_v3_continues_on_d14n_with_cone_after_the_cutover(
+    home: Path, devnet_node: Devnet, tmp_path: Path
+) -> None:
+    url = devnet_node.url
+    async with DaemonProcess(home, url) as daemon, NodePeer.start(url, tmp_path) as sdk:
+        assert (await daemon.client.identity()).backend == "v3"
+        hello = await daemon.client.call(
+            "Send", pb.SendRequest(to=sdk.inbox_id, text="cone before", key="before")
+        )
+        cid = hello.conversation_id
+        await sdk.send(cid, "text", "sdk before")
+        await _cone_has(daemon, {"sdk before"})
+
+        devnet_node.faults.set_v3_cutover(True)
+
+        async def moved() -> bool:
+            return (await daemon.client.identity()).backend == "d14n"
+
+        await until(moved)
+        # The SDK's V3 client is refused (node-sdk 5.5 cannot switch a running client):
+        # the app starts a new client on its database through the gateway.
+        with pytest.raises(AssertionError):
+            await sdk.send(cid, "text", "sdk refused")
+        await sdk.reopen_on_d14n(url)
+        await sdk.send(cid, "text", "sdk after")
+        sent = await daemon.client.call(
+            "Send", pb.SendRequest(to=cid, text="cone after", key="after")
+        )
+        assert sent.published
+
+        at_cone = await _cone_has(daemon, {"sdk before", "sdk after"})
+        assert set(at_cone.values()) == {1}, at_cone
+        # What V3 refused is published at most once, by the new client.
+        assert set(at_cone) <= {"sdk before", "sdk after", "sdk refused"}
+        at_sdk = await _sdk_has(sdk, cid, {"cone before", "cone after"})
+        assert at_sdk == Counter({"cone before": 1, "cone after": 1})
 
 
 async def test_the_engine_reads_the_cutover_time_the_node_reports(devnet_node: Devnet) -> None:

@@ -4,6 +4,9 @@
 //
 //   {"cmd":"start","apiUrl":URL,"dbPath":PATH[,"gatewayHost":URL]} -> {inboxId, address}
 //       with gatewayHost the SDK runs in D14N mode through that gateway
+//   {"cmd":"reopen","gatewayHost":URL}             -> {inboxId} a new client of the same
+//       wallet on the same database, in D14N mode (what a V3 app does at the cutover:
+//       node-sdk 5.5 cannot switch a running client); the old one is dropped
 //   {"cmd":"dm","inboxId":ID}                      -> {conversationId}
 //   {"cmd":"group","inboxIds":[ID...]}             -> {conversationId}
 //   {"cmd":"send","conversationId":ID,"kind":K,"content":C} -> {messageId}
@@ -27,6 +30,8 @@ const { ApiUrls, Client, IdentifierKind, encryptAttachment } = await import(
 );
 
 let client = null;
+// What `start` opened with, for `reopen`: the wallet key, the database and its key.
+let opened = null;
 const streamed = [];
 
 function b64(bytes) {
@@ -121,14 +126,25 @@ async function run(command) {
       // node-sdk 5.x looks inboxes up on ApiUrls[env], whatever apiUrl says.
       ApiUrls.local = command.apiUrl;
       const key = randomBytes(32);
+      opened = { key, apiUrl: command.apiUrl, dbPath: command.dbPath, dbKey: randomBytes(32) };
       client = await Client.create(signer(key), {
         env: "local",
         apiUrl: command.apiUrl,
         dbPath: command.dbPath,
-        dbEncryptionKey: randomBytes(32),
+        dbEncryptionKey: opened.dbKey,
         ...(command.gatewayHost ? { gatewayHost: command.gatewayHost } : {}),
       });
       return { inboxId: client.inboxId, address: address(key) };
+    }
+    case "reopen": {
+      client = await Client.create(signer(opened.key), {
+        env: "local",
+        apiUrl: opened.apiUrl,
+        dbPath: opened.dbPath,
+        dbEncryptionKey: opened.dbKey,
+        gatewayHost: command.gatewayHost,
+      });
+      return { inboxId: client.inboxId };
     }
     case "dm": {
       const dm = await client.conversations.createDm(command.inboxId);

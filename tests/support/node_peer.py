@@ -81,6 +81,13 @@ class NodePeer:
             raise AssertionError(f"Node SDK {cmd} failed: {answer['error']}")
         return answer["ok"]
 
+    async def reopen_on_d14n(self, gateway_url: str) -> None:
+        """Replace this peer's client by a new one of the same wallet on the same SDK
+        database, in D14N mode through `gateway_url` (node-sdk 5.5 cannot switch a
+        running client); the inbox stays the same."""
+        reopened = await self.call("reopen", gatewayHost=gateway_url)
+        assert reopened["inboxId"] == self.inbox_id
+
     async def dm(self, inbox_id: str) -> str:
         """The DM with an inbox (created); its conversation id."""
         return str((await self.call("dm", inboxId=inbox_id))["conversationId"])
