@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from xmtp_bindings import xmtpv3 as ffi
 
+from cone import _failpoints
 from cone.engine import _convert, deletions
 from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls, answered
 from cone.engine._client import open_client, wallet_address
@@ -231,6 +232,7 @@ class Engine:
                     SWITCH_RETRY_S,
                 )
             await asyncio.sleep(SWITCH_RETRY_S)
+        await _failpoints.reached("d14n_swapped")  # moved but not recorded: moves again
         if self._on_switch is not None:
             try:
                 await self._on_switch()
@@ -266,6 +268,7 @@ class Engine:
                 "libxmtp opened another installation on D14N than this identity's",
                 reason="installation_mismatch",
             )
+        await _failpoints.reached("d14n_opened")  # a kill -9 here: the next start moves
         old = self._client
         for stream in self._streams:
             await stream.stop()

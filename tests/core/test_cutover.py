@@ -9,6 +9,7 @@ import contextlib
 import os
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,19 @@ async def _peer_has(peer: Peer, conversation_id: str, texts: set[str]) -> Counte
     return found
 
 
+def _on_d14n(daemon: DaemonProcess) -> Callable[[], Awaitable[bool]]:
+    """A condition for `until`: cone says it runs on D14N."""
+
+    async def moved() -> bool:
+        return (await daemon.client.identity()).backend == "d14n"
+
+    return moved
+
+
+async def _outbox_empty(daemon: DaemonProcess) -> bool:
+    return not (await daemon.client.call("Status", pb.StatusRequest())).outbox
+
+
 async def test_a_running_cone_crosses_the_cutover_by_itself(
     home: Path, devnet_node: Devnet, tmp_path: Path
 ) -> None:
@@ -141,19 +155,13 @@ async def test_a_running_cone_crosses_the_cutover_by_itself(
         await until(lambda: asyncio.sleep(0, len(cone_keys) >= 3 and len(alice_sent) >= 3))
         devnet_node.faults.set_v3_cutover(True)
 
-        async def moved() -> bool:
-            return (await daemon.client.identity()).backend == "d14n"
-
-        await until(moved)
+        await until(_on_d14n(daemon))
         await until(lambda: asyncio.sleep(0, len(alice_tried) > len(alice_sent)))
         stop.set()
         await asyncio.gather(*traffic)
 
         # Every keyed send, held or not, is published once, without being asked again.
-        async def outbox_empty() -> bool:
-            return not (await daemon.client.call("Status", pb.StatusRequest())).outbox
-
-        await until(outbox_empty)
+        await until(lambda: _outbox_empty(daemon))
         status = await daemon.client.call("Status", pb.StatusRequest())
         assert status.identity.backend == "d14n"
 
@@ -222,10 +230,7 @@ async def test_a_cone_started_after_the_cutover_moves_at_once_and_sends_what_wai
         devnet_node.faults.set_v3_cutover(True)
         await daemon.start()
 
-        async def moved() -> bool:
-            return (await daemon.client.identity()).backend == "d14n"
-
-        await until(moved)
+        await until(_on_d14n(daemon))
         sent = await daemon.client.call("Send", pb.SendRequest(to="a", text="on D14N", key="d"))
         assert sent.published
         again = await daemon.client.call("Send", pb.SendRequest(to="a", text="again", key="v3"))
@@ -233,6 +238,66 @@ async def test_a_cone_started_after_the_cutover_moves_at_once_and_sends_what_wai
         await alice.move_to_d14n(url)
         at_alice = await _peer_has(alice.peer, dm, {"on V3", "on D14N"})
         assert at_alice == Counter({"on V3": 1, "on D14N": 1})
+
+
+@pytest.mark.parametrize("failpoint", ["d14n_opened", "d14n_swapped"])
+async def test_a_kill9_in_the_middle_of_the_switch_still_ends_on_d14n_losing_nothing(
+    home: Path, devnet_node: Devnet, tmp_path: Path, failpoint: str
+) -> None:
+    # Killed with the D14N client open but not yet swapped in, or swapped in but not
+    # yet recorded: the next start is on V3 after the cutover and moves again.
+    url = devnet_node.url
+    alice = await Movable.create(url, tmp_path, "alice")
+    marker_file = home.parent / f"{home.name}.failpoint"
+    env = {"CONE_FAILPOINT": failpoint, "CONE_FAILPOINT_FILE": str(marker_file)}
+    async with DaemonProcess(home, url, extra_env=env) as daemon:
+        dm = (
+            await daemon.client.call("Connect", pb.ConnectRequest(to=alice.peer.address, name="a"))
+        ).contact.conversation_id
+        await alice.peer.sync()
+        alice_dm = alice.peer.conversation(bytes.fromhex(dm))
+        for n in range(3):
+            await alice.peer.send(alice_dm, f"alice before {n}")
+            await daemon.client.call(
+                "Send", pb.SendRequest(to="a", text=f"cone before {n}", key=f"b{n}")
+            )
+        await _cone_has(daemon, {f"alice before {n}" for n in range(3)})
+
+        devnet_node.faults.set_v3_cutover(True)
+        # Keyed sends the cutover holds (or, swapped already, publishes) while cone waits.
+        for n in range(3):
+            with contextlib.suppress(ConeError):
+                await daemon.client.call(
+                    "Send", pb.SendRequest(to="a", text=f"cone held {n}", key=f"h{n}")
+                )
+        await until(lambda: asyncio.sleep(0, marker_file.exists()))
+        await alice.move_to_d14n(url)
+        alice_dm = alice.peer.conversation(bytes.fromhex(dm))
+        await alice.peer.send(alice_dm, "alice during")
+        assert (await daemon.client.identity()).backend == "v3"  # not recorded yet
+        daemon.kill9()
+
+        for name in env:
+            daemon.env.pop(name)
+        await daemon.restart()
+        await until(_on_d14n(daemon))
+        await until(lambda: _outbox_empty(daemon))
+        status = await daemon.client.call("Status", pb.StatusRequest())
+        assert status.identity.backend == "d14n"
+        again = await daemon.client.call("Send", pb.SendRequest(to="a", text="x", key="h0"))
+        assert again.deduplicated
+        await alice.peer.send(alice_dm, "alice after")
+        await daemon.client.call("Send", pb.SendRequest(to="a", text="cone after", key="after"))
+
+        cone_texts = {"cone after"} | {
+            f"cone {w} {n}" for w in ("before", "held") for n in range(3)
+        }
+        at_alice = await _peer_has(alice.peer, dm, cone_texts)
+        assert set(at_alice) == cone_texts and set(at_alice.values()) == {1}, at_alice
+        alice_texts = {"alice during", "alice after"} | {f"alice before {n}" for n in range(3)}
+        at_cone = await _cone_has(daemon, alice_texts)
+        assert at_cone == Counter(alice_texts), at_cone
+    marker_file.unlink()
 
 
 async def _sdk_has(sdk: NodePeer, conversation_id: str, texts: set[str]) -> Counter[str]:
@@ -267,10 +332,7 @@ async def test_a_node_sdk_peer_on_v3_continues_on_d14n_with_cone_after_the_cutov
 
         devnet_node.faults.set_v3_cutover(True)
 
-        async def moved() -> bool:
-            return (await daemon.client.identity()).backend == "d14n"
-
-        await until(moved)
+        await until(_on_d14n(daemon))
         # The SDK's V3 client is refused (node-sdk 5.5 cannot switch a running client):
         # the app starts a new client on its database through the gateway.
         with pytest.raises(AssertionError):
