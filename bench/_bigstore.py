@@ -50,10 +50,9 @@ from xmtp_bindings import xmtpv3 as ffi
 
 from cone.devnet import Devnet
 from cone.engine import _client
-from cone.store import IncomingMessage, Store, inbox
-from conepb.v1 import cone_pb2 as pb
+from cone.store import Consent, IncomingMessage, Store, inbox
 from support.daemons import DaemonProcess
-from support.state import open_xmtp_db, store_key
+from support.state import open_xmtp, open_xmtp_db, store_key
 from support.waiting import until
 
 PEERS = 10
@@ -148,73 +147,93 @@ async def _peer_conversations(client: Any, cone_inbox: str, n: int) -> list[str]
 
 
 async def build_base(cache: Path, n_conversations: int) -> Layout:
-    """Real conversations on a devnet kept in SQLite (cached)."""
+    """Real conversations on a devnet kept in SQLite (cached; a build cut short after
+    the peers made their conversations resumes there)."""
     base = Layout(cache / f"base-{n_conversations}")
     if base.done():
         return base
-    if base.root.exists():
+    made = (base.root / "conversations.json").exists()
+    if base.root.exists() and not made:
         shutil.rmtree(base.root)
-    base.peers_dir.mkdir(parents=True)
+    base.root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     async with Devnet(port=0, db=base.devnet_db) as url:
-        base.home.mkdir(mode=0o700)
-        async with DaemonProcess(base.home, url, PRODUCTION_PACE) as d:
-            cone_inbox = (await d.client.identity()).inbox_id
-            keys = [
-                PeerKeys(f"peer{i}", _client.generate_wallet_key().hex(), os.urandom(32).hex())
-                for i in range(PEERS)
-            ]
-            (base.root / "peers.json").write_text(json.dumps([k.__dict__ for k in keys]))
-            clients = [await k.open(url, base.peers_dir) for k in keys]
-            shares = [
-                n_conversations // PEERS + (i < n_conversations % PEERS) for i in range(PEERS)
-            ]
-            ids = await asyncio.gather(
-                *(
-                    _peer_conversations(c, cone_inbox, s)
-                    for c, s in zip(clients, shares, strict=True)
-                )
-            )
-            convs = {k.name: i for k, i in zip(keys, ids, strict=True)}
-            (base.root / "conversations.json").write_text(json.dumps(convs))
+        if not made:
+            await _make_conversations(base, url, n_conversations)
             print(f"  {n_conversations} conversations made in {time.monotonic() - started:.0f} s")
-            await _accept_all(d, [cid for i in ids for cid in i])
-            await _drain(d, n_conversations)
-            print(f"  accepted and drained at {time.monotonic() - started:.0f} s")
-            for c in clients:
-                c.release_db_connection()
+        # cone was stopped meanwhile, as an agent offline while they arrived: its
+        # libxmtp takes in the welcomes and messages in one sync, unbounded here.
+        client = await open_xmtp(base.home, url)
+        await client.conversations().sync()
+        await client.conversations().sync_all_conversations(None)
+        client.release_db_connection()
+        print(f"  synced by cone's libxmtp at {time.monotonic() - started:.0f} s")
+        async with DaemonProcess(base.home, url, PRODUCTION_PACE) as d:
+
+            async def taken_in() -> bool:
+                status = await d.status()
+                return bool(
+                    status.requests >= n_conversations and status.inbox_messages >= n_conversations
+                )
+
+            await until(taken_in, timeout=3600)
+            print(f"  taken in by cone at {time.monotonic() - started:.0f} s")
+    ids = [cid for i in base.conversations().values() for cid in i]
+    await asyncio.to_thread(_accept_all, base, ids)
     (base.root / "done").touch()
     return base
 
 
-async def _accept_all(d: DaemonProcess, ids: list[str]) -> None:
-    gate = asyncio.Semaphore(8)
+async def _make_conversations(base: Layout, url: str, n_conversations: int) -> None:
+    base.peers_dir.mkdir(parents=True)
+    base.home.mkdir(mode=0o700)
+    async with DaemonProcess(base.home, url, PRODUCTION_PACE) as d:
+        cone_inbox = (await d.client.identity()).inbox_id
+    keys = [
+        PeerKeys(f"peer{i}", _client.generate_wallet_key().hex(), os.urandom(32).hex())
+        for i in range(PEERS)
+    ]
+    (base.root / "peers.json").write_text(json.dumps([k.__dict__ for k in keys]))
+    clients = [await k.open(url, base.peers_dir) for k in keys]
+    shares = [n_conversations // PEERS + (i < n_conversations % PEERS) for i in range(PEERS)]
+    ids = await asyncio.gather(
+        *(_peer_conversations(c, cone_inbox, s) for c, s in zip(clients, shares, strict=True))
+    )
+    for c in clients:
+        c.release_db_connection()
+    convs = {k.name: i for k, i in zip(keys, ids, strict=True)}
+    (base.root / "conversations.json").write_text(json.dumps(convs))
 
-    async def accept(cid: str) -> None:
-        async with gate:
 
-            async def accepted() -> bool:
-                try:
-                    await d.client.call("Accept", pb.AcceptRequest(conversation_id=cid))
-                except Exception:  # not seen yet: cone is still taking in welcomes
-                    return False
-                return True
+def _accept_all(base: Layout, ids: list[str]) -> None:
+    """Accept every conversation as `Accept` does (daemon stopped): cone's consent,
+    and libxmtp's consent record of the conversation allowed; every message so far
+    received and acked."""
+    store = Store.open(base.home / "cone.db", store_key(base.home))
+    try:
+        store.write_now(_accept_rows)
+    finally:
+        store.close()
+    xdb = open_xmtp_db(base.home)
+    try:
+        now = time.time_ns()
+        xdb.execute("BEGIN IMMEDIATE")
+        xdb.executemany(
+            "INSERT OR REPLACE INTO consent_records (entity_type, state, entity, consented_at_ns)"
+            " VALUES (1, 1, ?, ?)",
+            [(cid, now) for cid in ids],
+        )
+        xdb.execute("COMMIT")
+        xdb.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        xdb.close()
 
-            await until(accepted, timeout=600)
 
-    await asyncio.gather(*(accept(cid) for cid in ids))
-
-
-async def _drain(d: DaemonProcess, n: int) -> None:
-    got = 0
-
-    async def drained() -> bool:
-        nonlocal got
-        while batch := (await d.client.receive(limit=1000)).messages:
-            got += await d.client.ack([m.message_id for m in batch])
-        return got >= n
-
-    await until(drained, timeout=600)
+def _accept_rows(conn: Any) -> None:
+    conn.execute("UPDATE conversations SET consent = ?", (int(Consent.ACCEPTED),))
+    ids = [row[0] for row in conn.execute("SELECT id FROM messages")]
+    inbox.touch_consumer(conn, "default", 1)
+    inbox.ack(conn, "default", ids, 1)
 
 
 def _shares(n_conversations: int, extra: int) -> list[int]:
