@@ -51,11 +51,14 @@ from xmtp_bindings import xmtpv3 as ffi
 from cone.devnet import Devnet
 from cone.engine import _client
 from cone.store import Consent, IncomingMessage, Store, inbox
+from support import daemons
 from support.daemons import DaemonProcess
 from support.state import open_xmtp, open_xmtp_db, store_key
 from support.waiting import until
 
 PEERS = 10
+# A start over thousands of conversations new to cone takes minutes (measured, not a test).
+daemons.START_TIMEOUT_S = 3600.0
 PENDING = int(os.environ.get("BIGSTORE_PENDING", "10000"))
 CHUNK = 20_000
 PRODUCTION_PACE = {"CONE_CATCHUP_S": "30"}

@@ -99,6 +99,8 @@ async def run_size(
             out["rss_peak_mib"] = _kib(pid, "VmHWM") / 1024
         finally:
             await d.stop()
+            lines = [x for x in d.stderr().splitlines() if x[:4].isdigit() and " cone" in x]
+            print("\n".join(f"  daemon: {x}" for x in lines[:40]), flush=True)
             d.log.close()
     await asyncio.to_thread(shutil.rmtree, copy.root)
     return out
@@ -214,6 +216,7 @@ async def _main(args: argparse.Namespace) -> None:
         for n, layout in layouts.items():
             print(f"measuring {n:,} messages ...", flush=True)
             results[n] = await run_size(layout, n, args.active, Path(work))
+            print(f"  {n:,}: {results[n]}", flush=True)
     _report(args.conversations, results)
 
 
