@@ -174,20 +174,30 @@ class Core:
         Reading first keeps what libxmtp stored before a crash ahead of what arrives
         after it, in inbox order; it reads each conversation from where its last
         complete read started, so its cost follows what is new, not the history."""
+        began = time.monotonic()
         await self.network.start()
         await self.ingestor.start()
         await self.retention.start()
         await self.ingestor.ingest_all()
+        read = time.monotonic()
         await self.engine.start_streams(
             on_message=self.ingestor.accept,
             on_conversation=self._on_conversation,
             on_consent=self._on_consent,
             on_restart=self._on_stream_restart,
         )
+        streams = time.monotonic()
         try:
             await self.sync()
         except Unavailable as exc:
             log.warning("first sync failed (%s); catching up in the background", exc)
+        log.info(
+            "core started in %.1f s: read %.1f s, streams %.1f s, first sync %.1f s",
+            time.monotonic() - began,
+            read - began,
+            streams - read,
+            time.monotonic() - streams,
+        )
         self._catchup_task = asyncio.create_task(self._catch_up_forever(), name="catch-up")
         self.outbox.start()
         self.fetcher.start()
