@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
 from cone.config import Paths
-from cone.store import Connection, Store, load_db_key
+from cone.store import Connection, IncomingMessage, Store, inbox, load_db_key
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
-from support.state import open_xmtp_db
+from support.state import open_store, open_xmtp_db
 from support.waiting import receive_n, until
+
+
+def ffi_text(text: str) -> bytes:
+    """A text message's encoded content, as libxmtp stores it."""
+    return b"\n\x12\n\x08xmtp.org\x12\x04text\x18\x01\x12\x11\n\x08encoding\x12\x05UTF-8" + (
+        b'"' + bytes([len(text.encode())]) + text.encode()
+    )
 
 
 async def _at_second(lo: float, hi: float) -> None:
@@ -209,4 +217,78 @@ async def test_receive_and_send_are_answered_before_a_slow_full_reconciliation_h
     assert got[-1].text == "message 2"
     status = await daemon.client.call("Status", pb.StatusRequest())
     assert status.ingest_healed == 1
-    assert "full reconciliation done" in daemon.stderr()
+
+    async def done() -> bool:  # the restart's pass (the first start logged one too)
+        return daemon.stderr().count("full reconciliation done") == 2
+
+    await until(done)
+    assert "1 conversations, 7 messages compared, 1 healed" in daemon.stderr()
+
+
+async def test_the_full_reconciliation_pages_a_long_history_each_message_once(
+    daemon: DaemonProcess, alice: Peer
+) -> None:
+    """1,200 messages in libxmtp's database, 600 of them under one insert stamp (a page
+    of one stamp is widened, never cut): the paged pass compares each message once and
+    heals exactly the three cone never read, one of them inside the run of equal stamps."""
+    dm = await _accepted_dm(daemon, alice)
+    await alice.send(dm, "real")
+    await receive_n(daemon.client, 1)
+    await daemon.stop()
+    xmtp = open_xmtp_db(daemon.home)
+    try:
+        gid, installation, sender, stamp = xmtp.execute(
+            "SELECT group_id, sender_installation_id, sender_inbox_id, inserted_at_ns"
+            " FROM group_messages WHERE kind = 1"
+        ).fetchone()
+        old = stamp - 3600 * 1_000_000_000
+        rows = [
+            (os.urandom(32), gid, ffi_text(f"old {i}"), old + i, installation, sender,
+             old + (0 if i < 600 else i))
+            for i in range(1200)
+        ]  # fmt: skip
+        xmtp.executemany(
+            "INSERT INTO group_messages (id, group_id, decrypted_message_bytes, sent_at_ns,"
+            " kind, sender_installation_id, sender_inbox_id, delivery_status, content_type,"
+            " version_major, version_minor, authority_id, originator_id, sequence_id,"
+            " inserted_at_ns, should_push) VALUES (?, ?, ?, ?, 1, ?, ?, 2, 1, 1, 0,"
+            " 'xmtp.org', 10, 0, ?, 1)",
+            rows,
+        )
+    finally:
+        xmtp.close()
+    missing = {5, 700, 1199}
+    store = open_store(daemon.home)
+    try:
+        store.write_now(
+            inbox.insert_messages,
+            [
+                IncomingMessage(
+                    id=bytes(r[0]).hex(),
+                    conversation_id=bytes(gid).hex(),
+                    sender_inbox_id=sender,
+                    sent_at_ns=r[3],
+                    content_type="xmtp.org/text:1.0",
+                    text=f"old {i}",
+                )
+                for i, r in enumerate(rows)
+                if i not in missing
+            ],
+        )
+    finally:
+        store.close()
+
+    await daemon.restart()
+
+    async def done() -> bool:  # the restart's pass (the first start logged one too)
+        return daemon.stderr().count("full reconciliation done") == 2
+
+    await until(done)
+    assert "1 conversations, 1202 messages compared, 3 healed" in daemon.stderr()
+    got: list[pb.Message] = []
+    while len(got) < 1201:  # the real one, and all 1,200 once
+        batch = await daemon.client.receive(limit=1000, wait_ms=2000)
+        got += batch.messages
+        await daemon.client.ack([m.message_id for m in batch.messages])
+    assert sorted(m.text for m in got[-3:]) == ["old 1199", "old 5", "old 700"]
+    assert len({m.message_id for m in got}) == len(got) == 1201
