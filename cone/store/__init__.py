@@ -14,11 +14,12 @@ import concurrent.futures
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from cone.errors import StateError, storage_full
 from cone.store import attachments, conversations, history, inbox, meta, outbox
 from cone.store._db import Connection, DatabaseError, open_database
+from cone.store._group import GroupCommit
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
 from cone.store.records import (
@@ -53,12 +54,6 @@ def _translated(exc: Exception) -> Exception:
     return exc
 
 
-def _log_failure(future: concurrent.futures.Future[Any]) -> None:
-    exc = future.exception()
-    if exc is not None:
-        log.error("a queued store write failed: %s", exc)
-
-
 class Store:
     """An open store. Create with `Store.open`; close with `close`."""
 
@@ -67,6 +62,8 @@ class Store:
         self.path = path
         # One thread: SQLite work is serialized and never blocks the event loop.
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cone-store")
+        # Writes that share commits on that thread (cone/store/_group.py).
+        self.group = GroupCommit(conn, self._pool, _translated)
 
     @classmethod
     def open(cls, path: Path, key: bytes) -> Store:
@@ -141,13 +138,23 @@ class Store:
             self._pool, lambda: self._rolled_back_sync(fn, *args, **kwargs)
         )
 
+    async def write_grouped(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """`write`, sharing its commit (and fsync) with the writes queued beside it
+        while the store is busy (group commit, cone/store/_group.py); durable when
+        this returns. `fn`'s error rolls back only its own write."""
+        result: T = await self.group.write(lambda conn: fn(conn, *args, **kwargs))
+        return result
+
     def write_soon(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> None:
-        """Queue `write` without waiting for it; later reads and writes see it (one
-        thread, in order). Only for records whose loss in a crash is already healed."""
-        future = self._pool.submit(lambda: self._write_sync(fn, *args, **kwargs))
-        future.add_done_callback(_log_failure)
+        """Queue a write without waiting for it; later reads and writes see it (one
+        thread, in order). It joins the next group commit, unsynced when nothing
+        durable is in that group: only for records whose loss in a crash (of the
+        machine: a process crash keeps it) is already healed."""
+        self.group.write_soon(lambda conn: fn(conn, *args, **kwargs))
 
     def write_now(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs

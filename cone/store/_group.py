@@ -1,0 +1,174 @@
+"""Group commit: writes that arrive while the store's thread is busy share one commit.
+
+A synced commit (synchronous=FULL) costs an fsync, about a millisecond, and the store
+has one thread: eight sends claiming their keys at once would wait for eight fsyncs
+in a row. `GroupCommit` queues writes instead; the store's thread takes everything
+queued when it gets to the group and runs it as one IMMEDIATE transaction, each
+write in its own savepoint (one write's error rolls back only that write and is
+raised to its own caller), with one commit for all. Each caller awaits its own
+write's outcome, which it learns only once the whole group is committed: synced
+when the group holds a durable write. A lone write waits for nobody (the group
+forms only while the thread is busy), so a sequential caller pays nothing for it.
+
+Writes queued with `write_soon` are records whose loss in a crash is already healed
+(the outbox's settle record): they join the next group, and a group of only such
+writes commits without an fsync (synchronous=NORMAL: a process crash keeps it, an
+OS crash may lose it). Any later synced commit carries them to the disk too: the
+WAL is synced in order.
+
+The failpoint `group_commit` (cone._failpoints) stops the store's thread right after
+a group of at least `CONE_FAILPOINT_GROUP` durable writes (default 2) is committed,
+before any caller learns it; while it is armed, a durable group waits (at most
+`GATHER_S`) until that many durable writes are queued, so a test can force
+concurrent writes into one commit and kill the process there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cone import _failpoints
+from cone.store._db import Connection, DatabaseError
+
+log = logging.getLogger(__name__)
+
+#: The failpoint's name, and how long an armed group waits to gather its writes.
+FAILPOINT: Final = "group_commit"
+GATHER_S: Final = 30.0
+
+
+@dataclass
+class _Write:
+    fn: Callable[[Connection], Any]
+    durable: bool
+    future: asyncio.Future[Any] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
+
+def _resolve(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    """On the caller's loop: hand each waiting caller its write's result or error."""
+    for future, ok, value in outcomes:
+        if future.done():  # the caller was cancelled: its write stands regardless
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+class GroupCommit:
+    """Queues writes for the store's one thread and commits them in groups."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        pool: concurrent.futures.ThreadPoolExecutor,
+        translate: Callable[[Exception], Exception],
+    ) -> None:
+        self._conn = conn
+        self._pool = pool
+        self._translate = translate
+        self._lock = threading.Condition()
+        self._queued: list[_Write] = []
+        self._scheduled = False
+        #: Groups committed and the durable writes in them (for tests and the bench).
+        self.groups = 0
+        self.grouped = 0
+
+    async def write(self, fn: Callable[[Connection], Any]) -> Any:
+        """Queue a durable write; its result once its group is committed and synced."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._add(_Write(fn, True, future, loop))
+        return await future
+
+    def write_soon(self, fn: Callable[[Connection], Any]) -> None:
+        """Queue a write nobody waits for, committed with the next group (unsynced
+        when it is all the group holds)."""
+        self._add(_Write(fn, False))
+
+    def _add(self, write: _Write) -> None:
+        with self._lock:
+            self._queued.append(write)
+            self._lock.notify_all()
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._pool.submit(self._run)
+
+    def _take(self) -> list[_Write]:
+        gather = _failpoints.armed(FAILPOINT)
+        with self._lock:
+            if gather is not None and any(w.durable for w in self._queued):
+                deadline = time.monotonic() + GATHER_S
+                while sum(w.durable for w in self._queued) < gather:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._lock.wait(left)
+            writes, self._queued = self._queued, []
+            self._scheduled = False
+        return writes
+
+    def _run(self) -> None:
+        """On the store's thread: commit everything queued now as one group."""
+        writes = self._take()
+        durable = sum(w.durable for w in writes)
+        try:
+            outcomes = self._commit(writes, synced=durable > 0)
+        except Exception as exc:  # the group's commit failed: every write with it
+            error = self._translate(exc) if isinstance(exc, DatabaseError) else exc
+            outcomes = [(False, error)] * len(writes)
+        if durable:
+            self.groups += 1
+            self.grouped += durable
+            gather = _failpoints.armed(FAILPOINT)
+            if gather is not None and durable >= gather:
+                _failpoints.reached_now(FAILPOINT)
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
+        for write, (ok, value) in zip(writes, outcomes, strict=True):
+            if write.future is None or write.loop is None:
+                if not ok:
+                    log.error("a queued store write failed: %s", value)
+                continue
+            by_loop.setdefault(write.loop, []).append((write.future, ok, value))
+        for loop, results in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_resolve, results)
+            except RuntimeError:  # that loop is closed: nobody waits any more
+                pass
+
+    def _commit(self, writes: list[_Write], *, synced: bool) -> list[tuple[bool, Any]]:
+        conn = self._conn
+        outcomes: list[tuple[bool, Any]] = []
+        if not synced:
+            conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for write in writes:
+                    conn.execute("SAVEPOINT grouped")
+                    try:
+                        outcomes.append((True, write.fn(conn)))
+                    except Exception as exc:  # this write's error, raised to its caller
+                        conn.execute("ROLLBACK TO grouped")
+                        error = self._translate(exc) if isinstance(exc, DatabaseError) else exc
+                        outcomes.append((False, error))
+                    conn.execute("RELEASE grouped")
+                conn.execute("COMMIT")
+            finally:
+                # A failed statement or COMMIT (a full disk) may leave the transaction
+                # open, or SQLite may have rolled it back already.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+        finally:
+            if not synced:
+                conn.execute("PRAGMA synchronous = FULL")
+        return outcomes
