@@ -27,7 +27,9 @@ import functools
 import json
 import logging
 import random
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -85,6 +87,28 @@ def _backoff_ns(attempts: int) -> int:
     return time.time_ns() + int(delay * (0.5 + random.random()) * 1e9)
 
 
+class _Echoes:
+    """Ids of messages this process prepared, until the message stream echoes them
+    (at most `LIMIT`, the oldest forgotten first). Filled on libxmtp's worker thread
+    before the publication starts, so an id is in before its echo can arrive."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, message_id: str) -> None:
+        with self._lock:
+            self._ids[message_id] = None
+            if len(self._ids) > self.LIMIT:
+                self._ids.popitem(last=False)
+
+    def take(self, message_id: str) -> bool:
+        with self._lock:
+            return self._ids.pop(message_id, False) is None
+
+
 class Outbox:
     """Owns the send path and its retries."""
 
@@ -101,9 +125,21 @@ class Outbox:
         self._wake = asyncio.Event()
         self._all_due = False
         self._budget = WriteBudget()
+        self._echoes = _Echoes()
 
     def _lock(self, conversation_id: str) -> asyncio.Lock:
         return self._locks.setdefault(conversation_id, asyncio.Lock())
+
+    def sent_here(self, message_id: str) -> bool:
+        """Whether this process prepared and published (or is publishing) the
+        message: its settle record accounts for it to ingest (asked once per id,
+        by the message stream's echo)."""
+        return self._echoes.take(message_id)
+
+    def _prepared(self, holder: list[str], message_id: str) -> None:
+        # On libxmtp's worker thread, between prepare and publish.
+        holder.append(message_id)
+        self._echoes.add(message_id)
 
     def start(self) -> None:
         """Resume unsettled keys now and keep retrying failed ones."""
@@ -211,7 +247,11 @@ class Outbox:
             if message_id is None:
                 # Not recorded here: a crash before settle finds it again by its key.
                 message_id = await self._publish(
-                    self._engine.send(rec.conversation_id, rec.payload, prepared.append)
+                    self._engine.send(
+                        rec.conversation_id,
+                        rec.payload,
+                        functools.partial(self._prepared, prepared),
+                    )
                 )
             else:
                 await self._publish(self._engine.publish(rec.conversation_id, message_id))

@@ -34,6 +34,7 @@ from cone.engine.port import (
     ConversationInfo,
     EnginePort,
     NodeView,
+    RawMessage,
     StreamHealth,
     XmtpConsent,
 )
@@ -174,7 +175,7 @@ class Core:
         await self.retention.start()
         await self.ingestor.reconcile(full=True)
         await self.engine.start_streams(
-            on_message=self.ingestor.accept,
+            on_message=self._on_message,
             on_conversation=self._on_conversation,
             on_consent=self._on_consent,
             on_restart=self._on_stream_restart,
@@ -255,6 +256,15 @@ class Core:
         # Wake every waiting Receive; each re-reads the store.
         self._arrival.set()
         self._arrival = asyncio.Event()
+
+    def _on_message(self, raw: RawMessage) -> None:
+        if self.outbox.sent_here(raw.id):
+            # The stream's echo of a message this cone just sent: it never enters the
+            # inbox, and its settle record tells ingest it is accounted for. Only
+            # retention looks at it (an own message may disappear).
+            self._in_background(self.retention.after_commit(raw.conversation_id, [raw]))
+            return
+        self.ingestor.accept(raw)
 
     def _on_conversation(self, conversation_id: str) -> None:
         # A peer's second DM may be the one libxmtp now prefers for that peer.
