@@ -11,8 +11,8 @@ The key protocol, in order:
    never gets a second prepared message.
 3. The message is published (steps 2 and 3 are one call into libxmtp, one worker
    hop), and the key settles with the message id in one write, queued without
-   waiting for it and committed unsynced: publishing a prepared message again is
-   harmless, so a crash that loses the settle record only repeats step 3.
+   waiting for it: publishing a prepared message again is harmless, so a crash
+   that loses the settle record only repeats step 3.
 A failed publication leaves the key `failing`; a per-conversation worker retries
 with backoff, so one failing conversation never holds back another. A failure that
 is final for now (the node's V3 cutover; a node that does not know this identity,
@@ -282,9 +282,9 @@ class Outbox:
             # rarely (in case the node was misconfigured), and the caller is told.
             await self._hold(rec, message_id or (prepared[0] if prepared else None), err)
             raise
-        # Not awaited, and unsynced: if a crash loses this record, the key is found
-        # pending, its prepared message is found by key, and publishing it again is
-        # harmless.
+        # Not awaited (it joins the next group commit): if a crash loses this record,
+        # the key is found pending, its prepared message is found by key, and
+        # publishing it again is harmless.
         self._store.write_soon(outbox.settle, rec.key, message_id, time.time_ns())
         log.debug("message out %s in %s (key %r)", message_id, rec.conversation_id, rec.key)
         return SendResult(message_id, rec.conversation_id, deduplicated, True)

@@ -151,9 +151,8 @@ class Store:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> None:
         """Queue a write without waiting for it; later reads and writes see it (one
-        thread, in order). It joins the next group commit, unsynced when nothing
-        durable is in that group: only for records whose loss in a crash (of the
-        machine: a process crash keeps it) is already healed."""
+        thread, in order). It joins the next group commit (synced as any). Only for
+        records whose loss in a crash before that commit is already healed."""
         self.group.write_soon(lambda conn: fn(conn, *args, **kwargs))
 
     def write_now(

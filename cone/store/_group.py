@@ -5,16 +5,13 @@ has one thread: eight sends claiming their keys at once would wait for eight fsy
 in a row. `GroupCommit` queues writes instead; the store's thread takes everything
 queued when it gets to the group and runs it as one IMMEDIATE transaction, each
 write in its own savepoint (one write's error rolls back only that write and is
-raised to its own caller), with one commit for all. Each caller awaits its own
-write's outcome, which it learns only once the whole group is committed: synced
-when the group holds a durable write. A lone write waits for nobody (the group
+raised to its own caller), with one synced commit for all. Each caller awaits its
+own write's outcome, which it learns only once the whole group is committed. A lone write waits for nobody (the group
 forms only while the thread is busy), so a sequential caller pays nothing for it.
 
-Writes queued with `write_soon` are records whose loss in a crash is already healed
-(the outbox's settle record): they join the next group, and a group of only such
-writes commits without an fsync (synchronous=NORMAL: a process crash keeps it, an
-OS crash may lose it). Any later synced commit carries them to the disk too: the
-WAL is synced in order.
+Writes queued with `write_soon` (the outbox's settle record) are committed and
+synced like any other, but nobody waits for them: they join the next group, so
+while sends are busy they share the fsync of the claims beside them.
 
 The failpoint `group_commit` (cone._failpoints) stops the store's thread right after
 a group of at least `CONE_FAILPOINT_GROUP` durable writes (default 2) is committed,
@@ -90,8 +87,7 @@ class GroupCommit:
         return await future
 
     def write_soon(self, fn: Callable[[Connection], Any]) -> None:
-        """Queue a write nobody waits for, committed with the next group (unsynced
-        when it is all the group holds)."""
+        """Queue a write nobody waits for, committed (and synced) with the next group."""
         self._add(_Write(fn, False))
 
     def _add(self, write: _Write) -> None:
@@ -122,7 +118,7 @@ class GroupCommit:
         writes = self._take()
         durable = sum(w.durable for w in writes)
         try:
-            outcomes = self._commit(writes, synced=durable > 0)
+            outcomes = self._commit(writes)
         except Exception as exc:  # the group's commit failed: every write with it
             error = self._translate(exc) if isinstance(exc, DatabaseError) else exc
             outcomes = [(False, error)] * len(writes)
@@ -145,30 +141,24 @@ class GroupCommit:
             except RuntimeError:  # that loop is closed: nobody waits any more
                 pass
 
-    def _commit(self, writes: list[_Write], *, synced: bool) -> list[tuple[bool, Any]]:
+    def _commit(self, writes: list[_Write]) -> list[tuple[bool, Any]]:
         conn = self._conn
         outcomes: list[tuple[bool, Any]] = []
-        if not synced:
-            conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for write in writes:
-                    conn.execute("SAVEPOINT grouped")
-                    try:
-                        outcomes.append((True, write.fn(conn)))
-                    except Exception as exc:  # this write's error, raised to its caller
-                        conn.execute("ROLLBACK TO grouped")
-                        error = self._translate(exc) if isinstance(exc, DatabaseError) else exc
-                        outcomes.append((False, error))
-                    conn.execute("RELEASE grouped")
-                conn.execute("COMMIT")
-            finally:
-                # A failed statement or COMMIT (a full disk) may leave the transaction
-                # open, or SQLite may have rolled it back already.
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+            for write in writes:
+                conn.execute("SAVEPOINT grouped")
+                try:
+                    outcomes.append((True, write.fn(conn)))
+                except Exception as exc:  # this write's error, raised to its caller
+                    conn.execute("ROLLBACK TO grouped")
+                    error = self._translate(exc) if isinstance(exc, DatabaseError) else exc
+                    outcomes.append((False, error))
+                conn.execute("RELEASE grouped")
+            conn.execute("COMMIT")  # synchronous=FULL: synced when this returns
         finally:
-            if not synced:
-                conn.execute("PRAGMA synchronous = FULL")
+            # A failed statement or COMMIT (a full disk) may leave the transaction
+            # open, or SQLite may have rolled it back already.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
         return outcomes
