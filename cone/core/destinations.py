@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from cone import destination
 from cone.engine.port import EnginePort
 from cone.errors import NotFound
-from cone.store import Kind, Store, conversations
+from cone.store import ContactRecord, Kind, Store, conversations
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,9 @@ class Destinations:
         self._engine = engine
         # Where a send to a destination last went: the DM (see the module docstring).
         self._dms: dict[str, str] = {}
+        # The saved contact names, read once: most names a send gives (conversation
+        # ids that start with a letter) are no contact's, and need no read then.
+        self._names: set[str] | None = None
 
     @staticmethod
     def _dm_key(to: str) -> str:
@@ -76,9 +79,18 @@ class Destinations:
         """Resolve `to` afresh at its next send."""
         self._dms.pop(self._dm_key(to), None)
 
-    def forget_dms(self) -> None:
-        """Resolve every destination afresh at its next send."""
+    def forget(self) -> None:
+        """Resolve every destination afresh at its next send (contacts changed, or a
+        conversation arrived)."""
         self._dms.clear()
+        self._names = None
+
+    async def _contact(self, name: str) -> ContactRecord | None:
+        if self._names is None:
+            self._names = await self._store.read(conversations.contact_names)
+        if name not in self._names:
+            return None
+        return await self._store.read(conversations.contact_by_name, name)
 
     async def resolve(
         self, to: str, *, field: str = "to", conversation: bool = True, own: bool = False
@@ -94,7 +106,7 @@ class Destinations:
     async def _resolve(self, to: str, field: str, conversation: bool) -> Destination:
         destination.check(to, field)
         if destination.is_name(to):
-            contact = await self._store.read(conversations.contact_by_name, to)
+            contact = await self._contact(to)
             if contact is not None:
                 return Destination(inbox_id=contact.inbox_id, address=contact.address)
         lowered = to.lower()

@@ -226,7 +226,7 @@ class Core:
         # Whatever the gap skipped is read back from libxmtp's database; a stream that
         # reopens while the network was down means it is back: catch up now. A new
         # DM may have come in the gap: destinations are resolved afresh.
-        self.destinations.forget_dms()
+        self.destinations.forget()
         self.ingestor.mark_all()
         if not self.network_ok():
             self._catch_up_now.set()
@@ -236,7 +236,7 @@ class Core:
         # it for later starts, report it, and catch up and publish what waits now.
         await self.store.write(meta.put, BACKEND_KEY, self.engine.backend.encode())
         self.identity = replace(self.identity, backend=self.engine.backend)
-        self.destinations.forget_dms()
+        self.destinations.forget()
         self.ingestor.mark_all()
         self._catch_up_now.set()
         self.outbox.retry_now()
@@ -268,7 +268,7 @@ class Core:
 
     def _on_conversation(self, conversation_id: str) -> None:
         # A peer's second DM may be the one libxmtp now prefers for that peer.
-        self.destinations.forget_dms()
+        self.destinations.forget()
         self.ingestor.mark(conversation_id)
         self._follow_up(conversation_id)
         # A new conversation may come with a disappearing setting already on.
@@ -467,7 +467,7 @@ class Core:
         contact = await self.store.write(
             conversations.save_contact, ContactRecord(inbox_id, name, address, dm.id)
         )
-        self.destinations.forget_dms()  # a name may now lead elsewhere
+        self.destinations.forget()  # a name may now lead elsewhere
         await self.engine.set_consent(conversation_id=dm.id, allowed=True, peer_inbox_id=inbox_id)
         self.ingestor.mark(dm.id)
         self._follow_up(dm.id)

@@ -15,9 +15,10 @@ while sends are busy they share the fsync of the claims beside them.
 
 The failpoint `group_commit` (cone._failpoints) stops the store's thread right after
 a group of at least `CONE_FAILPOINT_GROUP` durable writes (default 2) is committed,
-before any caller learns it; while it is armed, a durable group waits (at most
-`GATHER_S`) until that many durable writes are queued, so a test can force
-concurrent writes into one commit and kill the process there.
+before any caller learns it; while it is armed, durable writes wait in the queue
+(at most `GATHER_S`, the store's thread serving other work meanwhile) until that
+many are queued, so a test can force concurrent writes into one commit and kill the
+process there.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class GroupCommit:
         self._conn = conn
         self._pool = pool
         self._translate = translate
-        self._lock = threading.Condition()
+        self._lock = threading.Lock()
+        self._gather_until: float | None = None
         self._queued: list[_Write] = []
         self._scheduled = False
         #: Groups committed and the durable writes in them (for tests and the bench).
@@ -93,29 +95,42 @@ class GroupCommit:
     def _add(self, write: _Write) -> None:
         with self._lock:
             self._queued.append(write)
-            self._lock.notify_all()
             if self._scheduled:
                 return
             self._scheduled = True
         self._pool.submit(self._run)
 
-    def _take(self) -> list[_Write]:
+    def _take(self) -> list[_Write] | None:
+        """Everything queued, or None while the armed failpoint still gathers (the
+        store's thread goes on with other work; the next write, or the end of
+        `GATHER_S`, brings the group back)."""
         gather = _failpoints.armed(FAILPOINT)
         with self._lock:
-            if gather is not None and any(w.durable for w in self._queued):
-                deadline = time.monotonic() + GATHER_S
-                while sum(w.durable for w in self._queued) < gather:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._lock.wait(left)
-            writes, self._queued = self._queued, []
             self._scheduled = False
+            if gather is not None and 0 < sum(w.durable for w in self._queued) < gather:
+                if self._gather_until is None:
+                    self._gather_until = time.monotonic() + GATHER_S
+                    timer = threading.Timer(GATHER_S, self._add_nothing)
+                    timer.daemon = True
+                    timer.start()
+                if time.monotonic() < self._gather_until:
+                    return None
+            self._gather_until = None
+            writes, self._queued = self._queued, []
         return writes
+
+    def _add_nothing(self) -> None:
+        with self._lock:
+            if self._scheduled or not self._queued:
+                return
+            self._scheduled = True
+        self._pool.submit(self._run)
 
     def _run(self) -> None:
         """On the store's thread: commit everything queued now as one group."""
         writes = self._take()
+        if writes is None:
+            return
         durable = sum(w.durable for w in writes)
         try:
             outcomes = self._commit(writes)
