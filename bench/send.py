@@ -16,6 +16,9 @@ over the rounds.
 - concurrent: `--parallel` DMs with as many peers, each sending `--each` messages
   with its own keys, all at once; against one raw libxmtp client sending into its
   DMs with the same peers with the same parallelism (without and with its stream).
+
+Each side also reports its CPU per message: the sender's (the bench process, and for
+cone its daemon too: cone's client side is a gRPC call) and the node's.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import os
 import sys
 import tempfile
 import time
@@ -47,14 +51,26 @@ def _pct(xs: list[float], p: float) -> float:
     return sorted(xs)[min(len(xs) - 1, int(p * len(xs)))] * 1000
 
 
-class Side:
-    """One side of a row: its sends' wall time and latencies, summed over rounds."""
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process, all threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, name: str) -> None:
+
+class Side:
+    """One side of a row: its sends' wall time, latencies and CPU, summed over rounds.
+    CPU is that of `pids` (the sending side's processes: the bench process, and for
+    cone its daemon) and, apart, of the node."""
+
+    def __init__(self, name: str, pids: list[int], node_pid: int) -> None:
         self.name = name
+        self.pids = pids
+        self.node_pid = node_pid
         self.seconds = 0.0
         self.sent = 0
         self.latencies: list[float] = []
+        self.cpu = 0.0
+        self.node_cpu = 0.0
 
     def rate(self) -> float:
         return self.sent / self.seconds
@@ -62,7 +78,8 @@ class Side:
     def summary(self) -> str:
         return (
             f"{self.name}: {self.rate():,.0f}/s (p50 {_pct(self.latencies, 0.5):.1f} ms, "
-            f"p99 {_pct(self.latencies, 0.99):.1f} ms)"
+            f"p99 {_pct(self.latencies, 0.99):.1f} ms; CPU per message: sender "
+            f"{self.cpu / self.sent * 1000:.2f} ms, node {self.node_cpu / self.sent * 1000:.2f} ms)"
         )
 
 
@@ -96,9 +113,13 @@ async def _lanes(side: Side, lanes: list[Callable[[], Awaitable[None]]], each: i
             await send()
             side.latencies.append(time.perf_counter() - t)
 
+    cpu = sum(_cpu_s(p) for p in side.pids)
+    node_cpu = _cpu_s(side.node_pid)
     start = time.perf_counter()
     await asyncio.gather(*(lane(s) for s in lanes))
     side.seconds += time.perf_counter() - start
+    side.cpu += sum(_cpu_s(p) for p in side.pids) - cpu
+    side.node_cpu += _cpu_s(side.node_pid) - node_cpu
     side.sent += each * len(lanes)
 
 
@@ -111,7 +132,7 @@ async def _rounds(
             await phase(side)
 
 
-async def sequential(url: str, work: Path, n: int, rounds: int) -> list[Side]:
+async def sequential(url: str, node: int, work: Path, n: int, rounds: int) -> list[Side]:
     async with DaemonProcess(short_home(), url, PRODUCTION_PACE) as d:
         target = await Peer.create(url, work, "target")
         first = await d.client.call("Send", pb.SendRequest(to=target.address, text="hi", key="s0"))
@@ -130,11 +151,13 @@ async def sequential(url: str, work: Path, n: int, rounds: int) -> list[Side]:
         def serial(make: Callable[[], Callable[[], Awaitable[None]]]) -> Any:
             return lambda side: _lanes(side, [make()], per)
 
+        assert d.proc is not None
+        cone, raw_pids = [os.getpid(), d.proc.pid], [os.getpid()]
         sides = [
-            Side("cone Send to the conversation id"),
-            Side("cone Send to the address"),
-            Side("raw libxmtp send"),
-            Side("raw libxmtp send, message stream open"),
+            Side("cone Send to the conversation id", cone, node),
+            Side("cone Send to the address", cone, node),
+            Side("raw libxmtp send", raw_pids, node),
+            Side("raw libxmtp send, message stream open", raw_pids, node),
         ]
         await _rounds(
             rounds,
@@ -149,7 +172,9 @@ async def sequential(url: str, work: Path, n: int, rounds: int) -> list[Side]:
     return sides
 
 
-async def concurrent(url: str, work: Path, parallel: int, each: int, rounds: int) -> list[Side]:
+async def concurrent(
+    url: str, node: int, work: Path, parallel: int, each: int, rounds: int
+) -> list[Side]:
     async with DaemonProcess(short_home(), url, PRODUCTION_PACE) as d:
         targets = [await Peer.create(url, work, f"t{i}") for i in range(parallel)]
         conversations = []
@@ -165,12 +190,14 @@ async def concurrent(url: str, work: Path, parallel: int, each: int, rounds: int
         raw_lanes = [_raw_send(raw, dm) for dm in raw_dms]
         live_lanes = [_raw_send(live, dm) for dm in live_dms]
         for lanes in (cone_lanes, raw_lanes, live_lanes):
-            await _lanes(Side("warm-up"), lanes, 2)
+            await _lanes(Side("warm-up", [], node), lanes, 2)
         per = max(1, each // rounds)
+        assert d.proc is not None
+        cone, raw_pids = [os.getpid(), d.proc.pid], [os.getpid()]
         sides = [
-            Side(f"cone, {parallel} conversations at once"),
-            Side(f"raw libxmtp, {parallel} DMs at once"),
-            Side(f"raw libxmtp, {parallel} DMs at once, message stream open"),
+            Side(f"cone, {parallel} conversations at once", cone, node),
+            Side(f"raw libxmtp, {parallel} DMs at once", raw_pids, node),
+            Side(f"raw libxmtp, {parallel} DMs at once, message stream open", raw_pids, node),
         ]
         await _rounds(
             rounds,
@@ -198,10 +225,11 @@ async def _main(args: argparse.Namespace) -> None:
         work = Path(d)
         node = await DevnetProcess.start(work)
         try:
-            seq = await sequential(node.url, work, args.sends, args.rounds)
+            pid = node.process.pid
+            seq = await sequential(node.url, pid, work, args.sends, args.rounds)
             _report(f"sequential, {args.sends} sends per side", seq[:2], seq[2:])
             print(f"  address / conversation id: {seq[1].rate() / seq[0].rate():.2f}x")
-            conc = await concurrent(node.url, work, args.parallel, args.each, args.rounds)
+            conc = await concurrent(node.url, pid, work, args.parallel, args.each, args.rounds)
             _report(f"concurrent, {args.parallel} x {args.each} sends per side", conc[:1], conc[1:])
         finally:
             await node.stop()

@@ -118,6 +118,7 @@ class Store:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run `fn(conn, ...)` in one write transaction; durable when this returns."""
+        self.group.flush()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: self._write_sync(fn, *args, **kwargs))
 
@@ -125,6 +126,7 @@ class Store:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run `fn(conn, ...)` for reading."""
+        self.group.flush()  # a write queued before is seen
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: self._read_sync(fn, *args, **kwargs))
 
@@ -133,6 +135,7 @@ class Store:
     ) -> T:
         """Run `fn(conn, ...)` in a transaction that is rolled back: its result without
         its writes (for answering a read when the disk is too full to record it)."""
+        self.group.flush()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._pool, lambda: self._rolled_back_sync(fn, *args, **kwargs)
@@ -150,25 +153,29 @@ class Store:
     def write_soon(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> None:
-        """Queue a write without waiting for it; later reads and writes see it (one
-        thread, in order). It joins the next group commit (synced as any). Only for
-        records whose loss in a crash before that commit is already healed."""
+        """Queue a write without waiting for it; later reads and writes see it (they
+        commit it first). It joins the next group commit (synced as any), within
+        milliseconds. Only for records whose loss in a crash before that commit is
+        already healed."""
         self.group.write_soon(lambda conn: fn(conn, *args, **kwargs))
 
     def write_now(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """The synchronous `write`, for start-up code that runs before the loop serves."""
+        self.group.flush()
         return self._pool.submit(lambda: self._write_sync(fn, *args, **kwargs)).result()
 
     def read_now(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """The synchronous `read`, for start-up code."""
+        self.group.flush()
         return self._pool.submit(lambda: self._read_sync(fn, *args, **kwargs)).result()
 
     def close(self) -> None:
         """Finish pending work and close the connection."""
+        self.group.flush()
         self._pool.shutdown(wait=True)
         self._conn.close()
 

@@ -10,8 +10,11 @@ own write's outcome, which it learns only once the whole group is committed. A l
 forms only while the thread is busy), so a sequential caller pays nothing for it.
 
 Writes queued with `write_soon` (the outbox's settle record) are committed and
-synced like any other, but nobody waits for them: they join the next group, so
-while sends are busy they share the fsync of the claims beside them.
+synced like any other, but nobody waits for them: they wait up to `SOON_S` for a
+durable write to share its group (a sequential sender's next claim comes within a
+few milliseconds, and takes the last settle along: one fsync per send, not two),
+or for any other store call, which commits them first (`flush`), so that later reads
+and writes see them.
 
 The failpoint `group_commit` (cone._failpoints) stops the store's thread right after
 a group of at least `CONE_FAILPOINT_GROUP` durable writes (default 2) is committed,
@@ -40,6 +43,8 @@ log = logging.getLogger(__name__)
 #: The failpoint's name, and how long an armed group waits to gather its writes.
 FAILPOINT: Final = "group_commit"
 GATHER_S: Final = 30.0
+#: How long a write nobody waits for waits to share a group (seconds).
+SOON_S: Final = 0.01
 
 
 @dataclass
@@ -77,6 +82,7 @@ class GroupCommit:
         self._gather_until: float | None = None
         self._queued: list[_Write] = []
         self._scheduled = False
+        self._soon = False  # a flush of writes nobody waits for is due
         #: Groups committed and the durable writes in them (for tests and the bench).
         self.groups = 0
         self.grouped = 0
@@ -89,8 +95,26 @@ class GroupCommit:
         return await future
 
     def write_soon(self, fn: Callable[[Connection], Any]) -> None:
-        """Queue a write nobody waits for, committed (and synced) with the next group."""
-        self._add(_Write(fn, False))
+        """Queue a write nobody waits for, committed (and synced) with the next group,
+        within `SOON_S`."""
+        with self._lock:
+            self._queued.append(_Write(fn, False))
+            if self._scheduled or self._soon:
+                return
+            self._soon = True
+        try:
+            asyncio.get_running_loop().call_later(SOON_S, self.flush)
+        except RuntimeError:  # no loop here: commit it now
+            self.flush()
+
+    def flush(self) -> None:
+        """Have what is queued committed ahead of whatever the store runs next."""
+        with self._lock:
+            self._soon = False
+            if self._scheduled or not self._queued:
+                return
+            self._scheduled = True
+        self._pool.submit(self._run)
 
     def _add(self, write: _Write) -> None:
         with self._lock:
@@ -110,7 +134,7 @@ class GroupCommit:
             if gather is not None and 0 < sum(w.durable for w in self._queued) < gather:
                 if self._gather_until is None:
                     self._gather_until = time.monotonic() + GATHER_S
-                    timer = threading.Timer(GATHER_S, self._add_nothing)
+                    timer = threading.Timer(GATHER_S, self.flush)
                     timer.daemon = True
                     timer.start()
                 if time.monotonic() < self._gather_until:
@@ -118,13 +142,6 @@ class GroupCommit:
             self._gather_until = None
             writes, self._queued = self._queued, []
         return writes
-
-    def _add_nothing(self) -> None:
-        with self._lock:
-            if self._scheduled or not self._queued:
-                return
-            self._scheduled = True
-        self._pool.submit(self._run)
 
     def _run(self) -> None:
         """On the store's thread: commit everything queued now as one group."""

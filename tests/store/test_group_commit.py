@@ -126,3 +126,13 @@ async def test_a_write_nobody_waits_for_is_seen_by_every_later_read_and_write(
     await busy
     await waited
     assert await store.read(meta.get, "soon2") == b"t"
+
+
+async def test_a_write_nobody_waits_for_shares_the_commit_of_the_next_durable_write(
+    store: Store,
+) -> None:
+    groups = store.group.groups
+    store.write_soon(_put, "settle", b"s")  # as a send's settle record
+    assert await store.write_grouped(_put, "claim", b"c") == "claim"  # the next send's claim
+    assert store.group.groups - groups == 1
+    assert await store.read(meta.get, "settle") == b"s"
