@@ -83,9 +83,15 @@ class GroupCommit:
         self._queued: list[_Write] = []
         self._scheduled = False
         self._soon = False  # a flush of writes nobody waits for is due
-        #: Groups committed and the durable writes in them (for tests and the bench).
+        #: Groups committed, and the durable writes in them (for tests).
         self.groups = 0
         self.grouped = 0
+
+    @property
+    def waiting(self) -> int:
+        """Writes queued for a group not yet handed to the store's thread (for tests)."""
+        with self._lock:
+            return 0 if self._scheduled else len(self._queued)
 
     async def write(self, fn: Callable[[Connection], Any]) -> Any:
         """Queue a durable write; its result once its group is committed and synced."""
@@ -154,9 +160,9 @@ class GroupCommit:
         except Exception as exc:  # the group's commit failed: every write with it
             error = self._translate(exc) if isinstance(exc, DatabaseError) else exc
             outcomes = [(False, error)] * len(writes)
+        self.groups += 1
+        self.grouped += durable
         if durable:
-            self.groups += 1
-            self.grouped += durable
             gather = _failpoints.armed(FAILPOINT)
             if gather is not None and durable >= gather:
                 _failpoints.reached_now(FAILPOINT)

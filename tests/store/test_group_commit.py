@@ -133,6 +133,7 @@ async def test_a_write_nobody_waits_for_shares_the_commit_of_the_next_durable_wr
 ) -> None:
     groups = store.group.groups
     store.write_soon(_put, "settle", b"s")  # as a send's settle record
+    assert store.group.waiting == 1  # it waits for company
     assert await store.write_grouped(_put, "claim", b"c") == "claim"  # the next send's claim
     assert store.group.groups - groups == 1
     assert await store.read(meta.get, "settle") == b"s"
