@@ -82,10 +82,13 @@ class Routes:
     async def events(self, request: web.Request) -> web.StreamResponse:
         """Server-Sent Events: the consumer's unacknowledged messages, then new ones.
 
-        Each event is one message in `receive`'s shape, with its `sequence` as the
-        event id; a reconnect with `Last-Event-ID` resumes after it. Messages stay
-        pending until acknowledged with `ack` (a reconnect without the header starts
-        again from the oldest unacknowledged). A comment line every heartbeat.
+        Each `message` event is one message in `receive`'s shape, with its `sequence`
+        as the event id; a reconnect with `Last-Event-ID` resumes after it. Messages
+        stay pending until acknowledged with `ack` (a reconnect without the header
+        starts again from the oldest unacknowledged). A comment line every heartbeat,
+        or an `inbox` event (no id) when the inbox's head moved without a message for
+        this stream (a request's message, or one already acknowledged): a client that
+        shows requests reads them again then.
         """
         consumer = request.query.get("consumer") or DEFAULT_CONSUMER
         heartbeat = _heartbeat_s(request.query.get("heartbeat"))
@@ -107,6 +110,7 @@ class Routes:
         try:
             await response.write(b"retry: 1000\n\n")
             batch = first
+            head = int(first.get("headSequence", 0))
             while True:
                 for message in batch["messages"]:
                     data = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
@@ -114,8 +118,13 @@ class Routes:
                         f"id: {message['sequence']}\nevent: message\ndata: {data}\n\n".encode()
                     )
                     cursor = int(message["sequence"])
-                if not batch["messages"]:
+                moved = int(batch.get("headSequence", 0))
+                if not batch["messages"] and moved > head:
+                    data = json.dumps({"headSequence": moved}, separators=(",", ":"))
+                    await response.write(f"event: inbox\ndata: {data}\n\n".encode())
+                elif not batch["messages"]:
                     await response.write(b": heartbeat\n\n")
+                head = max(head, moved)
                 try:
                     batch = await self._peek(consumer, cursor, wait_s=heartbeat)
                 except ConeError as err:
