@@ -90,7 +90,7 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
 
     dm = await _dm_to(alice, daemon)
     await alice.send(dm, "hello from alice")
-    # The request appears (the console polls requests), showing the peer's address.
+    # The request appears (the event stream says the inbox moved; nothing polls), showing the peer's address.
     await wait_js(
         browser,
         f"return [...document.querySelectorAll('#requests li.request')]"
