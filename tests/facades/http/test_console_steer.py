@@ -6,6 +6,8 @@ groups are made, renamed and changed; an outbox failure shows with its reason
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from support.browser import (
     needs_chromium,
     no_alert,
     send_content,
+    shoot,
     type_into,
     wait_js,
 )
@@ -33,6 +36,8 @@ from support.waiting import until
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.browser, needs_chromium]
 
+# The inline attachment limit (docs/protocol.md, "Content both ways").
+FILE_MAX_BYTES = 1_000_000
 # Messages per history page in these tests (`?page=N`), so that paging shows with few.
 PAGE = 5
 
@@ -190,6 +195,14 @@ async def test_console_sends_markdown_reactions_and_files_once_pages_back_and_st
     assert removed.send_key != added.send_key
     await wait_js(browser, f"return document.querySelector('{marks}').textContent === ''")
 
+    # A file over the limit is refused in the page, before any call.
+    too_big = tmp_path / "too-big.bin"
+    too_big.write_bytes(b"\0" * (FILE_MAX_BYTES + 1))
+    await in_browser(lambda: browser.find_element("id", "file").send_keys(str(too_big)))
+    await click(browser, "#send-file")
+    state = await wait_js(browser, "return document.getElementById('send-state').textContent")
+    assert state == f"too-big.bin is {FILE_MAX_BYTES + 1} bytes: files are at most {FILE_MAX_BYTES}"
+
     # A file, sent with a double click: one attachment with its exact bytes.
     payload = bytes(range(256)) * 300
     path = tmp_path / "report.bin"
@@ -277,6 +290,11 @@ async def test_console_makes_and_changes_a_group_and_shows_an_outbox_failure(
         return bool(group.group_name() == "ops, renamed")
 
     await until(renamed)
+    await alice.send(group, "hello, ops")
+    await wait_js(
+        browser,
+        "return [...document.querySelectorAll('#history li')].some(li => li.textContent.includes('hello, ops'))",
+    )
 
     # Publication fails for this group: the send waits in the outbox, and the console
     # shows it failing with its reason; once the node takes it, the outbox empties.
@@ -293,6 +311,9 @@ async def test_console_makes_and_changes_a_group_and_shows_an_outbox_failure(
     assert "failing" in await in_browser(
         lambda: js(browser, "return document.getElementById('outbox').textContent")
     )
+    shot = shoot(browser, tmp_path, "groups.png")
+    if os.environ.get("CONE_CONSOLE_SHOTS"):  # refresh docs/img/ by hand
+        shutil.copy(shot, Path(os.environ["CONE_CONSOLE_SHOTS"]) / "console-groups.png")
     devnet_node.faults.clear()
     await wait_js(browser, "return !document.querySelector('#outbox-list li.outbox')", timeout=90)
 

@@ -71,6 +71,30 @@ async function refreshLists() {
   }
 }
 
+// Reads the lists again, coalescing: a burst of events costs one read running and at
+// most one more queued, not one per event.
+let refreshing = null;
+let again = false;
+function scheduleRefresh() {
+  if (refreshing) {
+    again = true;
+    return refreshing;
+  }
+  refreshing = (async () => {
+    try {
+      do {
+        again = false;
+        await refreshLists();
+      } while (again);
+    } catch {
+      // the next event or reconnect reads them again
+    } finally {
+      refreshing = null;
+    }
+  })();
+  return refreshing;
+}
+
 async function acknowledge(messages) {
   const ids = messages.filter((m) => !m.own && m.sequence && m.sequence !== "0").map((m) => m.messageId);
   if (ids.length) await rpc("ack", { consumer: CONSUMER, messageIds: ids.slice(0, 1000) });
@@ -133,9 +157,9 @@ async function onEvent(kind, data) {
       live(data);
       await acknowledge([data]);
     }
-    await refreshLists();
+    scheduleRefresh();
   } else if (kind === "inbox") {
-    await refreshLists();
+    scheduleRefresh();
   }
 }
 
@@ -170,7 +194,7 @@ async function start() {
   try {
     await follow(CONSUMER, onEvent, (live) => {
       pill("live", live ? "events: live" : "events: reconnecting", live);
-      if (live) refreshLists().catch(() => {});
+      if (live) scheduleRefresh();
     });
   } catch (err) {
     signedOut(err.message);

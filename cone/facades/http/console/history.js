@@ -63,7 +63,8 @@ function renderMessage(m) {
   const foot = li.appendChild(el("div", "foot"));
   foot.appendChild(el("span", "reactions"));
   if (!m.deleted && !m.unreadable) {
-    foot.appendChild(button("react", REACTION, () => react(m.messageId)));
+    const b = foot.appendChild(button("react", "react " + REACTION, () => react(m.messageId)));
+    b.title = "Add or remove your " + REACTION;
   }
   return li;
 }
