@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from cone.facades.http import _console
 from support.browser import (
     chromium,
     in_browser,
@@ -261,9 +262,14 @@ async def test_console_without_the_token_loads_nothing(daemon: HttpDaemon, brows
 
 async def test_console_files_carry_a_strict_policy(daemon: HttpDaemon) -> None:
     async with aiohttp.ClientSession() as session:
+        # Every file of the console's directory is served, each with its type.
+        console = Path(_console.__file__).parent / "console"
+        assert sorted(_console.FILES) == sorted(p.name for p in console.iterdir())
+        modules = [p.stem for p in console.glob("*.js")]
+        assert "app" in modules and len(modules) > 1
         for path, kind in (
             ("", "text/html"),
-            ("console/app.js", "text/javascript"),
+            *((f"console/{name}.js", "text/javascript") for name in modules),
             ("console/app.css", "text/css"),
         ):
             async with session.get(daemon.url + path) as r:
