@@ -325,6 +325,25 @@ async def test_console_makes_and_changes_a_group_and_shows_an_outbox_failure(
 
     await until(delivered)
 
+    # A group bob makes with cone and no message yet is a request that moves no inbox
+    # event: the console finds it through status's request count.
+    from xmtp_bindings import xmtpv3 as ffi
+
+    me = await _rpc(daemon, "identity")
+    ident = ffi.FfiIdentifier(
+        identifier=me["address"], identifier_kind=bob.identifier().identifier_kind
+    )
+    opts = ffi.FfiCreateGroupOptions(
+        permissions=None, group_name="from bob", group_image_url_square=None,
+        group_description=None, custom_permission_policy_set=None,
+        message_disappearing_settings=None, app_data=None,
+    )  # fmt: skip
+    welcome = await bob.client.conversations().create_group_by_identity([ident], opts)
+    await wait_js(
+        browser,
+        f"return !!document.querySelector('#requests li.request[data-id=\"{welcome.id().hex()}\"]')",
+    )
+
 
 async def _has(members: Any, inbox_id: str, present: bool) -> bool:
     return (inbox_id in await members()) == present

@@ -12,6 +12,7 @@ import { button, el, shortId } from "./render.js";
 const CONSUMER = "console";
 const $ = (id) => document.getElementById(id);
 let conversationsById = new Map();
+let requestCount = null; // how many requests the list shows
 
 function signedOut(message) {
   forgetToken();
@@ -49,6 +50,7 @@ async function refreshLists() {
     requests.appendChild(li);
   }
   if (!reqs.requests.length) requests.appendChild(el("li", "muted", "none"));
+  requestCount = reqs.requests.length;
   conversationsById = new Map(convs.conversations.map((c) => [c.conversationId, c]));
   const list = $("conversations");
   list.replaceChildren();
@@ -134,6 +136,9 @@ async function refreshStatus() {
   const failing = outbox.filter((o) => o.state === "failing").length;
   pill("outbox", "outbox: " + outbox.length + (failing ? " (" + failing + " failing)" : ""), failing === 0);
   pill("healed", "healed: " + (s.ingestHealed || 0));
+  // A request that came without a message (a group's welcome) moves no inbox event:
+  // the status read every 5 s counts requests, and a new count reads the lists again.
+  if (requestCount !== null && (s.requests || 0) !== requestCount) scheduleRefresh();
   const list = $("outbox-list");
   list.replaceChildren();
   for (const o of outbox) {
