@@ -156,28 +156,45 @@ def _reaction_pb(r: Reaction) -> pb.Reaction:
 def message_to_pb(m: Message) -> pb.Message:
     """The one mapping from the core's message to the proto Message (Receive, Peek
     and Messages alike)."""
-    return pb.Message(
+    # Any int64 time is a valid Timestamp: no range check to make (`_ts` has one).
+    seconds, nanos = divmod(m.sent_at_ns, 1_000_000_000)
+    out = pb.Message(
         message_id=m.id,
         conversation_id=m.conversation_id,
         conversation_type=_KIND[m.kind],
         sender_inbox_id=m.sender_inbox_id,
-        sent_at=_ts(m.sent_at_ns),
+        sent_at={"seconds": seconds, "nanos": nanos},
         content_type=m.content_type,
         sequence=m.sequence,
         deliveries=m.deliveries,
-        text=m.text,
-        data_json=m.data_json,
-        reply_to=m.reply_to,
-        fallback=m.fallback,
-        unreadable=m.unreadable,
-        reaction=None if m.reaction is None else _reaction_pb(m.reaction),
-        content_json=m.content_json,
-        attachment=None if m.attachment is None else _attachment_pb(m.attachment),
-        attachments=[_attachment_pb(a) for a in m.attachments],
-        own=m.own or None,
-        deleted=m.deleted or None,
-        expired=m.expired or None,
     )
+    # The rest only when present (None leaves an optional field unset): a message
+    # carries one or two of them, and handing over every None cost half the mapping.
+    if m.text is not None:
+        out.text = m.text
+    if m.data_json is not None:
+        out.data_json = m.data_json
+    if m.reply_to is not None:
+        out.reply_to = m.reply_to
+    if m.fallback is not None:
+        out.fallback = m.fallback
+    if m.unreadable is not None:
+        out.unreadable = m.unreadable
+    if m.reaction is not None:
+        out.reaction.CopyFrom(_reaction_pb(m.reaction))
+    if m.content_json is not None:
+        out.content_json = m.content_json
+    if m.attachment is not None:
+        out.attachment.CopyFrom(_attachment_pb(m.attachment))
+    if m.attachments:
+        out.attachments.extend(_attachment_pb(a) for a in m.attachments)
+    if m.own:
+        out.own = True
+    if m.deleted:
+        out.deleted = True
+    if m.expired:
+        out.expired = True
+    return out
 
 
 _ROLE = {
