@@ -32,7 +32,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from cone.core import content
-from cone.core.model import message_of, own_message
+from cone.core.model import Message, message_of, own_message
+from cone.daemon.servicer import message_to_pb
 from cone.devnet import Devnet
 from cone.store import (
     Connection,
@@ -42,6 +43,7 @@ from cone.store import (
     Kind,
     OwnMessage,
     Store,
+    StoredMessage,
     conversations,
     history,
     inbox,
@@ -212,6 +214,11 @@ async def _main(args: argparse.Namespace) -> None:
                     ("base_back", lambda: _walk_messages(plain_messages, False)),
                 ):
                     walks.setdefault(name, []).append(await walk())
+        store = Store.open(home / "cone.db", store_key(home))
+        try:
+            parts = _breakdown(store, plain, page)
+        finally:
+            store.close()
         plain.close()
 
     def line(what: str, cone: Walk, base: Walk) -> None:
@@ -230,6 +237,57 @@ async def _main(args: argparse.Namespace) -> None:
     line(f"conversations: {n_conv + 1} listed, 50 a page", m["conv"], m["base_conv"])
     line(f"messages oldest first: {n_msg}, {page} a page", m["fwd"], m["base_fwd"])
     line(f"messages newest first: {n_msg}, {page} a page", m["back"], m["base_back"])
+    print(
+        f"in process, a page of {page} newest first (best of 3 walks): "
+        + ", ".join(f"{what} {ms:.2f} ms" for what, ms in parts.items())
+    )
+
+
+def _breakdown(store: Store, plain: sqlite3.Connection, page: int) -> dict[str, float]:
+    """Where a page's time goes inside the daemon, each part timed alone in process."""
+
+    def pages(read: Callable[..., Any]) -> list[list[StoredMessage | OwnMessage]]:
+        found, cursor, more = [], None, True
+        while more:
+            rows, more = read(
+                history.messages, conversation_id=BIG, before=cursor, after=None,
+                limit=page, oldest_first=False,
+            )  # fmt: skip
+            found.append(rows)
+            cursor = rows[-1].id if rows else None
+        return found
+
+    def plain_read(fn: Callable[..., Any], **kw: Any) -> Any:
+        return fn(plain, **kw)
+
+    def mapped(rows: list[StoredMessage | OwnMessage]) -> list[Message]:
+        return [
+            own_message(r, OWN, 0) if isinstance(r, OwnMessage) else message_of(r) for r in rows
+        ]
+
+    def best(work: Callable[[], object], n: int) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            work()
+            times.append(time.perf_counter() - start)
+        return min(times) / n * 1000
+
+    stored = pages(store.read_now)
+    messages = [mapped(rows) for rows in stored]
+    n = len(stored)
+    return {
+        "store read on SQLCipher (via its thread)": best(lambda: pages(store.read_now), n),
+        "on plain SQLite": best(lambda: pages(plain_read), n),
+        "core mapping": best(lambda: [mapped(rows) for rows in stored], n),
+        "proto and its bytes": best(
+            lambda: [
+                pb.MessagesResponse(messages=[message_to_pb(m) for m in found]).SerializeToString()
+                for found in messages
+            ],
+            n,
+        ),
+    }
 
 
 def main(argv: list[str]) -> None:
