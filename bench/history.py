@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from cone.core import content
 from cone.core.model import Message, message_of, own_message
-from cone.daemon.servicer import message_to_pb
+from cone.daemon.servicer import add_messages
 from cone.devnet import Devnet
 from cone.store import (
     Connection,
@@ -280,14 +280,15 @@ def _breakdown(store: Store, plain: sqlite3.Connection, page: int) -> dict[str, 
         "store read on SQLCipher (via its thread)": best(lambda: pages(store.read_now), n),
         "on plain SQLite": best(lambda: pages(plain_read), n),
         "core mapping": best(lambda: [mapped(rows) for rows in stored], n),
-        "proto and its bytes": best(
-            lambda: [
-                pb.MessagesResponse(messages=[message_to_pb(m) for m in found]).SerializeToString()
-                for found in messages
-            ],
-            n,
-        ),
+        "proto and its bytes": best(lambda: [_response(found) for found in messages], n),
     }
+
+
+def _response(found: list[Message]) -> bytes:
+    """A Messages answer's bytes, built as the servicer builds it."""
+    response = pb.MessagesResponse(more=True)
+    add_messages(response.messages, found)
+    return response.SerializeToString()
 
 
 def main(argv: list[str]) -> None:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from cone.core.content import (
@@ -153,12 +154,10 @@ def _reaction_pb(r: Reaction) -> pb.Reaction:
     )
 
 
-def message_to_pb(m: Message) -> pb.Message:
-    """The one mapping from the core's message to the proto Message (Receive, Peek
-    and Messages alike)."""
+def _message(make: Callable[..., pb.Message], m: Message) -> pb.Message:
     # Any int64 time is a valid Timestamp: no range check to make (`_ts` has one).
     seconds, nanos = divmod(m.sent_at_ns, 1_000_000_000)
-    out = pb.Message(
+    out = make(
         message_id=m.id,
         conversation_id=m.conversation_id,
         conversation_type=_KIND[m.kind],
@@ -195,6 +194,19 @@ def message_to_pb(m: Message) -> pb.Message:
     if m.expired:
         out.expired = True
     return out
+
+
+def message_to_pb(m: Message) -> pb.Message:
+    """The one mapping from the core's message to the proto Message (Receive, Peek
+    and Messages alike)."""
+    return _message(pb.Message, m)
+
+
+def add_messages(into: RepeatedCompositeFieldContainer[pb.Message], found: list[Message]) -> None:
+    """`message_to_pb` of each message, built in place in a response's `messages`
+    (handing the response a list of them copies each one)."""
+    for m in found:
+        _message(into.add, m)
 
 
 _ROLE = {
@@ -299,7 +311,9 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             request.wait_ms,
             list(request.exclude_conversation_ids),
         )
-        return pb.ReceiveResponse(messages=[message_to_pb(m) for m in messages], more=more)
+        response = pb.ReceiveResponse(more=more)
+        add_messages(response.messages, messages)
+        return response
 
     @_boundary
     async def Ack(
@@ -394,9 +408,9 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             request.limit if request.HasField("limit") else None,
             request.wait_ms,
         )
-        return pb.PeekResponse(
-            messages=[message_to_pb(m) for m in messages], more=more, head_sequence=head
-        )
+        response = pb.PeekResponse(more=more, head_sequence=head)
+        add_messages(response.messages, messages)
+        return response
 
     @_boundary
     async def Status(
@@ -468,11 +482,9 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             limit=request.limit if request.HasField("limit") else None,
             oldest_first=request.oldest_first if request.HasField("oldest_first") else None,
         )
-        return pb.MessagesResponse(
-            messages=[message_to_pb(m) for m in found],
-            more=more,
-            stale=self.core.stale() or None,
-        )
+        response = pb.MessagesResponse(more=more, stale=self.core.stale() or None)
+        add_messages(response.messages, found)
+        return response
 
     @_boundary
     async def Contacts(
