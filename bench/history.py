@@ -12,7 +12,8 @@ same queries on plain SQLite in the same run.
   and every message mapped as the daemon maps it (`cone.core.model`).
 
 Each walk runs `rounds` times, cone's and the baseline's in turn, so both see the same
-load; the figures are the medians over the rounds.
+load; each figure is the round with the median total time. A last line times the parts
+of a page in process (store read on SQLCipher and on plain SQLite, core mapping, proto).
 """
 
 from __future__ import annotations
