@@ -251,21 +251,16 @@ def _stored(row: Any, files: tuple[StoredAttachment, ...]) -> StoredMessage:
     )
 
 
-def by_ids(conn: Connection, message_ids: Sequence[str]) -> dict[str, StoredMessage]:
-    """Inbox messages by id as Receive hands them out, without touching a receipt
-    (`deliveries` 0), attachment bytes inline as a Receive batch gives them (at most
-    `limits.RECEIVE_INLINE_BUDGET_BYTES` in all, in the order of the ids)."""
-    if not message_ids:
-        return {}
-    marks = ", ".join("?" * len(message_ids))
-    rows = conn.execute(
-        f"SELECT {_COLUMNS}, 0, {_EXTRA} FROM messages m"
-        f" JOIN conversations c ON c.id = m.conversation_id WHERE m.id IN ({marks})",
-        list(message_ids),
-    ).fetchall()
-    order = {mid: i for i, mid in enumerate(message_ids)}
-    rows.sort(key=lambda row: order[row[1]])
-    return {m.id: m for m in _stored_batch(conn, rows, 0)}
+#: A message row as Receive hands it out without counting a delivery (deliveries 0),
+#: from `messages m JOIN conversations c`; `records` maps such rows.
+ROW: Final = f"{_COLUMNS}, 0, {_EXTRA}"
+
+
+def records(conn: Connection, rows: list[Any]) -> list[StoredMessage]:
+    """Rows of `ROW` as Receive hands them out, without touching a receipt, attachment
+    bytes inline as a Receive batch gives them (at most
+    `limits.RECEIVE_INLINE_BUDGET_BYTES` in all, in the order of the rows)."""
+    return _stored_batch(conn, rows, 0)
 
 
 def as_stored(m: IncomingMessage, kind: Kind, *, own: bool, budget: int) -> StoredMessage:
