@@ -29,7 +29,7 @@ from cone.core.model import Attachment, Message, attachment_of, message_of
 from cone.core.network import ADVICE, STATUS_PROBE_S, NetworkWatch
 from cone.core.outbox import Outbox, SendResult, check_content
 from cone.core.retention import Retention
-from cone.core.waiters import Waiters
+from cone.core.waiters import Waiters, take_or_head
 from cone.engine.port import (
     ConsentUpdate,
     ConversationInfo,
@@ -349,13 +349,13 @@ class Core:
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
-            messages, more = await self._take_pending(consumer, limit, exclude)
+            messages, more, head = await self._take_pending(consumer, limit, exclude)
             if messages:
                 return [message_of(m) for m in messages], more
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            with self._waiters.wait(consumer, limit, exclude) as waiter:
+            with self._waiters.wait(consumer, limit, exclude, head) as waiter:
                 if arrival.is_set():
                     continue  # news came while the store was read: look again
                 try:
@@ -374,11 +374,10 @@ class Core:
 
     async def _take_pending(
         self, consumer: str, limit: int, exclude: list[str]
-    ) -> tuple[list[StoredMessage], bool]:
+    ) -> tuple[list[StoredMessage], bool, int]:
+        """The pending batch, or when there is none, the inbox's head (see waiters)."""
         try:
-            return await self.store.write(
-                inbox.take_pending, consumer, limit, exclude, time.time_ns()
-            )
+            return await self.store.write(take_or_head, consumer, limit, exclude, time.time_ns())
         except StateError as exc:
             if exc.reason != "storage_full":
                 raise
@@ -386,7 +385,7 @@ class Core:
             # delivery (the messages stay pending, as always until acked).
             log.warning("receive answered without recording deliveries: %s", exc.message)
             return await self.store.rolled_back(
-                inbox.take_pending, consumer, limit, exclude, time.time_ns()
+                take_or_head, consumer, limit, exclude, time.time_ns()
             )
 
     async def peek(

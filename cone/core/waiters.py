@@ -7,6 +7,11 @@ transaction is committed and synced (`hand_out`, on the loop). So a message is s
 durable before any consumer sees it, and a waiting receive gets it without a second
 write transaction (and its fsync) and two more hops to the store's thread.
 
+A waiter found nothing pending up to the inbox's head at its look (`after_seq`), and
+whatever could make an older message pending since (a conversation accepted, news
+read from libxmtp's database) wakes it to look again: so its batch is taken from the
+messages after that head alone, a range of the primary key, not a scan of the inbox.
+
 Any other news (a consent change, a message read from libxmtp's database) wakes the
 waiters without a batch (`wake`): each takes its batch itself, as before.
 """
@@ -33,6 +38,8 @@ class Waiter:
     consumer: str
     limit: int
     exclude: tuple[str, ...]
+    #: The inbox's head when the waiter last found nothing pending.
+    after_seq: int
     batch: asyncio.Future[Batch | None]
 
 
@@ -43,10 +50,13 @@ class Waiters:
         self._waiting: set[Waiter] = set()
 
     @contextmanager
-    def wait(self, consumer: str, limit: int, exclude: Sequence[str]) -> Iterator[Waiter]:
-        """Register a waiter for the block's duration."""
+    def wait(
+        self, consumer: str, limit: int, exclude: Sequence[str], after_seq: int
+    ) -> Iterator[Waiter]:
+        """Register a waiter (that found nothing pending up to `after_seq`) for the
+        block's duration."""
         future: asyncio.Future[Batch | None] = asyncio.get_running_loop().create_future()
-        waiter = Waiter(consumer, limit, tuple(exclude), future)
+        waiter = Waiter(consumer, limit, tuple(exclude), after_seq, future)
         self._waiting.add(waiter)
         try:
             yield waiter
@@ -72,11 +82,20 @@ def take_for(conn: Connection, waiters: Sequence[Waiter]) -> list[tuple[Waiter, 
     out = []
     for waiter in waiters:
         messages, more = inbox.take_pending(
-            conn, waiter.consumer, waiter.limit, waiter.exclude, now
+            conn, waiter.consumer, waiter.limit, waiter.exclude, now, after_seq=waiter.after_seq
         )
         if messages:
             out.append((waiter, (messages, more)))
     return out
+
+
+def take_or_head(
+    conn: Connection, consumer: str, limit: int, exclude: Sequence[str], now_ns: int
+) -> tuple[list[StoredMessage], bool, int]:
+    """`inbox.take_pending`, and when nothing is pending, the inbox's head (0 otherwise):
+    where a waiter's look ended."""
+    messages, more = inbox.take_pending(conn, consumer, limit, exclude, now_ns)
+    return messages, more, 0 if messages else inbox.head(conn)
 
 
 def hand_out(served: Sequence[tuple[Waiter, Batch]]) -> None:
@@ -87,4 +106,4 @@ def hand_out(served: Sequence[tuple[Waiter, Batch]]) -> None:
             waiter.batch.set_result(batch)
 
 
-__all__ = ["Batch", "Waiter", "Waiters", "hand_out", "take_for"]
+__all__ = ["Batch", "Waiter", "Waiters", "hand_out", "take_for", "take_or_head"]
