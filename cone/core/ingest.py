@@ -261,12 +261,11 @@ class Ingestor:
                 for cid in sorted(set(streamed) | to_read):
                     held = list(streamed.get(cid, {}).values())
                     try:
-                        if cid not in to_read:
-                            fast = await self._commit_streamed(cid, held)
-                            if fast is not None:
-                                new += fast
-                                continue
-                        new += await self._ingest_conversation(cid, held, cid in to_read)
+                        # Streamed news of a recorded conversation: one transaction.
+                        fast = None if cid in to_read else await self._commit_streamed(cid, held)
+                        if fast is None:
+                            fast = await self._ingest_conversation(cid, held, cid in to_read)
+                        new += fast
                     except Exception as exc:  # one conversation's failure holds back no other
                         self._retry_later(cid, held, exc)
                     else:
