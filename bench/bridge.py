@@ -150,11 +150,6 @@ async def _bridge_run(
                     if turn == message_id:
                         marks[what] = int(ns)
                 (idle_inbound if idle else inbound).append((marks["start"] - sent) / 1e6)
-                if os.environ.get("CONE_TRACE_FILE"):
-                    with open(os.environ["CONE_TRACE_FILE"], "a") as tf:
-                        tf.write(f"sent {message_id} {sent}\nstart {message_id} {marks['start']}\n")
-                        if message_id in seen:
-                            tf.write(f"seen {message_id} {seen[message_id]}\n")
                 outbound.append((received - marks["end"]) / 1e6)
                 if message_id in seen:
                     at = (seen[message_id] - sent) / 1e6

@@ -18,7 +18,7 @@ Under `HOME/bridge/CONSUMER/` (directory 0700, files 0600):
   at every change, is what earlier releases wrote; it is read once and replaced.)
 - `pids.json`: the process id of each turn's running command, written (not fsynced:
   an OS crash ends the commands anyway) when it starts, so that the next start can
-  kill a command a `kill -9` of the bridge left behind. Kept apart from `turns.json`
+  kill a command a `kill -9` of the bridge left behind. Kept apart from `turns.jsonl`
   so that every write of that file stays fsynced.
 - `parked.jsonl`: one JSON object per parked turn, appended and fsynced.
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import time
 import zlib
@@ -39,6 +40,8 @@ from typing import Any
 
 from cone._fs import open_nofollow
 from cone.errors import StateError
+
+log = logging.getLogger("cone.bridge")
 
 #: The size past which the next save rewrites `turns.jsonl` as one line.
 LOG_MAX_BYTES = 64 * 1024
@@ -177,7 +180,10 @@ class Journal:
             self.release()
             raise
         self.open_turns = {c: OpenTurn(**t) for c, t in raw.get("turns", {}).items()}
-        self._compact()  # one line, and no torn tail for the next append to follow
+        try:
+            self._compact()  # one line, and no torn tail for the next append to follow
+        except OSError as exc:  # a full disk: the first save rewrites it (or fails its turn)
+            log.warning("could not rewrite %s now: %s", self.dir / "turns.jsonl", exc)
         try:
             pids = json.loads((self.dir / "pids.json").read_text())
         except (FileNotFoundError, ValueError):  # missing, or torn by an OS crash
