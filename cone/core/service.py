@@ -29,6 +29,7 @@ from cone.core.model import Attachment, Message, attachment_of, message_of
 from cone.core.network import ADVICE, STATUS_PROBE_S, NetworkWatch
 from cone.core.outbox import Outbox, SendResult, check_content
 from cone.core.retention import Retention
+from cone.core.waiters import Waiters, take_or_head
 from cone.engine.port import (
     ConsentUpdate,
     ConversationInfo,
@@ -136,7 +137,9 @@ class Core:
             period_s=catchup_interval_s,
             on_change=self._on_network_change,
         )
-        self.ingestor = Ingestor(store, engine, self._notify)
+        # Receives waiting for news; a streamed commit serves them (cone/core/waiters.py).
+        self._waiters = Waiters()
+        self.ingestor = Ingestor(store, engine, self._notify, self._waiters)
         self.outbox = Outbox(store, engine, self.network)
         self.fetcher = Fetcher(store, self._wake_receivers)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
@@ -253,9 +256,10 @@ class Core:
         self._wake_receivers()
 
     def _wake_receivers(self) -> None:
-        # Wake every waiting Receive; each re-reads the store.
+        # Wake every waiting Receive and Peek; each re-reads the store.
         self._arrival.set()
         self._arrival = asyncio.Event()
+        self._waiters.wake()
 
     def _on_message(self, raw: RawMessage) -> None:
         if self.outbox.sent_here(raw.id):
@@ -360,16 +364,22 @@ class Core:
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
-            messages, more = await self._take_pending(consumer, limit, exclude)
+            messages, more, head = await self._take_pending(consumer, limit, exclude)
             if messages:
                 return [message_of(m) for m in messages], more
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            try:
-                await asyncio.wait_for(arrival.wait(), remaining)
-            except TimeoutError:
-                break
+            with self._waiters.wait(consumer, limit, exclude, head) as waiter:
+                if arrival.is_set():
+                    continue  # news came while the store was read: look again
+                try:
+                    batch = await asyncio.wait_for(waiter.batch, remaining)
+                except TimeoutError:
+                    break
+            if batch is not None:  # taken in the commit that brought the news
+                messages, more = batch
+                return [message_of(m) for m in messages], more
         if not self.network_ok():
             raise Unavailable(
                 f"nothing is pending and the network cannot be reached: {self.last_sync_error}",
@@ -379,11 +389,10 @@ class Core:
 
     async def _take_pending(
         self, consumer: str, limit: int, exclude: list[str]
-    ) -> tuple[list[StoredMessage], bool]:
+    ) -> tuple[list[StoredMessage], bool, int]:
+        """The pending batch, or when there is none, the inbox's head (see waiters)."""
         try:
-            return await self.store.write(
-                inbox.take_pending, consumer, limit, exclude, time.time_ns()
-            )
+            return await self.store.write(take_or_head, consumer, limit, exclude, time.time_ns())
         except StateError as exc:
             if exc.reason != "storage_full":
                 raise
@@ -391,7 +400,7 @@ class Core:
             # delivery (the messages stay pending, as always until acked).
             log.warning("receive answered without recording deliveries: %s", exc.message)
             return await self.store.rolled_back(
-                inbox.take_pending, consumer, limit, exclude, time.time_ns()
+                take_or_head, consumer, limit, exclude, time.time_ns()
             )
 
     async def peek(

@@ -136,3 +136,16 @@ def test_accepting_a_request_gives_its_messages_new_sequences_and_keeps_receipts
     # A sequence is never given twice, also after the moved ones.
     store.write_now(inbox.insert_messages, [_msg(7)])
     assert store.read_now(inbox.peek, "", new_head, 10)[0][0].seq == new_head + 1
+
+
+def test_take_pending_after_a_seq_looks_only_past_it(store: Store) -> None:
+    for i in range(4):
+        store.write_now(inbox.insert_messages, [_msg(i)])
+    head = store.read_now(inbox.head)
+    store.write_now(inbox.insert_messages, [_msg(4)])
+
+    later, more = store.write_now(inbox.take_pending, "a", 10, [], 1, after_seq=head)
+    every, _ = store.write_now(inbox.take_pending, "a", 10, [], 1)
+
+    assert [m.id for m in later] == ["m0004"] and not more
+    assert [m.id for m in every] == ["m0000", "m0001", "m0002", "m0003", "m0004"]
