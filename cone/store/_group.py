@@ -184,6 +184,10 @@ class GroupCommit:
         outcomes: list[tuple[bool, Any]] = []
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if len(writes) == 1:  # alone: its error rolls back the whole transaction
+                outcomes.append((True, writes[0].fn(conn)))
+                conn.execute("COMMIT")
+                return outcomes
             for write in writes:
                 conn.execute("SAVEPOINT grouped")
                 try:

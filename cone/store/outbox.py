@@ -86,8 +86,10 @@ def claim(
         " state, created_ns) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
         (key, conversation_id, destination, content_type, payload, now_ns),
     )
-    rec = get(conn, key)
-    assert rec is not None
+    rec = OutboxRecord(
+        key, conversation_id, destination, content_type, payload, None, "pending", 0, None,
+        None, now_ns, None,
+    )  # fmt: skip
     return rec, True
 
 
