@@ -35,6 +35,7 @@ from cone.engine.port import (
     ConversationInfo,
     EnginePort,
     NodeView,
+    RawMessage,
     StreamHealth,
     XmtpConsent,
 )
@@ -177,7 +178,7 @@ class Core:
         await self.retention.start()
         await self.ingestor.reconcile(full=True)
         await self.engine.start_streams(
-            on_message=self.ingestor.accept,
+            on_message=self._on_message,
             on_conversation=self._on_conversation,
             on_consent=self._on_consent,
             on_restart=self._on_stream_restart,
@@ -226,7 +227,9 @@ class Core:
 
     def _on_stream_restart(self) -> None:
         # Whatever the gap skipped is read back from libxmtp's database; a stream that
-        # reopens while the network was down means it is back: catch up now.
+        # reopens while the network was down means it is back: catch up now. A new
+        # DM may have come in the gap: destinations are resolved afresh.
+        self.destinations.forget()
         self.ingestor.mark_all()
         if not self.network_ok():
             self._catch_up_now.set()
@@ -236,6 +239,7 @@ class Core:
         # it for later starts, report it, and catch up and publish what waits now.
         await self.store.write(meta.put, BACKEND_KEY, self.engine.backend.encode())
         self.identity = replace(self.identity, backend=self.engine.backend)
+        self.destinations.forget()
         self.ingestor.mark_all()
         self._catch_up_now.set()
         self.outbox.retry_now()
@@ -257,7 +261,18 @@ class Core:
         self._arrival = asyncio.Event()
         self._waiters.wake()
 
+    def _on_message(self, raw: RawMessage) -> None:
+        if self.outbox.sent_here(raw.id):
+            # The stream's echo of a message this cone just sent: it never enters the
+            # inbox, and its settle record tells ingest it is accounted for. Only
+            # retention looks at it (an own message may disappear).
+            self._in_background(self.retention.after_commit(raw.conversation_id, [raw]))
+            return
+        self.ingestor.accept(raw)
+
     def _on_conversation(self, conversation_id: str) -> None:
+        # A peer's second DM may be the one libxmtp now prefers for that peer.
+        self.destinations.forget()
         self.ingestor.mark(conversation_id)
         self._follow_up(conversation_id)
         # A new conversation may come with a disappearing setting already on.
@@ -461,6 +476,7 @@ class Core:
         contact = await self.store.write(
             conversations.save_contact, ContactRecord(inbox_id, name, address, dm.id)
         )
+        self.destinations.forget()  # a name may now lead elsewhere
         await self.engine.set_consent(conversation_id=dm.id, allowed=True, peer_inbox_id=inbox_id)
         self.ingestor.mark(dm.id)
         self._follow_up(dm.id)
@@ -520,22 +536,32 @@ class Core:
         self._check_room()
         self.network.require_identity()
         content, reply_to_inbox_id = await self._referenced(content, reply_to)
-        found = await self.destinations.resolve(to)
-        if found.conversation_id is not None:
-            conversation_id = found.conversation_id
-        else:
-            assert found.inbox_id is not None
-            conversation_id = await self._open_dm(found.inbox_id)
-        return await self.outbox.send(
+        send = functools.partial(
+            self.outbox.send,
             key=key,
             destination=to,
-            conversation_id=conversation_id,
-            require_accepted=found.conversation_id is not None,
             record_unknown=self._known,
             message=content,
             reply_to=reply_to,
             reply_to_inbox_id=reply_to_inbox_id,
         )
+        dm = self.destinations.known_dm(to)
+        if dm is not None:
+            # The DM the last send to `to` went to: no resolving, no libxmtp call; the
+            # claim checks it is still accepted.
+            try:
+                return await send(conversation_id=dm, require_accepted=True)
+            except (FailedPrecondition, NotFound) as err:
+                if err.reason not in ("not_accepted", UNKNOWN_CONVERSATION):
+                    raise
+                self.destinations.forget_dm(to)  # resolved afresh below (which accepts it)
+        found = await self.destinations.resolve(to)
+        if found.conversation_id is not None:
+            return await send(conversation_id=found.conversation_id, require_accepted=True)
+        assert found.inbox_id is not None
+        conversation_id = await self._open_dm(found.inbox_id)
+        self.destinations.remember_dm(to, conversation_id)
+        return await send(conversation_id=conversation_id, require_accepted=False)
 
     async def reply(self, *, conversation_id: str, key: str, content: Outgoing) -> SendResult:
         """One message into an accepted conversation, one per key."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from cone.errors import FailedPrecondition, unknown_conversation
 from cone.store._db import Connection
 from cone.store.conversations import get as get_conversation
+from cone.store.inbox import skip
 from cone.store.records import Consent
 
 _COLUMNS = (
@@ -85,18 +86,24 @@ def claim(
         " state, created_ns) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
         (key, conversation_id, destination, content_type, payload, now_ns),
     )
-    rec = get(conn, key)
-    assert rec is not None
+    rec = OutboxRecord(
+        key, conversation_id, destination, content_type, payload, None, "pending", 0, None,
+        None, now_ns, None,
+    )  # fmt: skip
     return rec, True
 
 
 def settle(conn: Connection, key: str, message_id: str, now_ns: int) -> None:
-    """Mark the key published as `message_id`."""
-    conn.execute(
+    """Mark the key published as `message_id`; ingest, reading the message back from
+    libxmtp (its own stream echoes it), finds it already accounted for and writes
+    nothing (an own message never enters the inbox)."""
+    cur = conn.execute(
         "UPDATE outbox SET state = 'settled', message_id = ?, settled_ns = ?, last_error = NULL,"
-        " next_attempt_ns = NULL, attempts = attempts + 1 WHERE key = ?",
+        " next_attempt_ns = NULL, attempts = attempts + 1 WHERE key = ? RETURNING conversation_id",
         (message_id, now_ns, key),
     )
+    for (conversation_id,) in cur.fetchall():
+        skip(conn, conversation_id, [message_id])
 
 
 def fail(
