@@ -40,6 +40,7 @@ from cone.core.network import NetworkWatch, identity_unknown
 from cone.core.ratelimit import WriteBudget
 from cone.engine.port import EnginePort, NodeView
 from cone.errors import (
+    IDENTITY_UNKNOWN,
     UNKNOWN_CONVERSATION,
     V3_CUTOVER,
     ConeError,
@@ -265,7 +266,7 @@ class Outbox:
                 # Not prepared: the key's payload is safe in the outbox; the worker
                 # tries again, and the caller is told (there is no message id yet).
                 await self._store.write(
-                    outbox.fail, rec.key, None, err.message, _backoff_ns(rec.attempts + 1)
+                    outbox.fail, rec.key, None, err, _backoff_ns(rec.attempts + 1)
                 )
                 self._wake.set()
                 raise
@@ -304,7 +305,10 @@ class Outbox:
             if abandoned:
                 publish.cancel()  # libxmtp's call runs out its own bound on its worker
         if abandoned:
-            raise Unavailable("publishing a message stopped: the node forgot this identity")
+            raise Unavailable(
+                "publishing a message stopped: the node forgot this identity",
+                reason=IDENTITY_UNKNOWN,
+            )
         return publish.result()
 
     async def _final(self) -> FailedPrecondition | None:
@@ -321,7 +325,7 @@ class Outbox:
     async def _hold(self, rec: OutboxRecord, message_id: str | None, err: ConeError) -> None:
         """Record a final failure: the key keeps its payload and is tried rarely."""
         next_ns = time.time_ns() + int(RETRY_MAX_S * 1e9)
-        await self._store.write(outbox.fail, rec.key, message_id, err.message, next_ns)
+        await self._store.write(outbox.fail, rec.key, message_id, err, next_ns)
 
     async def _wait(
         self,
@@ -334,7 +338,7 @@ class Outbox:
         next_ns = _backoff_ns(rec.attempts + 1)
         if err.retry_after_ms is not None:
             next_ns = max(next_ns, time.time_ns() + err.retry_after_ms * 1_000_000)
-        await self._store.write(outbox.fail, rec.key, message_id, err.message, next_ns)
+        await self._store.write(outbox.fail, rec.key, message_id, err, next_ns)
         self._wake.set()
         log.warning("send %r waits in the outbox: %s", rec.key, err.message)
         retry_ms = max(0, (next_ns - time.time_ns()) // 1_000_000)

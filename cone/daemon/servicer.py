@@ -443,6 +443,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
                     state=o.state,
                     attempts=o.attempts,
                     last_error=o.last_error,
+                    last_reason=o.last_reason,
                     next_attempt_at=_ts(o.next_attempt_ns),
                 )
                 for o in s.outbox

@@ -15,7 +15,7 @@ from prometheus_client.registry import Collector
 
 from cone import metrics
 from cone.commands._render import problems
-from cone.errors import ConeError, storage_full
+from cone.errors import ConeError
 from cone.facades.http import _console, _guard
 from cone.facades.jsonrpc import Dispatcher, Relay
 from cone.facades.jsonrpc._errors import error_object
@@ -183,35 +183,22 @@ def _heartbeat_s(raw: str | None) -> float:
 
 _NETWORK_STATES: Final = ("reachable", "unreachable", "v3_cutover")
 
-# Why an outbox entry is failing, from its `lastError` (the sentence of the ConeError
-# its last attempt raised; status carries no reason code): the first reason whose
-# marker the sentence holds, else `network_unavailable` (libxmtp's other failures).
-# The markers are cone's own wording (cone/engine/_errors.py, cone/core/outbox.py,
-# cone/core/network.py, cone/errors.py), so the label stays one of these few values;
-# tests/facades/http/test_metrics.py holds them to those sentences.
-_OUTBOX_MARKERS: Final = (
-    ("v3_cutover", ("cut over to xmtp's decentralized network",)),
-    ("identity_unknown", ("does not know this identity", "forgot this identity")),
-    ("rate_limited", ("rate limit", "write budget")),
-)
+#: The `reason` labels of cone_outbox_failing, always exported (0 when none fail):
+#: the reason codes an outbox failure carries (`lastReason`); anything else, such as
+#: an entry whose failure was recorded before the store kept reasons, counts as `other`.
 OUTBOX_REASONS: Final = (
     "v3_cutover",
     "identity_unknown",
     "rate_limited",
     "storage_full",
     "network_unavailable",
+    "other",
 )
 
 
-def outbox_reason(last_error: str | None) -> str:
+def outbox_reason(last_reason: str | None) -> str:
     """The `reason` label of a failing outbox entry (one of OUTBOX_REASONS)."""
-    lowered = (last_error or "").lower()
-    for reason, markers in _OUTBOX_MARKERS:
-        if any(marker in lowered for marker in markers):
-            return reason
-    if storage_full(lowered):
-        return "storage_full"
-    return "network_unavailable"
+    return last_reason if last_reason in OUTBOX_REASONS else "other"
 
 
 class _StatusCollector(Collector):
@@ -252,7 +239,7 @@ class _StatusCollector(Collector):
         reasons = dict.fromkeys(OUTBOX_REASONS, 0)
         for entry in s.get("outbox", []):
             if entry.get("state") == "failing":
-                reasons[outbox_reason(entry.get("lastError"))] += 1
+                reasons[outbox_reason(entry.get("lastReason"))] += 1
         for reason, count in reasons.items():
             failing.add_metric([reason], count)
         pending = GaugeMetricFamily(

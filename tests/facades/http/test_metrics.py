@@ -1,6 +1,6 @@
-"""/metrics: outbox entries failing, by reason; the reason read from the sentences
-cone's own errors carry (the real constructors make them here), and from a real
-failing publication on a devnet."""
+"""/metrics: outbox entries failing, by the reason code their last failure recorded
+(the real error constructors make them here), and from a real failing publication on
+a devnet, whose reason status reports as `lastReason`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from cone.core.network import identity_unknown
 from cone.devnet import Devnet
 from cone.engine._errors import cutover_refusal, translate
+from cone.errors import ConeError, InvalidArgument, RateLimited
 from cone.facades.http._routes import OUTBOX_REASONS, outbox_reason
 from support.http_daemon import HttpDaemon
 from support.peers import Peer
@@ -21,26 +22,24 @@ from support.waiting import until
 
 
 @pytest.mark.parametrize(
-    ("sentence", "reason"),
+    ("error", "reason"),
     [
-        (cutover_refusal("publishing a message").message, "v3_cutover"),
-        (identity_unknown("http://node", "inbox not found").message, "identity_unknown"),
-        (translate(RuntimeError("429 rate limit exceeded"), "publishing").message, "rate_limited"),
-        (translate(RuntimeError("database or disk is full"), "publishing").message, "storage_full"),
-        (
-            translate(RuntimeError("connection refused"), "publishing").message,
-            "network_unavailable",
-        ),
-        ("XMTP's write budget (about 3,000 per 5 minutes) is used up", "rate_limited"),
-        ("publishing a message stopped: the node forgot this identity", "identity_unknown"),
-        (None, "network_unavailable"),
+        (cutover_refusal("publishing a message"), "v3_cutover"),
+        (identity_unknown("http://node", "inbox not found"), "identity_unknown"),
+        (translate(RuntimeError("429 rate limit exceeded"), "publishing"), "rate_limited"),
+        (translate(RuntimeError("database or disk is full"), "publishing"), "storage_full"),
+        (translate(RuntimeError("connection refused"), "publishing"), "network_unavailable"),
+        (RateLimited("XMTP's write budget is used up"), "rate_limited"),
+        (InvalidArgument("not a reason an outbox entry carries"), "other"),
     ],
 )
-def test_a_failing_entry_is_counted_under_its_errors_reason(
-    sentence: str | None, reason: str
-) -> None:
-    assert outbox_reason(sentence) == reason
+def test_a_failing_entry_is_counted_under_its_errors_reason(error: ConeError, reason: str) -> None:
+    assert outbox_reason(error.reason) == reason
     assert reason in OUTBOX_REASONS
+
+
+def test_an_entry_without_a_recorded_reason_counts_as_other() -> None:
+    assert outbox_reason(None) == "other"
 
 
 @pytest.fixture
@@ -75,7 +74,9 @@ async def test_metrics_count_pending_and_failing_sends_by_reason(
         text = await scrape()
         assert 'cone_outbox_messages{state="failing"} 1.0' in text
         assert 'cone_outbox_failing{reason="network_unavailable"} 1.0' in text
-        for other in OUTBOX_REASONS[:-1]:
+        entry = (await _rpc(daemon, session, "status"))["outbox"][0]
+        assert entry["lastReason"] == "network_unavailable", entry
+        for other in set(OUTBOX_REASONS) - {"network_unavailable"}:
             assert f'cone_outbox_failing{{reason="{other}"}} 0.0' in text
         devnet_node.faults.clear()
 

@@ -142,7 +142,8 @@ async function refreshStatus() {
   const list = $("outbox-list");
   list.replaceChildren();
   for (const o of outbox) {
-    const li = el("li", "outbox " + o.state, o.state + " · " + shortId(o.conversationId) + " · " + o.attempts + " attempts");
+    const why = o.lastReason ? " (" + o.lastReason + ")" : "";
+    const li = el("li", "outbox " + o.state, o.state + why + " · " + shortId(o.conversationId) + " · " + o.attempts + " attempts");
     li.dataset.key = o.key;
     li.appendChild(el("div", "muted", "key " + o.key));
     if (o.lastError) li.appendChild(el("div", "error reason", o.lastError));
