@@ -1,7 +1,7 @@
 """Bridge turn overhead: a peer's message to the command's start, and the command's exit
 to the reply at the peer, against raw libxmtp peers on the same devnet.
 
-    python -m bench bridge [--turns 200] [--concurrency 4]
+    python -m bench bridge [--turns 200] [--concurrency 4] [--idle-ms 50]
 
 A raw libxmtp peer DMs an agent under `cone bridge` (a subprocess hosting the core)
 and waits for each reply before sending the next message. The agent is a shell script
@@ -14,6 +14,12 @@ starts sending and the moment its stream callback sees the reply (same clock).
   raw peer starts sending a reply → it arrives at the first.
 - for the split of the inbound leg: a long poll on another consumer of the agent's
   cone stamps when each message becomes receivable (ingested and committed).
+
+The peer sends each message the moment the previous reply arrives (back to back),
+which is before the bridge has acknowledged the previous turn: the conversation is
+still left out of the bridge's long poll then, so that leg includes the end of the
+previous turn. Every other turn the peer first waits `--idle-ms` (the bridge idle, as
+when a person types), and those turns are reported on their own rows.
 
 The difference is what cone adds: the daemon's stream, ingest and commit, the long
 poll, turn forming, the journal's fsync and the spawn on the way in; the Reply into the
@@ -89,7 +95,9 @@ def _row(name: str, values: list[float]) -> str:
     return f"| {name:<46} | {_pct(values, 0.5):7.1f} | {_pct(values, 0.99):7.1f} |"
 
 
-async def _bridge_run(url: str, work: Path, turns: int, concurrency: int) -> dict[str, list[float]]:
+async def _bridge_run(
+    url: str, work: Path, turns: int, concurrency: int, idle_s: float
+) -> dict[str, list[float]]:
     log = work / "agent.log"
     script = work / "agent.sh"
     script.write_text(AGENT)
@@ -107,8 +115,11 @@ async def _bridge_run(url: str, work: Path, turns: int, concurrency: int) -> dic
     inbound: list[float] = []
     outbound: list[float] = []
     received_by_cone: list[float] = []
+    idle_inbound: list[float] = []
+    idle_received: list[float] = []
     try:
-        async with Bridge(home, url) as bridge:
+        # The production catch-up pace (30 s), not the tests' 2 s.
+        async with Bridge(home, url, extra_env={"CONE_CATCHUP_S": "30"}) as bridge:
             ident = await bridge.client.identity()
             dm = await alice.client.conversations().find_or_create_dm_by_identity(
                 _client.identifier(ident.address),
@@ -127,6 +138,9 @@ async def _bridge_run(url: str, work: Path, turns: int, concurrency: int) -> dic
             seen: dict[str, int] = {}
             observer = asyncio.create_task(_observe(bridge.client, seen))
             for i in range(turns):
+                idle = i % 2 == 1
+                if idle:
+                    await asyncio.sleep(idle_s)  # pacing, as a person's typing would
                 sent = time.time_ns()
                 message_id = bytes(await alice.send(dm, f"ping {i}")).hex()
                 received, _, _ = await asyncio.wait_for(stamps.queue.get(), 60)
@@ -135,15 +149,22 @@ async def _bridge_run(url: str, work: Path, turns: int, concurrency: int) -> dic
                     what, turn, ns = line.split()
                     if turn == message_id:
                         marks[what] = int(ns)
-                inbound.append((marks["start"] - sent) / 1e6)
+                (idle_inbound if idle else inbound).append((marks["start"] - sent) / 1e6)
                 outbound.append((received - marks["end"]) / 1e6)
                 if message_id in seen:
-                    received_by_cone.append((seen[message_id] - sent) / 1e6)
+                    at = (seen[message_id] - sent) / 1e6
+                    (idle_received if idle else received_by_cone).append(at)
             observer.cancel()
             await closer.end_and_wait()
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    return {"inbound": inbound, "outbound": outbound, "received": received_by_cone}
+    return {
+        "inbound": inbound,
+        "outbound": outbound,
+        "received": received_by_cone,
+        "idle_inbound": idle_inbound,
+        "idle_received": idle_received,
+    }
 
 
 async def _observe(client: Any, seen: dict[str, int]) -> None:
@@ -182,25 +203,42 @@ async def _baseline_run(url: str, work: Path, turns: int) -> dict[str, list[floa
     return {"inbound": inbound, "outbound": outbound}
 
 
-async def _main(turns: int, concurrency: int) -> None:
+async def _main(turns: int, concurrency: int, idle_s: float) -> None:
     work = Path(tempfile.mkdtemp(prefix="cone-bench-"))
     try:
         async with Devnet(port=0) as url:
             base = await _baseline_run(url, work, turns)
-            cone = await _bridge_run(url, work, turns, concurrency)
+            cone = await _bridge_run(url, work, turns, concurrency, idle_s)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"bridge turn overhead: {turns} sequential turns on an in-process devnet (ms)\n")
     print("| leg                                            |     p50 |     p99 |")
     print("| ---------------------------------------------- | ------- | ------- |")
-    print(_row("peer message → command start (cone bridge)", cone["inbound"]))
+    idle_ms = round(idle_s * 1000)
+    print(_row("peer message → command start (back to back)", cone["inbound"]))
     print(_row("  of which: peer message → receivable in cone", cone["received"]))
+    print(_row(f"peer message → command start ({idle_ms} ms idle)", cone["idle_inbound"]))
+    print(_row("  of which: peer message → receivable in cone", cone["idle_received"]))
     print(_row("baseline: peer message → raw peer's stream", base["inbound"]))
     print(_row("command exit → reply at the peer (cone bridge)", cone["outbound"]))
     print(_row("baseline: raw peer's send → peer's stream", base["outbound"]))
     added_in = _pct(cone["inbound"], 0.5) - _pct(base["inbound"], 0.5)
+    added_idle = _pct(cone["idle_inbound"], 0.5) - _pct(base["inbound"], 0.5)
     added_out = _pct(cone["outbound"], 0.5) - _pct(base["outbound"], 0.5)
-    print(f"\ncone adds at p50: {added_in:.1f} ms inbound, {added_out:.1f} ms outbound")
+    print(
+        f"\ncone adds at p50: {added_in:.1f} ms inbound back to back, {added_idle:.1f} ms "
+        f"inbound to an idle bridge, {added_out:.1f} ms outbound"
+    )
+    for name, leg, cut in (
+        ("back to back", "inbound", "received"),
+        ("idle", "idle_inbound", "idle_received"),
+    ):
+        own = _pct(cone[leg], 0.5) - _pct(cone[cut], 0.5)
+        ratio = _pct(cone[cut], 0.5) / _pct(base["inbound"], 0.5)
+        print(
+            f"{name}: receivable at {ratio:.2f}x the raw stream's p50; the bridge's own "
+            f"part (command start - receivable, p50s) {own:.1f} ms"
+        )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"({os.cpu_count()} CPUs, load {load:.1f}, Python {sys.version.split()[0]})")
 
@@ -209,11 +247,12 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench bridge")
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--idle-ms", type=int, default=50)
     args = parser.parse_args(argv)
     # libxmtp logs on fd 1: keep stdout for the figures, send the rest to stderr.
     sys.stdout.flush()
     figures = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     with contextlib.redirect_stdout(figures):
-        asyncio.run(_main(args.turns, args.concurrency))
+        asyncio.run(_main(args.turns, args.concurrency, args.idle_ms / 1000))
     figures.close()

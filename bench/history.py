@@ -1,14 +1,19 @@
 """History benchmarks: `messages` paging and `conversations` listing, each against the
 same queries on plain SQLite in the same run.
 
-    python -m bench history [--conversations 1000] [--messages 10000] [--page 100]
+    python -m bench history [--conversations 1000] [--messages 10000] [--page 100] [--rounds 5]
 
 - conversations: list every one of N conversations (half with a saved contact, a few
   messages each) a page of 50 at a time over cone.sock, against the same SQL
   (`cone.store.history.conversations`) on plain SQLite, in process.
 - messages: page through one conversation of M messages (every tenth one cone's own,
   from the outbox) both ways, `limit` per page, over cone.sock, against the same SQL
-  (`cone.store.history.messages`) on plain SQLite, in process.
+  (`cone.store.history.messages`) on plain SQLite, in process, own messages decoded
+  and every message mapped as the daemon maps it (`cone.core.model`).
+
+Each walk runs `rounds` times, cone's and the baseline's in turn, so both see the same
+load; each figure is the round with the median total time. A last line times the parts
+of a page in process (store read on SQLCipher and on plain SQLite, core mapping, proto).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from cone.core import content
-from cone.core.model import message_of, own_message
+from cone.core.model import Message, message_of, own_message
+from cone.daemon.servicer import add_messages
 from cone.devnet import Devnet
 from cone.store import (
     Connection,
@@ -38,6 +44,7 @@ from cone.store import (
     Kind,
     OwnMessage,
     Store,
+    StoredMessage,
     conversations,
     history,
     inbox,
@@ -51,6 +58,8 @@ BIG = "b1" * 16
 SENDER = "ab" * 32
 OWN = "cd" * 32
 PRODUCTION_PACE = {"CONE_CATCHUP_S": "30"}
+#: One walk: items seen, seconds in all, each page's seconds.
+Walk = tuple[int, float, list[float]]
 
 
 def fill(conn: Connection, n_conversations: int, n_messages: int) -> None:
@@ -115,7 +124,7 @@ def _timed(pages: list[float]) -> str:
     return f"p50 {statistics.median(pages) * 1000:.2f} ms/page"
 
 
-async def _walk_conversations(call: Callable[[str | None], Any]) -> tuple[int, float, list[float]]:
+async def _walk_conversations(call: Callable[[str | None], Any]) -> Walk:
     seen, cursor, pages = 0, None, []
     start = time.perf_counter()
     while True:
@@ -127,9 +136,7 @@ async def _walk_conversations(call: Callable[[str | None], Any]) -> tuple[int, f
             return seen, time.perf_counter() - start, pages
 
 
-async def _walk_messages(
-    call: Callable[[str | None, bool], Any], oldest_first: bool
-) -> tuple[int, float, list[float]]:
+async def _walk_messages(call: Callable[[str | None, bool], Any], oldest_first: bool) -> Walk:
     seen, cursor, pages = 0, None, []
     start = time.perf_counter()
     while True:
@@ -142,77 +149,147 @@ async def _walk_messages(
         cursor = found[-1]
 
 
+def _median(walks: list[Walk]) -> Walk:
+    """The round with the median total time (its pages' times with it)."""
+    return sorted(walks, key=lambda w: w[1])[len(walks) // 2]
+
+
 async def _main(args: argparse.Namespace) -> None:
-    n_conv, n_msg, page = args.conversations, args.messages, args.page
+    n_conv, n_msg, page, rounds = args.conversations, args.messages, args.page, args.rounds
     home = short_home()
-    async with Devnet(port=0) as url, DaemonProcess(home, url, PRODUCTION_PACE) as d:
-        await d.stop()
-        store = Store.open(home / "cone.db", store_key(home))
-        try:
-            store.write_now(fill, n_conv, n_msg)
-        finally:
-            store.close()
-        await d.start()
-
-        async def cone_conversations(cursor: str | None) -> tuple[list[Any], str | None]:
-            request = pb.ConversationsRequest(limit=50)
-            if cursor is not None:
-                request.cursor = cursor
-            r = await d.client.call("Conversations", request)
-            return list(r.conversations), r.cursor if r.HasField("cursor") else None
-
-        async def cone_messages(cursor: str | None, oldest: bool) -> tuple[list[str], bool]:
-            request = pb.MessagesRequest(conversation_id=BIG, limit=page, oldest_first=oldest)
-            if cursor is not None:
-                setattr(request, "after" if oldest else "before", cursor)
-            r = await d.client.call("Messages", request)
-            return [m.message_id for m in r.messages], r.more
-
-        conv = await _walk_conversations(cone_conversations)
-        fwd = await _walk_messages(cone_messages, True)
-        back = await _walk_messages(cone_messages, False)
-
     with tempfile.TemporaryDirectory() as work:
         plain = _plain(n_conv, n_msg, Path(work))
+        async with Devnet(port=0) as url, DaemonProcess(home, url, PRODUCTION_PACE) as d:
+            await d.stop()
+            store = Store.open(home / "cone.db", store_key(home))
+            try:
+                store.write_now(fill, n_conv, n_msg)
+            finally:
+                store.close()
+            await d.start()
 
-        async def plain_conversations(cursor: str | None) -> tuple[list[Any], str | None]:
-            return history.conversations(
-                plain,  # type: ignore[arg-type]
-                consumer="default", consent=None, kind=None, limit=50, cursor=cursor,
-            )  # fmt: skip
+            async def cone_conversations(cursor: str | None) -> tuple[list[Any], str | None]:
+                request = pb.ConversationsRequest(limit=50)
+                if cursor is not None:
+                    request.cursor = cursor
+                r = await d.client.call("Conversations", request)
+                return list(r.conversations), r.cursor if r.HasField("cursor") else None
 
-        async def plain_messages(cursor: str | None, oldest: bool) -> tuple[list[str], bool]:
-            query = functools.partial(
-                history.messages,
-                plain,  # type: ignore[arg-type]
-                conversation_id=BIG, limit=page, oldest_first=oldest,
-            )  # fmt: skip
-            rows, more = query(after=cursor if oldest else None, before=None if oldest else cursor)
-            # What the daemon does too: the one mapping, own messages decoded.
-            found = [
-                own_message(r, OWN, 0) if isinstance(r, OwnMessage) else message_of(r) for r in rows
-            ]
-            return [m.id for m in found], more
+            async def cone_messages(cursor: str | None, oldest: bool) -> tuple[list[str], bool]:
+                request = pb.MessagesRequest(conversation_id=BIG, limit=page, oldest_first=oldest)
+                if cursor is not None:
+                    setattr(request, "after" if oldest else "before", cursor)
+                r = await d.client.call("Messages", request)
+                return [m.message_id for m in r.messages], r.more
 
-        base_conv = await _walk_conversations(plain_conversations)
-        base_fwd = await _walk_messages(plain_messages, True)
-        base_back = await _walk_messages(plain_messages, False)
+            async def plain_conversations(cursor: str | None) -> tuple[list[Any], str | None]:
+                return history.conversations(
+                    plain,  # type: ignore[arg-type]
+                    consumer="default", consent=None, kind=None, limit=50, cursor=cursor,
+                )  # fmt: skip
+
+            async def plain_messages(cursor: str | None, oldest: bool) -> tuple[list[str], bool]:
+                query = functools.partial(
+                    history.messages,
+                    plain,  # type: ignore[arg-type]
+                    conversation_id=BIG, limit=page, oldest_first=oldest,
+                )  # fmt: skip
+                rows, more = query(
+                    after=cursor if oldest else None, before=None if oldest else cursor
+                )
+                # What the daemon does too: the one mapping, own messages decoded.
+                found = [
+                    own_message(r, OWN, 0) if isinstance(r, OwnMessage) else message_of(r)
+                    for r in rows
+                ]
+                return [m.id for m in found], more
+
+            walks: dict[str, list[Walk]] = {}
+            for _ in range(rounds):
+                for name, walk in (
+                    ("conv", lambda: _walk_conversations(cone_conversations)),
+                    ("base_conv", lambda: _walk_conversations(plain_conversations)),
+                    ("fwd", lambda: _walk_messages(cone_messages, True)),
+                    ("base_fwd", lambda: _walk_messages(plain_messages, True)),
+                    ("back", lambda: _walk_messages(cone_messages, False)),
+                    ("base_back", lambda: _walk_messages(plain_messages, False)),
+                ):
+                    walks.setdefault(name, []).append(await walk())
+        store = Store.open(home / "cone.db", store_key(home))
+        try:
+            parts = _breakdown(store, plain, page)
+        finally:
+            store.close()
         plain.close()
 
-    def line(
-        what: str, cone: tuple[int, float, list[float]], base: tuple[int, float, list[float]]
-    ) -> None:
+    def line(what: str, cone: Walk, base: Walk) -> None:
         print(
-            f"{what}: cone {cone[0] / cone[1]:,.0f}/s ({cone[1]:.2f} s, {_timed(cone[2])}); "
+            f"{what}: cone {cone[0] / cone[1]:,.0f}/s ({cone[1]:.3f} s, {_timed(cone[2])}); "
             f"plain SQLite {base[0] / base[1]:,.0f}/s ({base[1]:.3f} s, {_timed(base[2])}); "
-            f"{cone[1] / base[1]:.1f}x the time"
+            f"{cone[1] / base[1]:.1f}x the time "
+            f"({statistics.median(cone[2]) / statistics.median(base[2]):.1f}x at p50)"
         )
 
-    assert conv[0] == base_conv[0] == n_conv + 1
-    assert fwd[0] == back[0] == base_fwd[0] == n_msg, (fwd[0], back[0], base_fwd[0], base_back[0])
-    line(f"conversations: {conv[0]} listed, 50 a page", conv, base_conv)
-    line(f"messages oldest first: {n_msg}, {page} a page", fwd, base_fwd)
-    line(f"messages newest first: {n_msg}, {page} a page", back, base_back)
+    for name, found in walks.items():
+        want = n_conv + 1 if name.endswith("conv") else n_msg
+        assert all(w[0] == want for w in found), (name, [w[0] for w in found])
+    m = {name: _median(found) for name, found in walks.items()}
+    print(f"medians of {rounds} rounds")
+    line(f"conversations: {n_conv + 1} listed, 50 a page", m["conv"], m["base_conv"])
+    line(f"messages oldest first: {n_msg}, {page} a page", m["fwd"], m["base_fwd"])
+    line(f"messages newest first: {n_msg}, {page} a page", m["back"], m["base_back"])
+    print(
+        f"in process, a page of {page} newest first (best of 3 walks): "
+        + ", ".join(f"{what} {ms:.2f} ms" for what, ms in parts.items())
+    )
+
+
+def _breakdown(store: Store, plain: sqlite3.Connection, page: int) -> dict[str, float]:
+    """Where a page's time goes inside the daemon, each part timed alone in process."""
+
+    def pages(read: Callable[..., Any]) -> list[list[StoredMessage | OwnMessage]]:
+        found, cursor, more = [], None, True
+        while more:
+            rows, more = read(
+                history.messages, conversation_id=BIG, before=cursor, after=None,
+                limit=page, oldest_first=False,
+            )  # fmt: skip
+            found.append(rows)
+            cursor = rows[-1].id if rows else None
+        return found
+
+    def plain_read(fn: Callable[..., Any], **kw: Any) -> Any:
+        return fn(plain, **kw)
+
+    def mapped(rows: list[StoredMessage | OwnMessage]) -> list[Message]:
+        return [
+            own_message(r, OWN, 0) if isinstance(r, OwnMessage) else message_of(r) for r in rows
+        ]
+
+    def best(work: Callable[[], object], n: int) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            work()
+            times.append(time.perf_counter() - start)
+        return min(times) / n * 1000
+
+    stored = pages(store.read_now)
+    messages = [mapped(rows) for rows in stored]
+    n = len(stored)
+    return {
+        "store read on SQLCipher (via its thread)": best(lambda: pages(store.read_now), n),
+        "on plain SQLite": best(lambda: pages(plain_read), n),
+        "core mapping": best(lambda: [mapped(rows) for rows in stored], n),
+        "proto and its bytes": best(lambda: [_response(found) for found in messages], n),
+    }
+
+
+def _response(found: list[Message]) -> bytes:
+    """A Messages answer's bytes, built as the servicer builds it."""
+    response = pb.MessagesResponse(more=True)
+    add_messages(response.messages, found)
+    return response.SerializeToString()
 
 
 def main(argv: list[str]) -> None:
@@ -220,4 +297,5 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--conversations", type=int, default=1000)
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--page", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
     asyncio.run(_main(parser.parse_args(argv)))

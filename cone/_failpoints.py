@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 
 
@@ -29,3 +30,23 @@ async def reached(name: str) -> None:
         if await asyncio.to_thread(Path(release).exists):
             return
         await asyncio.sleep(0.05)
+
+
+def armed(name: str) -> int | None:
+    """When the environment names this failpoint: how many writes it gathers before
+    it stops (`CONE_FAILPOINT_GROUP`, default 2); else None. For a failpoint on a
+    thread that gathers work first (the store's group commit)."""
+    if os.environ.get("CONE_FAILPOINT") != name:
+        return None
+    return int(os.environ.get("CONE_FAILPOINT_GROUP", "2"))
+
+
+def reached_now(name: str) -> None:
+    """`reached` for a worker thread: block this thread forever when the environment
+    names this failpoint."""
+    if os.environ.get("CONE_FAILPOINT") != name:
+        return
+    marker = os.environ.get("CONE_FAILPOINT_FILE")
+    if marker:
+        Path(marker).touch()
+    threading.Event().wait()

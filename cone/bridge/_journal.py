@@ -4,15 +4,21 @@ Under `HOME/bridge/CONSUMER/` (directory 0700, files 0600):
 
 - `lock`: an exclusive flock held while a bridge runs for this consumer, so that two
   bridges never share one consumer's receipts.
-- `turns.json`: the open turns, one per conversation: the message ids the turn was
-  formed from, its turn id, and how many attempts have started. It is written (and
-  fsynced, then renamed into place) before each attempt's command starts, and the
-  entry is removed once the turn's messages are acknowledged. After a crash, the first
-  turn in that conversation is formed from the same messages again, so it keeps its
-  turn id and reply key (the reply is not sent twice), and its attempts keep counting.
+- `turns.jsonl`: the open turns, one per conversation: the message ids the turn was
+  formed from, its turn id, and how many attempts have started. Each change appends
+  the whole state as one line (`CRC32 JSON`) and fsyncs the file once, before each
+  attempt's command starts; the entry is removed once the turn's messages are
+  acknowledged. The last line whose checksum holds is the state: a line torn by a
+  crash is one whose save never returned. At start, and once the file passes
+  `LOG_MAX_BYTES`, it is rewritten as one line (a new file, fsynced, renamed into
+  place, the directory fsynced), so that appends only ever go to a file whose name is
+  durable. After a crash, the first turn in that conversation is formed from the same
+  messages again, so it keeps its turn id and reply key (the reply is not sent twice),
+  and its attempts keep counting. (`turns.json`, the whole state renamed into place
+  at every change, is what earlier releases wrote; it is read once and replaced.)
 - `pids.json`: the process id of each turn's running command, written (not fsynced:
   an OS crash ends the commands anyway) when it starts, so that the next start can
-  kill a command a `kill -9` of the bridge left behind. Kept apart from `turns.json`
+  kill a command a `kill -9` of the bridge left behind. Kept apart from `turns.jsonl`
   so that every write of that file stays fsynced.
 - `parked.jsonl`: one JSON object per parked turn, appended and fsynced.
 
@@ -24,14 +30,21 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import time
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from cone._fs import open_nofollow
 from cone.errors import StateError
+
+log = logging.getLogger("cone.bridge")
+
+#: The size past which the next save rewrites `turns.jsonl` as one line.
+LOG_MAX_BYTES = 64 * 1024
 
 
 @dataclass
@@ -84,12 +97,36 @@ def _new_file(path: Path) -> int:
     return open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _fsync_dir(path: Path) -> None:
     fd = open_nofollow(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _line(state: dict[str, Any]) -> bytes:
+    body = json.dumps(state, separators=(",", ":")).encode()
+    return b"%08x %s\n" % (zlib.crc32(body), body)
+
+
+def _last_state(raw: bytes) -> dict[str, Any] | None:
+    """The state in the last complete line whose checksum holds, or None."""
+    for line in reversed(raw.split(b"\n")[:-1]):  # what follows the last newline is torn
+        crc, _, body = line.partition(b" ")
+        try:
+            if int(crc, 16) == zlib.crc32(body):
+                state: dict[str, Any] = json.loads(body)
+                return state
+        except ValueError:
+            continue
+    return None
 
 
 def read_parked(home: Path, consumer: str) -> list[dict[str, Any]]:
@@ -115,6 +152,9 @@ class Journal:
         self.consumer = consumer
         self.dir = bridge_dir(home, consumer)
         self._lock_fd: int | None = None
+        # `turns.jsonl`, open for appending, and how long it is.
+        self._log_fd: int | None = None
+        self._log_size = 0
         self.open_turns: dict[str, OpenTurn] = {}
         #: Turn id → process (group) id of its running command, from `pids.json`.
         self.pids: dict[str, int] = {}
@@ -134,27 +174,55 @@ class Journal:
                 reason="locked",
             ) from None
         self._lock_fd = fd
-        path = self.dir / "turns.json"
         try:
-            raw = json.loads(path.read_text())
-        except FileNotFoundError:
-            raw = {}
-        except ValueError:
+            raw = self._load()
+        except StateError:
             self.release()
-            raise StateError(
-                f"{path} is not valid JSON: move it aside to start without it (turns in "
-                "progress then run again, possibly under new reply keys)",
-                reason="state_error",
-            ) from None
+            raise
         self.open_turns = {c: OpenTurn(**t) for c, t in raw.get("turns", {}).items()}
+        try:
+            self._compact()  # one line, and no torn tail for the next append to follow
+        except OSError as exc:  # a full disk: the first save rewrites it (or fails its turn)
+            log.warning("could not rewrite %s now: %s", self.dir / "turns.jsonl", exc)
         try:
             pids = json.loads((self.dir / "pids.json").read_text())
         except (FileNotFoundError, ValueError):  # missing, or torn by an OS crash
             pids = {}
         self.pids = {t: int(p) for t, p in pids.items() if isinstance(p, int)}
 
+    def _load(self) -> dict[str, Any]:
+        log_path = self.dir / "turns.jsonl"
+        try:
+            raw = log_path.read_bytes()
+        except FileNotFoundError:
+            pass
+        else:
+            state = _last_state(raw)
+            if state is None:
+                raise StateError(
+                    f"{log_path} holds no intact record: move it aside to start without it "
+                    "(turns in progress then run again, possibly under new reply keys)",
+                    reason="state_error",
+                )
+            return state
+        path = self.dir / "turns.json"  # written by earlier releases
+        try:
+            old: dict[str, Any] = json.loads(path.read_text())
+            return old
+        except FileNotFoundError:
+            return {}
+        except ValueError:
+            raise StateError(
+                f"{path} is not valid JSON: move it aside to start without it (turns in "
+                "progress then run again, possibly under new reply keys)",
+                reason="state_error",
+            ) from None
+
     def release(self) -> None:
         """Drop the lock."""
+        if self._log_fd is not None:
+            os.close(self._log_fd)
+            self._log_fd = None
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -174,17 +242,38 @@ class Journal:
             os.close(fd)
         os.replace(tmp, self.dir / "pids.json")
 
+    def _state(self) -> dict[str, Any]:
+        return {"turns": {c: asdict(t) for c, t in self.open_turns.items()}}
+
     def _save(self) -> None:
-        tmp = self.dir / "turns.json.tmp"
-        body = json.dumps({"turns": {c: asdict(t) for c, t in self.open_turns.items()}})
+        """Append the state and fsync once: durable when this returns."""
+        if self._log_fd is None or self._log_size > LOG_MAX_BYTES:
+            self._compact()
+            return
+        line = _line(self._state())
+        _write_all(self._log_fd, line)
+        os.fsync(self._log_fd)
+        self._log_size += len(line)
+
+    def _compact(self) -> None:
+        """Rewrite `turns.jsonl` as the one line of the state: a new file, fsynced,
+        renamed into place, the directory fsynced (then appends need one fsync)."""
+        if self._log_fd is not None:
+            os.close(self._log_fd)
+            self._log_fd = None
+        line = _line(self._state())
+        tmp = self.dir / "turns.jsonl.tmp"
         fd = _new_file(tmp)
         try:
-            os.write(fd, body.encode())
+            _write_all(fd, line)
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, self.dir / "turns.json")
+        os.replace(tmp, self.dir / "turns.jsonl")
         _fsync_dir(self.dir)
+        (self.dir / "turns.json").unlink(missing_ok=True)  # an earlier release's; superseded
+        self._log_fd = open_nofollow(self.dir / "turns.jsonl", os.O_WRONLY | os.O_APPEND)
+        self._log_size = len(line)
 
     def begin(self, conversation_id: str, turn_id: str, message_ids: list[str]) -> int:
         """Record that an attempt starts; returns its number (1 for the first)."""

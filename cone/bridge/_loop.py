@@ -2,9 +2,10 @@
 
 Turns in different conversations run concurrently, up to `concurrency`; a
 conversation with a turn in progress (running, or waiting to retry) is left out of
-the long poll (`excludeConversationIds`), so its turns never overlap. When a turn
-ends, the outstanding long poll is cancelled (its messages stay pending) and a new one
-starts with the updated exclusions.
+the long poll (`excludeConversationIds`), so its turns never overlap. When a turn's
+messages are acknowledged, the outstanding long poll is cancelled (its messages stay
+pending) and a new one starts with the updated exclusions: the conversation is polled
+again at once, while the turn's last bookkeeping (the context consumer's ack) goes on.
 
 A turn that exits 0 is answered with `Reply` under the key `reply:<turn id>` and only
 then acknowledged: once Reply returns, the reply is durably in the outbox (published
@@ -94,7 +95,10 @@ class Bridge:
         self.context = Context(caller, config.context_consumer, config.context_cap)
         self.files = TurnFiles(caller, files_root(config.home, config.consumer))
         self.rules = Rules(config.alias, config.reactions, str(identity.get("inboxId", "")))
+        # The turn holding each conversation (left out of the long poll).
         self.running: dict[str, asyncio.Task[None]] = {}
+        # Every turn's task until it ends (a released turn may still be finishing).
+        self._tasks: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Event()
         # A deterministic failure inside a turn, to stop the bridge with.
         self._fatal: ConeError | None = None
@@ -119,7 +123,7 @@ class Bridge:
             await self._loop(stopped)
         finally:
             stopped.cancel()
-            tasks = list(self.running.values())
+            tasks = list(self._tasks)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -191,7 +195,10 @@ class Bridge:
         for turn in p.turns:
             if len(self.running) >= self.config.concurrency:
                 break  # the rest stay pending for a later poll
-            self.running[turn.conversation_id] = asyncio.create_task(self._turn(turn))
+            task = asyncio.create_task(self._turn(turn))
+            self.running[turn.conversation_id] = task
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _transient(self, what: str, fn: Any) -> Any:
         """Await `fn()`, retrying while the failure is retryable (the core may be
@@ -308,8 +315,13 @@ class Bridge:
             await asyncio.sleep(retry_delay(max(self.config.backoff_s, 1.0), 3))
         finally:
             self.files.remove(turn.turn_id)
-            self.running.pop(cid, None)
-            self._changed.set()
+            self._release(cid)
+
+    def _release(self, cid: str) -> None:
+        """This task's turn no longer holds the conversation: poll it again."""
+        if self.running.get(cid) is asyncio.current_task():
+            del self.running[cid]
+        self._changed.set()
 
     async def _answer(self, turn: Turn, stdout: bytes, attempt: int) -> None:
         try:
@@ -333,8 +345,12 @@ class Bridge:
 
     async def _settle(self, turn: Turn) -> None:
         await self._transient("ack", lambda: ack(self.caller, turn.ack_ids, self.config.consumer))
-        await self._transient("ack context", lambda: self.context.consumed(turn))
+        # Acknowledged: the turn is done with, and its conversation may be polled again
+        # (its next turn can begin before the context consumer's ack below returns;
+        # `consumed` updated the held context before it awaits).
         self.journal.finish(turn.conversation_id)
+        self._release(turn.conversation_id)
+        await self._transient("ack context", lambda: self.context.consumed(turn))
 
     async def _park(self, turn: Turn, attempts: int, reason: str) -> None:
         record = Parked(

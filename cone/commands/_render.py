@@ -123,8 +123,9 @@ def status(s: JsonObject) -> str:
         lines.append(f"  outbox      {len(outbox)} unsettled")
         for o in outbox:
             err = f": {clean(o['lastError'])}" if o.get("lastError") else ""
+            why = f" ({clean(o['lastReason'])})" if o.get("lastReason") else ""
             lines.append(
-                f"    key {clean(o['key'])} in {o['conversationId']}: {o['state']} after "
+                f"    key {clean(o['key'])} in {o['conversationId']}: {o['state']}{why} after "
                 f"{o['attempts']} attempt(s){err}"
             )
     lines.append(

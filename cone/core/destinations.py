@@ -22,6 +22,13 @@ An address resolves without the network when cone already knows whose it is: a
 saved contact's address, or an address libxmtp's local state gives a DM peer's inbox.
 Only an address neither holds is looked up on the network, so a send to a known
 address queues in the outbox while the node is down, like any other send.
+
+A send to a name, inbox id or address remembers the DM it went to (`remember_dm`),
+so the next send there goes straight to that DM, at the cost of a send to its
+conversation id. What is remembered is forgotten (and resolved afresh at the next
+send) when a contact is saved, a new conversation arrives (a peer's second DM,
+which libxmtp may prefer), the streams restart, cone moves to D14N, or the DM no
+longer takes sends as it is (blocked or a request again: resolving accepts it).
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from dataclasses import dataclass
 from cone import destination
 from cone.engine.port import EnginePort
 from cone.errors import NotFound
-from cone.store import Kind, Store, conversations
+from cone.store import ContactRecord, Kind, Store, conversations
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,41 @@ class Destinations:
     def __init__(self, store: Store, engine: EnginePort) -> None:
         self._store = store
         self._engine = engine
+        # Where a send to a destination last went: the DM (see the module docstring).
+        self._dms: dict[str, str] = {}
+        # The saved contact names, read once: most names a send gives (conversation
+        # ids that start with a letter) are no contact's, and need no read then.
+        self._names: set[str] | None = None
+
+    @staticmethod
+    def _dm_key(to: str) -> str:
+        # Names are exact; ids and addresses are read in any case.
+        return to if destination.is_name(to) else to.lower()
+
+    def known_dm(self, to: str) -> str | None:
+        """The DM a send to `to` (a name, inbox id or address) went to, if remembered."""
+        return self._dms.get(self._dm_key(to))
+
+    def remember_dm(self, to: str, conversation_id: str) -> None:
+        """Remember that a send to `to` goes to the DM `conversation_id`."""
+        self._dms[self._dm_key(to)] = conversation_id
+
+    def forget_dm(self, to: str) -> None:
+        """Resolve `to` afresh at its next send."""
+        self._dms.pop(self._dm_key(to), None)
+
+    def forget(self) -> None:
+        """Resolve every destination afresh at its next send (contacts changed, or a
+        conversation arrived)."""
+        self._dms.clear()
+        self._names = None
+
+    async def _contact(self, name: str) -> ContactRecord | None:
+        if self._names is None:
+            self._names = await self._store.read(conversations.contact_names)
+        if name not in self._names:
+            return None
+        return await self._store.read(conversations.contact_by_name, name)
 
     async def resolve(
         self, to: str, *, field: str = "to", conversation: bool = True, own: bool = False
@@ -64,7 +106,7 @@ class Destinations:
     async def _resolve(self, to: str, field: str, conversation: bool) -> Destination:
         destination.check(to, field)
         if destination.is_name(to):
-            contact = await self._store.read(conversations.contact_by_name, to)
+            contact = await self._contact(to)
             if contact is not None:
                 return Destination(inbox_id=contact.inbox_id, address=contact.address)
         lowered = to.lower()

@@ -7,7 +7,9 @@ by message id, against the ids cone has already read (delivered, or skipped as o
 protocol-only or a repeated send key):
 
 - **Streamed**: a message the stream hands over is committed by its id at once, with
-  no read of libxmtp's database.
+  no read of libxmtp's database: for a conversation cone records already, in one
+  write transaction (checking the conversation, the ids cone has read, inserting)
+  and no libxmtp call; for a new one, after recording it.
 - **Read**: after a sync, a restart or a new conversation, the conversation's
   messages are read from the wall-clock time cone last started a complete read (less
   `READ_MARGIN_NS`). That only needs libxmtp's stamp to be no earlier than the clock
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 
 from cone import _failpoints, metrics
 from cone.core import content
+from cone.core.waiters import Batch, Waiter, Waiters, hand_out, take_for
 from cone.engine.port import ConversationInfo, EnginePort, RawMessage, XmtpConsent
 from cone.store import (
     AttachmentRow,
@@ -183,8 +186,16 @@ class _Retry:
 class Ingestor:
     """Owns the path from libxmtp's database to the inbox."""
 
-    def __init__(self, store: Store, engine: EnginePort, on_new: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        engine: EnginePort,
+        on_new: Callable[[], None],
+        waiters: Waiters | None = None,
+    ) -> None:
         self._store = store
+        # Receives waiting now: a streamed commit takes their batches (cone/core/waiters.py).
+        self._waiters = waiters or Waiters()
         self._engine = engine
         self._on_new = on_new
         self._streamed: dict[str, dict[str, RawMessage]] = {}
@@ -250,7 +261,11 @@ class Ingestor:
                 for cid in sorted(set(streamed) | to_read):
                     held = list(streamed.get(cid, {}).values())
                     try:
-                        new += await self._ingest_conversation(cid, held, cid in to_read)
+                        # Streamed news of a recorded conversation: one transaction.
+                        fast = None if cid in to_read else await self._commit_streamed(cid, held)
+                        if fast is None:
+                            fast = await self._ingest_conversation(cid, held, cid in to_read)
+                        new += fast
                     except Exception as exc:  # one conversation's failure holds back no other
                         self._retry_later(cid, held, exc)
                     else:
@@ -309,6 +324,36 @@ class Ingestor:
         if rec.consent is Consent.ACCEPTED:
             self._on_new()
         return rec
+
+    async def _commit_streamed(self, cid: str, held: list[RawMessage]) -> int | None:
+        """Streamed messages of a conversation cone records already: checked and
+        committed in one write transaction, with no libxmtp call. None when cone does
+        not record the conversation yet, or the batch would not store as a whole: the
+        full path (`_ingest_conversation`) takes it then."""
+        rows: list[IncomingMessage] = []
+        skipped: list[str] = []
+        for raw in sorted(held, key=_conversation_order):
+            row = to_inbox(raw, self._engine.inbox_id)
+            if row is None:
+                skipped.append(raw.id)
+            else:
+                rows.append(row)
+        waiting = self._waiters.waiting()
+        try:
+            done = await self._store.write(_commit_if_recorded, cid, rows, skipped, waiting)
+        except Exception as exc:  # the full path stores it row by row, or retries
+            log.debug("streamed commit of %s failed (%s); taking the full path", cid, exc)
+            return None
+        if done is None:
+            return None
+        committed, served = done
+        # Committed and synced: the waiting receives may have their batches now.
+        hand_out(served)
+        _log_arrivals(rows, committed)
+        _count_arrivals(rows, committed)
+        if self.after_commit is not None:
+            await self.after_commit(cid, held)
+        return len(committed)
 
     async def _ingest_conversation(self, cid: str, streamed: list[RawMessage], read: bool) -> int:
         info = await self._engine.conversation(cid)
@@ -515,6 +560,24 @@ def _count_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
 
 def _conversation_order(raw: RawMessage) -> tuple[int, str]:
     return raw.sent_at_ns, raw.id
+
+
+def _commit_if_recorded(
+    conn: Connection,
+    conversation_id: str,
+    rows: list[IncomingMessage],
+    skipped: list[str],
+    waiting: list[Waiter],
+) -> tuple[list[str], list[tuple[Waiter, Batch]]] | None:
+    """`_commit_rows` for the messages not read yet, if the conversation is recorded
+    (None, writing nothing, when it is not); when any entered the inbox, the waiting
+    receives' batches are taken in the same transaction."""
+    if conversations.get(conn, conversation_id) is None:
+        return None
+    known = inbox.known_ids(conn, [r.id for r in rows] + skipped)
+    fresh = [r for r in rows if r.id not in known]
+    new = _commit_rows(conn, conversation_id, fresh, [s for s in skipped if s not in known], None)
+    return new, take_for(conn, waiting) if new else []
 
 
 def _commit_rows(

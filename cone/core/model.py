@@ -87,9 +87,7 @@ def attachment_of(a: StoredAttachment) -> Attachment:
     return Attachment(a.index, a.filename, a.mime_type, a.size, a.sha256, a.data, a.error)
 
 
-def _reaction(reaction_json: str | None) -> Reaction | None:
-    if reaction_json is None:
-        return None
+def _reaction(reaction_json: str) -> Reaction:
     r = json.loads(reaction_json)
     return Reaction(
         message_id=r["messageId"],
@@ -102,7 +100,7 @@ def _reaction(reaction_json: str | None) -> Reaction | None:
 
 def message_of(m: StoredMessage) -> Message:
     """The one mapping from the store's record to the core's message."""
-    files = tuple(attachment_of(a) for a in m.attachments)
+    files = tuple(map(attachment_of, m.attachments)) if m.attachments else ()
     return Message(
         id=m.id,
         conversation_id=m.conversation_id,
@@ -118,7 +116,7 @@ def message_of(m: StoredMessage) -> Message:
         reply_to=m.reply_to,
         fallback=m.fallback,
         unreadable=m.unreadable,
-        reaction=_reaction(m.reaction_json),
+        reaction=None if m.reaction_json is None else _reaction(m.reaction_json),
         content_json=m.content_json,
         attachment=files[0] if m.attachments_kind is AttachmentsKind.ONE and files else None,
         attachments=files if m.attachments_kind is AttachmentsKind.LIST else (),
@@ -133,7 +131,8 @@ def inline_bytes(messages: Iterable[Message | StoredMessage]) -> int:
     total = 0
     for m in messages:
         files = m.attachments if isinstance(m, StoredMessage) else (m.attachment, *m.attachments)
-        total += sum(len(a.data) for a in files if a is not None and a.data is not None)
+        if files:
+            total += sum(len(a.data) for a in files if a is not None and a.data is not None)
     return total
 
 

@@ -2,14 +2,17 @@
 
 The key protocol, in order:
 1. The first payload and the exact conversation for a key are committed to the
-   outbox (encrypted, synced) before anything else happens.
+   outbox (encrypted, synced) before anything else happens. Concurrent sends'
+   claims share one commit (group commit, cone/store/_group.py); each send goes on
+   only once its own claim is synced.
 2. libxmtp prepares the message locally (unpublished). Its id is not written
    separately: after a crash before step 3 is recorded, the prepared message is
    found again through the key it carries (`cone.key` in the envelope), so a key
    never gets a second prepared message.
-3. The message is published, and the key settles with the message id in one
-   write, queued without waiting for it: publishing a prepared message again is
-   harmless, so a crash that loses the settle record only repeats step 3.
+3. The message is published (steps 2 and 3 are one call into libxmtp, one worker
+   hop), and the key settles with the message id in one write, queued without
+   waiting for it: publishing a prepared message again is harmless, so a crash
+   that loses the settle record only repeats step 3.
 A failed publication leaves the key `failing`; a per-conversation worker retries
 with backoff, so one failing conversation never holds back another. A failure that
 is final for now (the node's V3 cutover; a node that does not know this identity,
@@ -24,9 +27,12 @@ import functools
 import json
 import logging
 import random
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from cone.core import content
 from cone.core.ingest import READ_MARGIN_NS
@@ -34,6 +40,7 @@ from cone.core.network import NetworkWatch, identity_unknown
 from cone.core.ratelimit import WriteBudget
 from cone.engine.port import EnginePort, NodeView
 from cone.errors import (
+    IDENTITY_UNKNOWN,
     UNKNOWN_CONVERSATION,
     V3_CUTOVER,
     ConeError,
@@ -48,6 +55,8 @@ from cone.store import Store, outbox
 from cone.store.outbox import OutboxRecord
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 RETRY_START_S = 1.0
 RETRY_MAX_S = 300.0
@@ -79,6 +88,28 @@ def _backoff_ns(attempts: int) -> int:
     return time.time_ns() + int(delay * (0.5 + random.random()) * 1e9)
 
 
+class _Echoes:
+    """Ids of messages this process prepared, until the message stream echoes them
+    (at most `LIMIT`, the oldest forgotten first). Filled on libxmtp's worker thread
+    before the publication starts, so an id is in before its echo can arrive."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, message_id: str) -> None:
+        with self._lock:
+            self._ids[message_id] = None
+            if len(self._ids) > self.LIMIT:
+                self._ids.popitem(last=False)
+
+    def take(self, message_id: str) -> bool:
+        with self._lock:
+            return self._ids.pop(message_id, False) is None
+
+
 class Outbox:
     """Owns the send path and its retries."""
 
@@ -95,9 +126,21 @@ class Outbox:
         self._wake = asyncio.Event()
         self._all_due = False
         self._budget = WriteBudget()
+        self._echoes = _Echoes()
 
     def _lock(self, conversation_id: str) -> asyncio.Lock:
         return self._locks.setdefault(conversation_id, asyncio.Lock())
+
+    def sent_here(self, message_id: str) -> bool:
+        """Whether this process prepared and published (or is publishing) the
+        message: its settle record accounts for it to ingest (asked once per id,
+        by the message stream's echo)."""
+        return self._echoes.take(message_id)
+
+    def _prepared(self, holder: list[str], message_id: str) -> None:
+        # On libxmtp's worker thread, between prepare and publish.
+        holder.append(message_id)
+        self._echoes.add(message_id)
 
     def start(self) -> None:
         """Resume unsettled keys now and keep retrying failed ones."""
@@ -148,12 +191,12 @@ class Outbox:
         )
         async with self._lock(conversation_id):
             try:
-                rec, created = await self._store.write(claim, now_ns=time.time_ns())
+                rec, created = await self._store.write_grouped(claim, now_ns=time.time_ns())
             except NotFound as err:
                 if err.reason != UNKNOWN_CONVERSATION:
                     raise
                 await record_unknown(conversation_id)
-                rec, created = await self._store.write(claim, now_ns=time.time_ns())
+                rec, created = await self._store.write_grouped(claim, now_ns=time.time_ns())
             if created:
                 return await self._deliver(rec, deduplicated=False, fresh=True)
         return await self._again(rec, conversation_id, kind)
@@ -192,52 +235,67 @@ class Outbox:
         message_id = rec.message_id
         if message_id is None and not fresh:
             message_id = await self._find_prepared(rec)
-        if message_id is None:
-            # Not recorded here: a crash before settle finds it again by its key.
-            try:
-                message_id = await self._engine.prepare(rec.conversation_id, rec.payload)
-            except Unavailable as err:
-                # The key's payload is safe in the outbox; the worker tries again.
-                await self._store.write(
-                    outbox.fail, rec.key, None, err.message, _backoff_ns(rec.attempts + 1)
-                )
-                self._wake.set()
-                raise
+        prepared: list[str] = []  # the id, once libxmtp has stored the message
         wait_s = self._budget.take()
         try:
             if wait_s:
+                if message_id is None:
+                    message_id = await self._engine.prepare(rec.conversation_id, rec.payload)
                 raise RateLimited(
                     "XMTP's write budget (about 3,000 per 5 minutes) is used up",
                     retry_after_ms=int(wait_s * 1000),
                 )
-            await self._publish(rec.conversation_id, message_id)
+            if message_id is None:
+                # Not recorded here: a crash before settle finds it again by its key.
+                message_id = await self._publish(
+                    self._engine.send(
+                        rec.conversation_id,
+                        rec.payload,
+                        functools.partial(self._prepared, prepared),
+                    )
+                )
+            else:
+                await self._publish(self._engine.publish(rec.conversation_id, message_id))
         except Unavailable as err:
+            message_id = message_id or (prepared[0] if prepared else None)
             final = await self._final()
-            if final is None:
-                return await self._wait(rec, message_id, err, deduplicated)
-            await self._hold(rec, message_id, final)
-            raise final from err
+            if final is not None:
+                await self._hold(rec, message_id, final)
+                raise final from err
+            if message_id is None:
+                # Not prepared: the key's payload is safe in the outbox; the worker
+                # tries again, and the caller is told (there is no message id yet).
+                await self._store.write(
+                    outbox.fail, rec.key, None, err, _backoff_ns(rec.attempts + 1)
+                )
+                self._wake.set()
+                raise
+            return await self._wait(rec, message_id, err, deduplicated)
         except RateLimited as err:
+            message_id = message_id or (prepared[0] if prepared else None)
+            if message_id is None:
+                raise
             return await self._wait(rec, message_id, err, deduplicated)
         except FailedPrecondition as err:
             if err.reason != V3_CUTOVER:
                 raise
             # Final until cone moves to D14N: the key keeps its payload, is retried
             # rarely (in case the node was misconfigured), and the caller is told.
-            await self._hold(rec, message_id, err)
+            await self._hold(rec, message_id or (prepared[0] if prepared else None), err)
             raise
-        # Not awaited: if a crash loses this record, the key is found pending, its
-        # prepared message is found by key, and publishing it again is harmless.
+        # Not awaited (it joins the next group commit): if a crash loses this record,
+        # the key is found pending, its prepared message is found by key, and
+        # publishing it again is harmless.
         self._store.write_soon(outbox.settle, rec.key, message_id, time.time_ns())
         log.debug("message out %s in %s (key %r)", message_id, rec.conversation_id, rec.key)
         return SendResult(message_id, rec.conversation_id, deduplicated, True)
 
-    async def _publish(self, conversation_id: str, message_id: str) -> None:
-        """Publish, or give up waiting once the node says it does not know this
-        identity: libxmtp's publication then hangs until its bound (minutes)."""
+    async def _publish(self, publishing: Awaitable[T]) -> T:
+        """Await a publication, or give up waiting once the node says it does not
+        know this identity: libxmtp's publication then hangs until its bound (minutes)."""
         if self._network is None:
-            return await self._engine.publish(conversation_id, message_id)
-        publish = asyncio.ensure_future(self._engine.publish(conversation_id, message_id))
+            return await publishing
+        publish = asyncio.ensure_future(publishing)
         forgotten = asyncio.ensure_future(self._network.forgotten.wait())
         try:
             await asyncio.wait({publish, forgotten}, return_when=asyncio.FIRST_COMPLETED)
@@ -247,8 +305,11 @@ class Outbox:
             if abandoned:
                 publish.cancel()  # libxmtp's call runs out its own bound on its worker
         if abandoned:
-            raise Unavailable("publishing a message stopped: the node forgot this identity")
-        publish.result()
+            raise Unavailable(
+                "publishing a message stopped: the node forgot this identity",
+                reason=IDENTITY_UNKNOWN,
+            )
+        return publish.result()
 
     async def _final(self) -> FailedPrecondition | None:
         """A failed publication's final reason for now, if the node gives one: it
@@ -264,7 +325,7 @@ class Outbox:
     async def _hold(self, rec: OutboxRecord, message_id: str | None, err: ConeError) -> None:
         """Record a final failure: the key keeps its payload and is tried rarely."""
         next_ns = time.time_ns() + int(RETRY_MAX_S * 1e9)
-        await self._store.write(outbox.fail, rec.key, message_id, err.message, next_ns)
+        await self._store.write(outbox.fail, rec.key, message_id, err, next_ns)
 
     async def _wait(
         self,
@@ -277,7 +338,7 @@ class Outbox:
         next_ns = _backoff_ns(rec.attempts + 1)
         if err.retry_after_ms is not None:
             next_ns = max(next_ns, time.time_ns() + err.retry_after_ms * 1_000_000)
-        await self._store.write(outbox.fail, rec.key, message_id, err.message, next_ns)
+        await self._store.write(outbox.fail, rec.key, message_id, err, next_ns)
         self._wake.set()
         log.warning("send %r waits in the outbox: %s", rec.key, err.message)
         retry_ms = max(0, (next_ns - time.time_ns()) // 1_000_000)

@@ -29,11 +29,13 @@ from cone.core.model import Attachment, Message, attachment_of, message_of
 from cone.core.network import ADVICE, STATUS_PROBE_S, NetworkWatch
 from cone.core.outbox import Outbox, SendResult, check_content
 from cone.core.retention import Retention
+from cone.core.waiters import Waiters, take_or_head
 from cone.engine.port import (
     ConsentUpdate,
     ConversationInfo,
     EnginePort,
     NodeView,
+    RawMessage,
     StreamHealth,
     XmtpConsent,
 )
@@ -135,7 +137,9 @@ class Core:
             period_s=catchup_interval_s,
             on_change=self._on_network_change,
         )
-        self.ingestor = Ingestor(store, engine, self._notify)
+        # Receives waiting for news; a streamed commit serves them (cone/core/waiters.py).
+        self._waiters = Waiters()
+        self.ingestor = Ingestor(store, engine, self._notify, self._waiters)
         self.outbox = Outbox(store, engine, self.network)
         self.fetcher = Fetcher(store, self._wake_receivers)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
@@ -181,7 +185,7 @@ class Core:
         await self.ingestor.ingest_all()
         read = time.monotonic()
         await self.engine.start_streams(
-            on_message=self.ingestor.accept,
+            on_message=self._on_message,
             on_conversation=self._on_conversation,
             on_consent=self._on_consent,
             on_restart=self._on_stream_restart,
@@ -252,7 +256,9 @@ class Core:
 
     def _on_stream_restart(self) -> None:
         # Whatever the gap skipped is read back from libxmtp's database; a stream that
-        # reopens while the network was down means it is back: catch up now.
+        # reopens while the network was down means it is back: catch up now. A new
+        # DM may have come in the gap: destinations are resolved afresh.
+        self.destinations.forget()
         self.ingestor.mark_all()
         if not self.network_ok():
             self._catch_up_now.set()
@@ -262,6 +268,7 @@ class Core:
         # it for later starts, report it, and catch up and publish what waits now.
         await self.store.write(meta.put, BACKEND_KEY, self.engine.backend.encode())
         self.identity = replace(self.identity, backend=self.engine.backend)
+        self.destinations.forget()
         self.ingestor.mark_all()
         self._catch_up_now.set()
         self.outbox.retry_now()
@@ -278,11 +285,23 @@ class Core:
         self._wake_receivers()
 
     def _wake_receivers(self) -> None:
-        # Wake every waiting Receive; each re-reads the store.
+        # Wake every waiting Receive and Peek; each re-reads the store.
         self._arrival.set()
         self._arrival = asyncio.Event()
+        self._waiters.wake()
+
+    def _on_message(self, raw: RawMessage) -> None:
+        if self.outbox.sent_here(raw.id):
+            # The stream's echo of a message this cone just sent: it never enters the
+            # inbox, and its settle record tells ingest it is accounted for. Only
+            # retention looks at it (an own message may disappear).
+            self._in_background(self.retention.after_commit(raw.conversation_id, [raw]))
+            return
+        self.ingestor.accept(raw)
 
     def _on_conversation(self, conversation_id: str) -> None:
+        # A peer's second DM may be the one libxmtp now prefers for that peer.
+        self.destinations.forget()
         self.ingestor.mark(conversation_id)
         self._follow_up(conversation_id)
         # A new conversation may come with a disappearing setting already on.
@@ -374,16 +393,22 @@ class Core:
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             arrival = self._arrival
-            messages, more = await self._take_pending(consumer, limit, exclude)
+            messages, more, head = await self._take_pending(consumer, limit, exclude)
             if messages:
                 return [message_of(m) for m in messages], more
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            try:
-                await asyncio.wait_for(arrival.wait(), remaining)
-            except TimeoutError:
-                break
+            with self._waiters.wait(consumer, limit, exclude, head) as waiter:
+                if arrival.is_set():
+                    continue  # news came while the store was read: look again
+                try:
+                    batch = await asyncio.wait_for(waiter.batch, remaining)
+                except TimeoutError:
+                    break
+            if batch is not None:  # taken in the commit that brought the news
+                messages, more = batch
+                return [message_of(m) for m in messages], more
         if not self.network_ok():
             raise Unavailable(
                 f"nothing is pending and the network cannot be reached: {self.last_sync_error}",
@@ -393,11 +418,10 @@ class Core:
 
     async def _take_pending(
         self, consumer: str, limit: int, exclude: list[str]
-    ) -> tuple[list[StoredMessage], bool]:
+    ) -> tuple[list[StoredMessage], bool, int]:
+        """The pending batch, or when there is none, the inbox's head (see waiters)."""
         try:
-            return await self.store.write(
-                inbox.take_pending, consumer, limit, exclude, time.time_ns()
-            )
+            return await self.store.write(take_or_head, consumer, limit, exclude, time.time_ns())
         except StateError as exc:
             if exc.reason != "storage_full":
                 raise
@@ -405,7 +429,7 @@ class Core:
             # delivery (the messages stay pending, as always until acked).
             log.warning("receive answered without recording deliveries: %s", exc.message)
             return await self.store.rolled_back(
-                inbox.take_pending, consumer, limit, exclude, time.time_ns()
+                take_or_head, consumer, limit, exclude, time.time_ns()
             )
 
     async def peek(
@@ -481,6 +505,7 @@ class Core:
         contact = await self.store.write(
             conversations.save_contact, ContactRecord(inbox_id, name, address, dm.id)
         )
+        self.destinations.forget()  # a name may now lead elsewhere
         await self.engine.set_consent(conversation_id=dm.id, allowed=True, peer_inbox_id=inbox_id)
         self.ingestor.mark(dm.id)
         self._follow_up(dm.id)
@@ -540,22 +565,32 @@ class Core:
         self._check_room()
         self.network.require_identity()
         content, reply_to_inbox_id = await self._referenced(content, reply_to)
-        found = await self.destinations.resolve(to)
-        if found.conversation_id is not None:
-            conversation_id = found.conversation_id
-        else:
-            assert found.inbox_id is not None
-            conversation_id = await self._open_dm(found.inbox_id)
-        return await self.outbox.send(
+        send = functools.partial(
+            self.outbox.send,
             key=key,
             destination=to,
-            conversation_id=conversation_id,
-            require_accepted=found.conversation_id is not None,
             record_unknown=self._known,
             message=content,
             reply_to=reply_to,
             reply_to_inbox_id=reply_to_inbox_id,
         )
+        dm = self.destinations.known_dm(to)
+        if dm is not None:
+            # The DM the last send to `to` went to: no resolving, no libxmtp call; the
+            # claim checks it is still accepted.
+            try:
+                return await send(conversation_id=dm, require_accepted=True)
+            except (FailedPrecondition, NotFound) as err:
+                if err.reason not in ("not_accepted", UNKNOWN_CONVERSATION):
+                    raise
+                self.destinations.forget_dm(to)  # resolved afresh below (which accepts it)
+        found = await self.destinations.resolve(to)
+        if found.conversation_id is not None:
+            return await send(conversation_id=found.conversation_id, require_accepted=True)
+        assert found.inbox_id is not None
+        conversation_id = await self._open_dm(found.inbox_id)
+        self.destinations.remember_dm(to, conversation_id)
+        return await send(conversation_id=conversation_id, require_accepted=False)
 
     async def reply(self, *, conversation_id: str, key: str, content: Outgoing) -> SendResult:
         """One message into an accepted conversation, one per key."""

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from cone.core.content import (
@@ -153,31 +154,59 @@ def _reaction_pb(r: Reaction) -> pb.Reaction:
     )
 
 
-def message_to_pb(m: Message) -> pb.Message:
-    """The one mapping from the core's message to the proto Message (Receive, Peek
-    and Messages alike)."""
-    return pb.Message(
+def _message(make: Callable[..., pb.Message], m: Message) -> pb.Message:
+    # Any int64 time is a valid Timestamp: no range check to make (`_ts` has one).
+    seconds, nanos = divmod(m.sent_at_ns, 1_000_000_000)
+    out = make(
         message_id=m.id,
         conversation_id=m.conversation_id,
         conversation_type=_KIND[m.kind],
         sender_inbox_id=m.sender_inbox_id,
-        sent_at=_ts(m.sent_at_ns),
+        sent_at={"seconds": seconds, "nanos": nanos},
         content_type=m.content_type,
         sequence=m.sequence,
         deliveries=m.deliveries,
-        text=m.text,
-        data_json=m.data_json,
-        reply_to=m.reply_to,
-        fallback=m.fallback,
-        unreadable=m.unreadable,
-        reaction=None if m.reaction is None else _reaction_pb(m.reaction),
-        content_json=m.content_json,
-        attachment=None if m.attachment is None else _attachment_pb(m.attachment),
-        attachments=[_attachment_pb(a) for a in m.attachments],
-        own=m.own or None,
-        deleted=m.deleted or None,
-        expired=m.expired or None,
     )
+    # The rest only when present (None leaves an optional field unset): a message
+    # carries one or two of them, and handing over every None cost half the mapping.
+    if m.text is not None:
+        out.text = m.text
+    if m.data_json is not None:
+        out.data_json = m.data_json
+    if m.reply_to is not None:
+        out.reply_to = m.reply_to
+    if m.fallback is not None:
+        out.fallback = m.fallback
+    if m.unreadable is not None:
+        out.unreadable = m.unreadable
+    if m.reaction is not None:
+        out.reaction.CopyFrom(_reaction_pb(m.reaction))
+    if m.content_json is not None:
+        out.content_json = m.content_json
+    if m.attachment is not None:
+        out.attachment.CopyFrom(_attachment_pb(m.attachment))
+    if m.attachments:
+        out.attachments.extend(_attachment_pb(a) for a in m.attachments)
+    if m.own:
+        out.own = True
+    if m.deleted:
+        out.deleted = True
+    if m.expired:
+        out.expired = True
+    return out
+
+
+def message_to_pb(m: Message) -> pb.Message:
+    """The one mapping from the core's message to the proto Message (Receive, Peek
+    and Messages alike)."""
+    return _message(pb.Message, m)
+
+
+def add_messages(into: RepeatedCompositeFieldContainer[pb.Message], found: list[Message]) -> None:
+    """`message_to_pb` of each message, built in place in a response's `messages`
+    (handing the response a list of them copies each one)."""
+    for m in found:
+        _message(into.add, m)
 
 
 _ROLE = {
@@ -282,7 +311,9 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             request.wait_ms,
             list(request.exclude_conversation_ids),
         )
-        return pb.ReceiveResponse(messages=[message_to_pb(m) for m in messages], more=more)
+        response = pb.ReceiveResponse(more=more)
+        add_messages(response.messages, messages)
+        return response
 
     @_boundary
     async def Ack(
@@ -377,9 +408,9 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             request.limit if request.HasField("limit") else None,
             request.wait_ms,
         )
-        return pb.PeekResponse(
-            messages=[message_to_pb(m) for m in messages], more=more, head_sequence=head
-        )
+        response = pb.PeekResponse(more=more, head_sequence=head)
+        add_messages(response.messages, messages)
+        return response
 
     @_boundary
     async def Status(
@@ -412,6 +443,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
                     state=o.state,
                     attempts=o.attempts,
                     last_error=o.last_error,
+                    last_reason=o.last_reason,
                     next_attempt_at=_ts(o.next_attempt_ns),
                 )
                 for o in s.outbox
@@ -451,11 +483,9 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             limit=request.limit if request.HasField("limit") else None,
             oldest_first=request.oldest_first if request.HasField("oldest_first") else None,
         )
-        return pb.MessagesResponse(
-            messages=[message_to_pb(m) for m in found],
-            more=more,
-            stale=self.core.stale() or None,
-        )
+        response = pb.MessagesResponse(more=more, stale=self.core.stale() or None)
+        add_messages(response.messages, found)
+        return response
 
     @_boundary
     async def Contacts(

@@ -12,6 +12,15 @@ loop makes the call (and awaits it, when it is async) under the bound; the calle
 loop only waits, and gives up at the bound with `Unavailable`. A worker stuck inside
 libxmtp stays stuck, but others are started for later calls (up to `MAX_THREADS`),
 and the threads are daemon threads, so a stuck call never holds up the exit.
+
+Asynchronous calls share one such thread, the lane, whose event loop polls them all
+(as a libxmtp app's own loop would): a thread per call costs every poll of every
+call a thread switch and a GIL hand-off, which halved the rate of eight
+conversations sending at once (docs/bench.md, section send). The lane ticks a
+heartbeat; a lane that has not ticked for `STUCK_S` (a call blocked its thread), or
+on which a call overran its bound, takes no new calls: they go to a thread of their
+own, as synchronous calls do, until the lane ticks again. A call already queued on
+the lane when it stalled waits at most its bound, like any call.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import concurrent.futures
 import inspect
 import queue
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -33,6 +43,9 @@ T = TypeVar("T")
 MAX_THREADS: Final = 16
 #: How much longer the caller waits than the worker's own bound before giving up.
 GRACE_S: Final = 1.0
+#: The lane's heartbeat, and how long without one makes it stuck (seconds).
+BEAT_S: Final = 0.2
+STUCK_S: Final = 1.0
 
 
 @dataclass
@@ -49,6 +62,34 @@ async def _complete(call: Callable[[], Any]) -> Any:
     return result
 
 
+class _Lane:
+    """One thread whose event loop runs many asynchronous calls at once."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.beat = time.monotonic()
+        self.stalled = False  # a call on it overran its bound
+        threading.Thread(target=self._run, name="cone-xmtp-lane", daemon=True).start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._tick)
+        self.loop.run_forever()
+
+    def _tick(self) -> None:
+        self.beat = time.monotonic()
+        self.stalled = False
+        self.loop.call_later(BEAT_S, self._tick)
+
+    def open(self) -> bool:
+        """Whether the lane takes new calls: it ticked lately and nothing on it stalled."""
+        return not self.stalled and time.monotonic() - self.beat < STUCK_S
+
+
+async def _bounded(call: Callable[[], Any], seconds: float) -> Any:
+    return await asyncio.wait_for(_complete(call), seconds)
+
+
 class Offload:
     """Worker threads, each with its own event loop, that make libxmtp calls."""
 
@@ -58,11 +99,23 @@ class Offload:
         self._threads = 0
         self._idle = 0
         self._lock = threading.Lock()
+        self._lane: _Lane | None = None
 
     async def run(self, call: Callable[[], Awaitable[T]], seconds: float, doing: str) -> T:
-        """Await `call()` on a worker, bounded by `seconds`; Unavailable when it does
-        not finish in time."""
-        return await self._run(call, seconds, doing)  # type: ignore[no-any-return]  # the job's result is call()'s
+        """Await `call()` on the lane (or a worker of its own while the lane is
+        stuck), bounded by `seconds`; Unavailable when it does not finish in time."""
+        if self._lane is None:
+            self._lane = _Lane()
+        lane = self._lane
+        if not lane.open():
+            return await self._run(call, seconds, doing)  # type: ignore[no-any-return]  # the job's result is call()'s
+        future = asyncio.run_coroutine_threadsafe(_bounded(call, seconds), lane.loop)
+        try:
+            result: T = await asyncio.wait_for(asyncio.wrap_future(future), seconds + GRACE_S)
+        except TimeoutError:
+            lane.stalled = True  # until its next tick: new calls go elsewhere meanwhile
+            raise Unavailable(f"{doing} did not finish in {seconds:.0f} s") from None
+        return result
 
     async def run_sync(self, call: Callable[[], T], seconds: float, doing: str) -> T:
         """`call()` on a worker, bounded as `run`."""

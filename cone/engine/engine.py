@@ -545,6 +545,39 @@ class Engine:
 
         return await self._x.call_sync(prepared, LOCAL_CALL_S, "preparing a message")
 
+    async def send(
+        self, conversation_id: str, payload: bytes, prepared: Callable[[str], None]
+    ) -> str:
+        """Prepare and publish a new message in one call into libxmtp (one worker
+        hop, not two); returns its id. `prepared` is told the id on libxmtp's worker
+        thread as soon as the message is stored, before its publication, so a caller
+        whose publication fails or overruns still knows it: keep it to recording
+        the id. A failure raises as `prepare`'s or `publish`'s would."""
+        key = bytes.fromhex(conversation_id)
+        ids: list[str] = []
+
+        async def sent() -> str:
+            conversation = self._client.conversation(key)
+            message = conversation.prepare_message(payload, True)
+            message_id = bytes(message).hex()
+            ids.append(message_id)
+            prepared(message_id)
+            await conversation.publish_stored_message(message)
+            return message_id
+
+        try:
+            message_id: str = await self._x.offload.run(sent, NETWORK_CALL_S, "sending a message")
+        except ffi.FfiError as exc:
+            if not ids:
+                raise self._x.error(exc, "preparing a message") from exc
+            err = self._x.error(exc, "publishing a message")
+            err.__cause__ = exc
+            if isinstance(err, Unavailable):
+                err = await self._unless_cutover(err, "publishing a message")
+            raise err from exc
+        self._cutover = False
+        return message_id
+
     async def publish(self, conversation_id: str, message_id: str) -> None:
         """Publish a prepared message; harmless to repeat after success."""
         key, message = bytes.fromhex(conversation_id), bytes.fromhex(message_id)

@@ -296,6 +296,13 @@ class EnginePort(Protocol):
         """Publish a prepared message; harmless to repeat."""
         ...
 
+    async def send(
+        self, conversation_id: str, payload: bytes, prepared: Callable[[str], None]
+    ) -> str:
+        """`prepare` then `publish` in one call; `prepared` learns the id (on another
+        thread) before the publication starts. Returns the id."""
+        ...
+
     # --- streams and lifecycle ---
 
     async def start_streams(

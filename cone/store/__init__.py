@@ -14,11 +14,12 @@ import concurrent.futures
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from cone.errors import StateError, storage_full
 from cone.store import attachments, conversations, history, inbox, meta, outbox
 from cone.store._db import Connection, DatabaseError, open_database
+from cone.store._group import GroupCommit
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
 from cone.store.records import (
@@ -53,12 +54,6 @@ def _translated(exc: Exception) -> Exception:
     return exc
 
 
-def _log_failure(future: concurrent.futures.Future[Any]) -> None:
-    exc = future.exception()
-    if exc is not None:
-        log.error("a queued store write failed: %s", exc)
-
-
 class Store:
     """An open store. Create with `Store.open`; close with `close`."""
 
@@ -67,6 +62,8 @@ class Store:
         self.path = path
         # One thread: SQLite work is serialized and never blocks the event loop.
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cone-store")
+        # Writes that share commits on that thread (cone/store/_group.py).
+        self.group = GroupCommit(conn, self._pool, _translated)
 
     @classmethod
     def open(cls, path: Path, key: bytes) -> Store:
@@ -121,6 +118,7 @@ class Store:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run `fn(conn, ...)` in one write transaction; durable when this returns."""
+        self.group.flush()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: self._write_sync(fn, *args, **kwargs))
 
@@ -128,6 +126,7 @@ class Store:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run `fn(conn, ...)` for reading."""
+        self.group.flush()  # a write queued before is seen
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: self._read_sync(fn, *args, **kwargs))
 
@@ -136,33 +135,47 @@ class Store:
     ) -> T:
         """Run `fn(conn, ...)` in a transaction that is rolled back: its result without
         its writes (for answering a read when the disk is too full to record it)."""
+        self.group.flush()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._pool, lambda: self._rolled_back_sync(fn, *args, **kwargs)
         )
 
+    async def write_grouped(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """`write`, sharing its commit (and fsync) with the writes queued beside it
+        while the store is busy (group commit, cone/store/_group.py); durable when
+        this returns. `fn`'s error rolls back only its own write."""
+        result: T = await self.group.write(lambda conn: fn(conn, *args, **kwargs))
+        return result
+
     def write_soon(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> None:
-        """Queue `write` without waiting for it; later reads and writes see it (one
-        thread, in order). Only for records whose loss in a crash is already healed."""
-        future = self._pool.submit(lambda: self._write_sync(fn, *args, **kwargs))
-        future.add_done_callback(_log_failure)
+        """Queue a write without waiting for it; later reads and writes see it (they
+        commit it first). It joins the next group commit (synced as any), within
+        milliseconds. Only for records whose loss in a crash before that commit is
+        already healed."""
+        self.group.write_soon(lambda conn: fn(conn, *args, **kwargs))
 
     def write_now(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """The synchronous `write`, for start-up code that runs before the loop serves."""
+        self.group.flush()
         return self._pool.submit(lambda: self._write_sync(fn, *args, **kwargs)).result()
 
     def read_now(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """The synchronous `read`, for start-up code."""
+        self.group.flush()
         return self._pool.submit(lambda: self._read_sync(fn, *args, **kwargs)).result()
 
     def close(self) -> None:
         """Finish pending work and close the connection."""
+        self.group.flush()
         self._pool.shutdown(wait=True)
         self._conn.close()
 

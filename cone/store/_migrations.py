@@ -180,6 +180,11 @@ MIGRATIONS: Final[list[str]] = [
         settled_ns  INTEGER
     ) WITHOUT ROWID;
     """,
+    # The reason code of an outbox entry's last failure (errors' stable `reason`), so
+    # status and /metrics report why without reading the sentence.
+    """
+    ALTER TABLE outbox ADD COLUMN last_reason TEXT;
+    """,
 ]
 
 

@@ -184,3 +184,8 @@ def contact_by_address(conn: Connection, address: str) -> ContactRecord | None:
         (address.lower(),),
     ).fetchone()
     return ContactRecord(row[0], row[1], row[2], row[3]) if row else None
+
+
+def contact_names(conn: Connection) -> set[str]:
+    """Every saved contact name."""
+    return {str(r[0]) for r in conn.execute("SELECT name FROM contacts WHERE name IS NOT NULL")}

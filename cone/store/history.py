@@ -11,6 +11,8 @@ placed at the time cone first took its key.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass
 
 from cone.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -40,24 +42,26 @@ class ConversationRow:
     left: bool
 
 
-# A page's order, from inbox rows and own rows alike: (t, id, own). Expired messages
-# are gone from history. Each side is bounded, ordered and limited on its own index;
-# the page is their merge. The rows themselves are read by id afterwards.
+# A page is two range reads, each bounded, ordered and limited on its own index:
+# inbox rows (as Receive hands them out) and own rows (the outbox's published keys),
+# each read whole; the page is their merge. Expired messages are gone from history.
 _INBOX = (
-    "SELECT sent_at_ns AS t, id, 0 AS own FROM messages"
-    f" WHERE conversation_id = :cid AND (removed IS NULL OR removed != '{Removed.EXPIRED}')"
-    " {bounds} ORDER BY sent_at_ns {order}, id {order} LIMIT :n"
+    f"SELECT {inbox.ROW} FROM messages m JOIN conversations c ON c.id = m.conversation_id"
+    f" WHERE m.conversation_id = :cid AND (m.removed IS NULL OR m.removed != '{Removed.EXPIRED}')"
+    " {bounds} ORDER BY m.sent_at_ns {order}, m.id {order} LIMIT :n"
 )
 _OWN = (
-    "SELECT created_ns AS t, message_id AS id, 1 AS own FROM outbox"
+    "SELECT created_ns, message_id, payload FROM outbox"
     " WHERE conversation_id = :cid AND message_id IS NOT NULL AND expired_ns IS NULL"
     " {bounds} ORDER BY created_ns {order}, message_id {order} LIMIT :n"
 )
+# Where inbox.ROW keeps a message's id and sent time (its history position).
+_ID, _SENT = 1, 5
 
 
-def _arm(template: str, time_column: str, id_column: str, bounds: list[str], order: str) -> str:
+def _bounded(template: str, time_column: str, id_column: str, bounds: list[str], order: str) -> str:
     where = "".join(f" AND ({time_column}, {id_column}) {b}" for b in bounds)
-    return f"SELECT * FROM ({template.format(bounds=where, order=order)})"
+    return template.format(bounds=where, order=order)
 
 
 def _position(conn: Connection, conversation_id: str, message_id: str, field: str) -> int:
@@ -67,8 +71,10 @@ def _position(conn: Connection, conversation_id: str, message_id: str, field: st
         (message_id, conversation_id),
     ).fetchone()
     if row is None:
+        # By message id: the conversation's own index would scan all its own messages.
         row = conn.execute(
-            "SELECT created_ns FROM outbox WHERE message_id = ? AND conversation_id = ?",
+            "SELECT created_ns FROM outbox INDEXED BY outbox_by_message"
+            " WHERE message_id = ? AND conversation_id = ?",
             (message_id, conversation_id),
         ).fetchone()
     if row is None:
@@ -109,28 +115,27 @@ def messages(
         params["bt"], params["bid"] = _position(conn, conversation_id, before, "before"), before
         bounds.append("< (:bt, :bid)")
     order = "ASC" if oldest_first else "DESC"
-    inbound = _arm(_INBOX, "sent_at_ns", "id", bounds, order)
-    own = _arm(_OWN, "created_ns", "message_id", bounds, order)
-    page = conn.execute(
-        f"{inbound} UNION ALL {own} ORDER BY 1 {order}, 2 {order} LIMIT :n", params
+    received = conn.execute(
+        _bounded(_INBOX, "m.sent_at_ns", "m.id", bounds, order), params
     ).fetchall()
+    sent = conn.execute(
+        _bounded(_OWN, "created_ns", "message_id", bounds, order), params
+    ).fetchall()
+    # (position, own, row), in the page's order; the first limit + 1 of both sides.
+    merged = heapq.merge(
+        (((r[_SENT], r[_ID]), False, r) for r in received),
+        (((r[0], r[1]), True, r) for r in sent),
+        key=lambda entry: entry[0],
+        reverse=not oldest_first,
+    )
+    page = list(itertools.islice(merged, limit + 1))
     more = len(page) > limit
-    page = page[:limit]
-    received = inbox.by_ids(conn, [r[1] for r in page if not r[2]])
-    sent = _own(conn, conv, [r[1] for r in page if r[2]])
-    return [sent[r[1]] if r[2] else received[r[1]] for r in page], more
-
-
-def _own(conn: Connection, conv: Conversation, message_ids: list[str]) -> dict[str, OwnMessage]:
-    if not message_ids:
-        return {}
-    marks = ", ".join("?" * len(message_ids))
-    rows = conn.execute(
-        "SELECT message_id, created_ns, payload FROM outbox"
-        f" WHERE conversation_id = ? AND message_id IN ({marks})",
-        [conv.id, *message_ids],
-    ).fetchall()
-    return {r[0]: OwnMessage(r[0], conv.id, conv.kind, r[1], bytes(r[2])) for r in rows}
+    del page[limit:]
+    stored = iter(inbox.records(conn, [row for _, own, row in page if not own]))
+    return [
+        OwnMessage(row[1], conv.id, conv.kind, row[0], bytes(row[2])) if own else next(stored)
+        for _, own, row in page
+    ], more
 
 
 def _cursor(conv: Conversation) -> str:

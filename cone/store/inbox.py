@@ -120,6 +120,12 @@ def known_count(conn: Connection, conversation_id: str) -> int:
     return int(a) + int(b)
 
 
+def head(conn: Connection) -> int:
+    """The latest inbox sequence number (0 when the inbox is empty)."""
+    (seq,) = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
+    return int(seq)
+
+
 def touch_consumer(conn: Connection, consumer: str, now_ns: int) -> None:
     """Record that a consumer exists (for status)."""
     conn.execute(
@@ -134,19 +140,22 @@ def take_pending(
     exclude: Sequence[str],
     now_ns: int,
     max_bytes: int = limits.RECEIVE_BATCH_BYTES,
+    after_seq: int = 0,
 ) -> tuple[list[StoredMessage], bool]:
     """The oldest pending messages, their delivery counts raised; and `more`.
 
     At most `limit` messages, and no more than fit in `max_bytes` by `MESSAGE_SIZE`,
     except that the first message always comes (a message larger than the budget is
-    a batch of its own). `more` says whether pending messages were left out.
+    a batch of its own). `more` says whether pending messages were left out. Only
+    messages after `after_seq` are looked at (a range of the primary key): for a
+    caller that knows nothing up to it is pending.
     """
     touch_consumer(conn, consumer, now_ns)
     _advance(conn, consumer)  # once after an upgrade or an unblock; then a lookup
     params: dict[str, object] = {
         "consumer": consumer,
         "limit": limit + 1,
-        "through": _acked.through(conn, consumer),
+        "through": max(after_seq, _acked.through(conn, consumer)),
     }
     exclusion = " AND m.seq > :through"
     if exclude:
@@ -259,21 +268,16 @@ def _stored(row: Any, files: tuple[StoredAttachment, ...]) -> StoredMessage:
     )
 
 
-def by_ids(conn: Connection, message_ids: Sequence[str]) -> dict[str, StoredMessage]:
-    """Inbox messages by id as Receive hands them out, without touching a receipt
-    (`deliveries` 0), attachment bytes inline as a Receive batch gives them (at most
-    `limits.RECEIVE_INLINE_BUDGET_BYTES` in all, in the order of the ids)."""
-    if not message_ids:
-        return {}
-    marks = ", ".join("?" * len(message_ids))
-    rows = conn.execute(
-        f"SELECT {_COLUMNS}, 0, {_EXTRA} FROM messages m"
-        f" JOIN conversations c ON c.id = m.conversation_id WHERE m.id IN ({marks})",
-        list(message_ids),
-    ).fetchall()
-    order = {mid: i for i, mid in enumerate(message_ids)}
-    rows.sort(key=lambda row: order[row[1]])
-    return {m.id: m for m in _stored_batch(conn, rows, 0)}
+#: A message row as Receive hands it out without counting a delivery (deliveries 0),
+#: from `messages m JOIN conversations c`; `records` maps such rows.
+ROW: Final = f"{_COLUMNS}, 0, {_EXTRA}"
+
+
+def records(conn: Connection, rows: list[Any]) -> list[StoredMessage]:
+    """Rows of `ROW` as Receive hands them out, without touching a receipt, attachment
+    bytes inline as a Receive batch gives them (at most
+    `limits.RECEIVE_INLINE_BUDGET_BYTES` in all, in the order of the rows)."""
+    return _stored_batch(conn, rows, 0)
 
 
 def as_stored(m: IncomingMessage, kind: Kind, *, own: bool, budget: int) -> StoredMessage:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cone.errors import FailedPrecondition, unknown_conversation
+from cone.errors import ConeError, FailedPrecondition, unknown_conversation
 from cone.store._db import Connection
 from cone.store.conversations import get as get_conversation
+from cone.store.inbox import skip
 from cone.store.records import Consent
 
 _COLUMNS = (
     "key, conversation_id, destination, content_type, payload, message_id, state, attempts,"
-    " last_error, next_attempt_ns, created_ns, settled_ns"
+    " last_error, next_attempt_ns, created_ns, settled_ns, last_reason"
 )
 
 
@@ -36,6 +37,8 @@ class OutboxRecord:
     next_attempt_ns: int | None
     created_ns: int
     settled_ns: int | None
+    #: The stable reason code of the last failure (`cone.errors`), with `last_error`.
+    last_reason: str | None = None
 
 
 def _record(row: tuple[object, ...]) -> OutboxRecord:
@@ -85,28 +88,40 @@ def claim(
         " state, created_ns) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
         (key, conversation_id, destination, content_type, payload, now_ns),
     )
-    rec = get(conn, key)
-    assert rec is not None
+    rec = OutboxRecord(
+        key, conversation_id, destination, content_type, payload, None, "pending", 0, None,
+        None, now_ns, None,
+    )  # fmt: skip
     return rec, True
 
 
 def settle(conn: Connection, key: str, message_id: str, now_ns: int) -> None:
-    """Mark the key published as `message_id`."""
-    conn.execute(
+    """Mark the key published as `message_id`; ingest, reading the message back from
+    libxmtp (its own stream echoes it), finds it already accounted for and writes
+    nothing (an own message never enters the inbox)."""
+    cur = conn.execute(
         "UPDATE outbox SET state = 'settled', message_id = ?, settled_ns = ?, last_error = NULL,"
-        " next_attempt_ns = NULL, attempts = attempts + 1 WHERE key = ?",
+        " last_reason = NULL,"
+        " next_attempt_ns = NULL, attempts = attempts + 1 WHERE key = ? RETURNING conversation_id",
         (message_id, now_ns, key),
     )
+    for (conversation_id,) in cur.fetchall():
+        skip(conn, conversation_id, [message_id])
 
 
 def fail(
-    conn: Connection, key: str, message_id: str | None, error: str, next_attempt_ns: int
+    conn: Connection,
+    key: str,
+    message_id: str | None,
+    error: ConeError,
+    next_attempt_ns: int,
 ) -> None:
-    """Record a failed attempt (of `message_id`, when prepared) and when to retry."""
+    """Record a failed attempt (of `message_id`, when prepared), why, and when to retry."""
     conn.execute(
         "UPDATE outbox SET state = 'failing', message_id = coalesce(?, message_id),"
-        " attempts = attempts + 1, last_error = ?, next_attempt_ns = ? WHERE key = ?",
-        (message_id, error, next_attempt_ns, key),
+        " attempts = attempts + 1, last_error = ?, last_reason = ?, next_attempt_ns = ?"
+        " WHERE key = ?",
+        (message_id, error.message, error.reason, next_attempt_ns, key),
     )
 
 

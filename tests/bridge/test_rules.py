@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 from pathlib import Path
 
 import pytest
 
 from cone.bridge._address import addresses, valid_alias
 from cone.bridge._context import Context
-from cone.bridge._journal import Journal, OpenTurn
+from cone.bridge._journal import LOG_MAX_BYTES, Journal, OpenTurn
 from cone.bridge._turns import plan
 from cone.errors import StateError
 from conepb.v1 import cone_pb2 as pb
@@ -162,7 +164,7 @@ def test_one_bridge_per_consumer_and_open_turns_persist(tmp_path: Path) -> None:
     turn = again.open_turns["aa"]
     assert (turn.turn_id, turn.message_ids, turn.attempts) == ("t1", ["t0", "t1"], 1)
     assert turn.last_error == "exit 1"
-    assert oct((tmp_path / "bridge" / "bridge" / "turns.json").stat().st_mode & 0o777) == "0o600"
+    assert oct((tmp_path / "bridge" / "bridge" / "turns.jsonl").stat().st_mode & 0o777) == "0o600"
     again.finish("aa")
     assert again.open_turns == {}
 
@@ -190,3 +192,72 @@ def test_context_zero_hands_over_no_context() -> None:
     assert ctx.hold([_msg(1, "aa", "c1")]) == [_msg(1, "aa", "c1").message_id]
     (turn,) = plan([_msg(2, "aa", "inline"), _msg(3, "aa", "@bot go")], "bot", {}).turns
     assert ctx.for_turn(turn) == []
+
+
+def test_a_torn_last_journal_line_leaves_the_state_before_it(tmp_path: Path) -> None:
+    journal = Journal(tmp_path, "bridge")
+    journal.acquire()
+    journal.begin("aa", "t1", ["t1"])
+    journal.begin("bb", "t2", ["t2"])
+    journal.release()
+    log = tmp_path / "bridge" / "bridge" / "turns.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 3  # the start's rewrite, then one line per save
+    # A crash in the middle of the second save: its line is cut short.
+    log.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+
+    again = Journal(tmp_path, "bridge")
+    again.acquire()
+    assert sorted(again.open_turns) == ["aa"]  # the state the first save made durable
+    assert len(log.read_bytes().splitlines()) == 1  # rewritten: no append follows a torn tail
+    again.begin("cc", "t3", ["t3"])
+    again.release()
+    third = Journal(tmp_path, "bridge")
+    third.acquire()
+    assert sorted(third.open_turns) == ["aa", "cc"]
+
+
+def test_a_journal_line_failing_its_checksum_is_skipped(tmp_path: Path) -> None:
+    journal = Journal(tmp_path, "bridge")
+    journal.acquire()
+    journal.begin("aa", "t1", ["t1"])
+    journal.begin("aa", "t1", ["t1"])
+    journal.release()
+    log = tmp_path / "bridge" / "bridge" / "turns.jsonl"
+    # The last line complete in length but not in content (a block never written).
+    log.write_bytes(log.read_bytes().replace(b'"attempts":2', b'"attempts":9'))
+
+    again = Journal(tmp_path, "bridge")
+    again.acquire()
+    assert again.open_turns["aa"].attempts == 1
+
+
+def test_the_journal_of_an_earlier_release_is_read_once_and_replaced(tmp_path: Path) -> None:
+    folder = tmp_path / "bridge" / "bridge"
+    folder.mkdir(parents=True)
+    turn = {"conversation_id": "aa", "turn_id": "t1", "message_ids": ["t1"], "attempts": 2}
+    (folder / "turns.json").write_text(json.dumps({"turns": {"aa": turn}}))
+
+    journal = Journal(tmp_path, "bridge")
+    journal.acquire()
+    assert journal.open_turns["aa"].attempts == 2
+    assert not (folder / "turns.json").exists() and (folder / "turns.jsonl").exists()
+    assert journal.begin("aa", "t1", ["t1"]) == 3
+
+
+def test_a_long_journal_is_rewritten_as_one_line(tmp_path: Path) -> None:
+    journal = Journal(tmp_path, "bridge")
+    journal.acquire()
+    log = tmp_path / "bridge" / "bridge" / "turns.jsonl"
+    sizes = []
+    for i in range(600):
+        journal.begin("aa", f"t{i}", [f"t{i}"])
+        journal.finish("aa")
+        sizes.append(log.stat().st_size)
+    assert max(sizes) <= LOG_MAX_BYTES + 200
+    assert any(b < a for a, b in itertools.pairwise(sizes))  # rewritten on the way
+    journal.begin("bb", "last", ["last"])
+    journal.release()
+    again = Journal(tmp_path, "bridge")
+    again.acquire()
+    assert sorted(again.open_turns) == ["bb"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import pytest
 
@@ -29,6 +31,22 @@ async def test_kill9_after_ingest_before_ack_redelivers(daemon: DaemonProcess, a
     (again,) = await receive_n(daemon.client, 1)
     assert (again.message_id, again.text) == (first.message_id, "survive the crash")
     assert again.deliveries == 2
+
+
+async def test_kill9_right_after_a_long_poll_was_answered_redelivers(
+    daemon: DaemonProcess, alice: Peer
+) -> None:
+    # The waiting poll is answered from the commit that stores the message
+    # (cone/core/waiters.py): the message and its delivery are on disk by then.
+    dm = await _accepted_dm(daemon, alice)
+    poll = asyncio.create_task(daemon.client.receive(consumer="p", wait_ms=30_000))
+    await alice.send(dm, "answered, then killed")
+    (first,) = (await poll).messages
+    daemon.kill9()
+    await daemon.restart()
+    (again,) = await receive_n(daemon.client, 1, consumer="p")
+    assert (again.message_id, again.text) == (first.message_id, "answered, then killed")
+    assert (first.deliveries, again.deliveries) == (1, 2)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -116,6 +116,7 @@ async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sen
                 assert isinstance(found, list)
                 (entry,) = found
                 assert entry.key == "q1" and entry.state == "failing"
+                assert entry.last_reason == "identity_unknown"
                 assert entry.next_attempt_at.ToSeconds() - time.time() > 200  # 5 minutes
             assert [o.key for o in (await daemon.status()).outbox] in ([], ["q1"])  # no new key
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import grpc
 import pytest
@@ -208,3 +209,69 @@ async def test_a_failing_conversation_never_holds_back_another(
 
     (got,) = await until(delivered)
     assert ffi.decode_text(got.content) == "stuck for now"
+
+
+async def test_a_kill9_right_after_a_group_commit_publishes_each_of_its_keys_once(
+    home: Path, devnet: str, alice: Peer, tmp_path: Path
+) -> None:
+    # Three conversations send at once; the failpoint gathers their three claims into
+    # one group commit and stops the store's thread right after it, before any send
+    # learns its claim is durable: the daemon dies there.
+    peers = [alice] + [await Peer.create(devnet, tmp_path, name) for name in ("bob", "carol")]
+    marker_file = home.parent / f"{home.name}.failpoint"
+    env = {
+        "CONE_FAILPOINT": "group_commit",
+        "CONE_FAILPOINT_GROUP": str(len(peers)),
+        "CONE_FAILPOINT_FILE": str(marker_file),
+    }
+    async with DaemonProcess(home, devnet, extra_env=env) as daemon:
+        dms = [
+            (await daemon.client.call("Connect", pb.ConnectRequest(to=p.address))).contact
+            for p in peers
+        ]
+        calls = [
+            asyncio.create_task(
+                _send(daemon, to=dm.conversation_id, text=f"first payload {i}", key=f"g{i}")
+            )
+            for i, dm in enumerate(dms)
+        ]
+
+        async def stopped_there() -> bool:
+            return marker_file.exists()
+
+        await until(stopped_there)
+        daemon.kill9()
+        for call in calls:
+            with pytest.raises(ConeError):
+                await call
+        for name in env:
+            daemon.env.pop(name)
+        await daemon.restart()
+        # Every claim of the group survived: the keys resume and keep their first payload.
+        status = await daemon.status()
+        assert {o.key for o in status.outbox} <= {"g0", "g1", "g2"}
+        again = [
+            await _send(daemon, to=dm.conversation_id, text="regenerated", key=f"g{i}")
+            for i, dm in enumerate(dms)
+        ]
+        assert all(a.deduplicated and a.published for a in again)
+
+        async def settled() -> bool:
+            return not (await daemon.status()).outbox
+
+        await until(settled)
+        lasts = [
+            await _send(daemon, to=dm.conversation_id, text="after", key=f"after{i}")
+            for i, dm in enumerate(dms)
+        ]
+    for i, (peer, dm) in enumerate(zip(peers, dms, strict=True)):
+
+        async def arrived(
+            peer: Peer = peer, cid: str = dm.conversation_id, last: str = lasts[i].message_id
+        ) -> list[object]:
+            got = await _peer_messages(peer, cid)
+            return got if any(bytes(m.id).hex() == last for m in got) else []
+
+        got = await until(arrived)
+        assert [ffi.decode_text(m.content) for m in got] == [f"first payload {i}", "after"]
+        assert bytes(got[0].id).hex() == again[i].message_id

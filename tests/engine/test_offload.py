@@ -10,6 +10,7 @@ import pytest
 
 from cone.engine._offload import Offload
 from cone.errors import Unavailable
+from support.waiting import until
 
 
 async def test_a_call_that_blocks_its_thread_leaves_the_loop_free_and_is_bounded() -> None:
@@ -59,3 +60,31 @@ async def test_async_calls_are_awaited_on_the_worker_and_errors_come_back() -> N
 
     with pytest.raises(Unavailable):
         await offload.run(hangs, 0.2, "a hanging call")
+
+
+async def test_async_calls_share_one_lane_until_a_call_blocks_it_then_go_around_it() -> None:
+    offload = Offload()
+
+    async def thread_name() -> str:
+        await asyncio.sleep(0)
+        return threading.current_thread().name
+
+    assert {await offload.run(thread_name, 1, "a call") for _ in range(3)} == {"cone-xmtp-lane"}
+    release = threading.Event()
+
+    async def blocks() -> None:
+        release.wait(30)  # a synchronous wait inside an async call: the lane's loop stops
+
+    stuck = asyncio.ensure_future(offload.run(blocks, 0.3, "a blocking call"))
+    with pytest.raises(Unavailable, match="a blocking call did not finish"):
+        await stuck
+    # The lane is stuck: a new call runs on a thread of its own, within its bound.
+    started = time.monotonic()
+    assert await offload.run(thread_name, 1, "a call around it") == "cone-xmtp"
+    assert time.monotonic() - started < 1
+    release.set()
+
+    async def back_on_the_lane() -> bool:
+        return await offload.run(thread_name, 1, "a call") == "cone-xmtp-lane"
+
+    await until(back_on_the_lane, timeout=10)

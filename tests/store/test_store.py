@@ -162,3 +162,16 @@ def test_pending_is_read_from_the_acknowledged_point_and_unblocking_brings_older
     assert take() == ["m0004", "m0006"]
     assert store.read_now(inbox.pending_counts) == [("a", 2)]
     assert [m.id for m in store.read_now(inbox.peek, "a", 0, 10)[0]] == ["m0004", "m0006"]
+
+
+def test_take_pending_after_a_seq_looks_only_past_it(store: Store) -> None:
+    for i in range(4):
+        store.write_now(inbox.insert_messages, [_msg(i)])
+    head = store.read_now(inbox.head)
+    store.write_now(inbox.insert_messages, [_msg(4)])
+
+    later, more = store.write_now(inbox.take_pending, "a", 10, [], 1, after_seq=head)
+    every, _ = store.write_now(inbox.take_pending, "a", 10, [], 1)
+
+    assert [m.id for m in later] == ["m0004"] and not more
+    assert [m.id for m in every] == ["m0000", "m0001", "m0002", "m0003", "m0004"]

@@ -364,6 +364,14 @@ class FakeEngine:
         assert any(m.id == message_id for m in self.held[conversation_id].messages)
         self.published.append(message_id)
 
+    async def send(
+        self, conversation_id: str, payload: bytes, prepared: Callable[[str], None]
+    ) -> str:
+        message_id = await self.prepare(conversation_id, payload)
+        prepared(message_id)
+        await self.publish(conversation_id, message_id)
+        return message_id
+
     # --- streams and lifecycle --------------------------------------------------------
 
     async def start_streams(

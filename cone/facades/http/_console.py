@@ -1,4 +1,4 @@
-"""The web console's static files: one HTML page, its script and its style sheet.
+"""The web console's static files: one HTML page, its ES modules and its style sheet.
 
 They hold no secret and no peer content: the page reads the token from the login URL's
 fragment (never sent to the server) and makes every call itself, to `/api/v1/rpc` and
@@ -38,6 +38,11 @@ SECURITY_HEADERS: Final = {
 FILES: Final = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
+    "api.js": "text/javascript; charset=utf-8",
+    "render.js": "text/javascript; charset=utf-8",
+    "history.js": "text/javascript; charset=utf-8",
+    "composer.js": "text/javascript; charset=utf-8",
+    "groups.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
 
@@ -52,7 +57,7 @@ async def index(request: web.Request) -> web.Response:
 
 
 async def asset(request: web.Request) -> web.Response:
-    """`/console/NAME`: the script or the style sheet."""
+    """`/console/NAME`: a script module or the style sheet."""
     name = request.match_info["name"]
     if name not in FILES or name == "index.html":
         raise web.HTTPNotFound(headers=SECURITY_HEADERS)

@@ -82,10 +82,13 @@ class Routes:
     async def events(self, request: web.Request) -> web.StreamResponse:
         """Server-Sent Events: the consumer's unacknowledged messages, then new ones.
 
-        Each event is one message in `receive`'s shape, with its `sequence` as the
-        event id; a reconnect with `Last-Event-ID` resumes after it. Messages stay
-        pending until acknowledged with `ack` (a reconnect without the header starts
-        again from the oldest unacknowledged). A comment line every heartbeat.
+        Each `message` event is one message in `receive`'s shape, with its `sequence`
+        as the event id; a reconnect with `Last-Event-ID` resumes after it. Messages
+        stay pending until acknowledged with `ack` (a reconnect without the header
+        starts again from the oldest unacknowledged). A comment line every heartbeat,
+        or an `inbox` event (no id) when the inbox's head moved without a message for
+        this stream (a request's message, or one already acknowledged): a client that
+        shows requests reads them again then.
         """
         consumer = request.query.get("consumer") or DEFAULT_CONSUMER
         heartbeat = _heartbeat_s(request.query.get("heartbeat"))
@@ -107,6 +110,7 @@ class Routes:
         try:
             await response.write(b"retry: 1000\n\n")
             batch = first
+            head = int(first.get("headSequence", 0))
             while True:
                 for message in batch["messages"]:
                     data = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
@@ -114,8 +118,13 @@ class Routes:
                         f"id: {message['sequence']}\nevent: message\ndata: {data}\n\n".encode()
                     )
                     cursor = int(message["sequence"])
-                if not batch["messages"]:
+                moved = int(batch.get("headSequence", 0))
+                if not batch["messages"] and moved > head:
+                    data = json.dumps({"headSequence": moved}, separators=(",", ":"))
+                    await response.write(f"event: inbox\ndata: {data}\n\n".encode())
+                elif not batch["messages"]:
                     await response.write(b": heartbeat\n\n")
+                head = max(head, moved)
                 try:
                     batch = await self._peek(consumer, cursor, wait_s=heartbeat)
                 except ConeError as err:
@@ -174,6 +183,23 @@ def _heartbeat_s(raw: str | None) -> float:
 
 _NETWORK_STATES: Final = ("reachable", "unreachable", "v3_cutover")
 
+#: The `reason` labels of cone_outbox_failing, always exported (0 when none fail):
+#: the reason codes an outbox failure carries (`lastReason`); anything else, such as
+#: an entry whose failure was recorded before the store kept reasons, counts as `other`.
+OUTBOX_REASONS: Final = (
+    "v3_cutover",
+    "identity_unknown",
+    "rate_limited",
+    "storage_full",
+    "network_unavailable",
+    "other",
+)
+
+
+def outbox_reason(last_reason: str | None) -> str:
+    """The `reason` label of a failing outbox entry (one of OUTBOX_REASONS)."""
+    return last_reason if last_reason in OUTBOX_REASONS else "other"
+
 
 class _StatusCollector(Collector):
     """Gauges and counters read from one `status` answer (none but cone_up without it)."""
@@ -205,6 +231,17 @@ class _StatusCollector(Collector):
             states[str(entry.get("state", "pending"))] = states.get(entry.get("state"), 0) + 1
         for state, count in sorted(states.items()):
             outbox.add_metric([state], count)
+        failing = GaugeMetricFamily(
+            "cone_outbox_failing",
+            "Outgoing messages whose last publication failed, by reason.",
+            labels=["reason"],
+        )
+        reasons = dict.fromkeys(OUTBOX_REASONS, 0)
+        for entry in s.get("outbox", []):
+            if entry.get("state") == "failing":
+                reasons[outbox_reason(entry.get("lastReason"))] += 1
+        for reason, count in reasons.items():
+            failing.add_metric([reason], count)
         pending = GaugeMetricFamily(
             "cone_consumer_pending", "Accepted messages not acknowledged.", labels=["consumer"]
         )
@@ -225,7 +262,7 @@ class _StatusCollector(Collector):
         current = str(s.get("networkState", "")).lower().removeprefix("network_state_")
         for state in _NETWORK_STATES:
             network.add_metric([state], 1 if state == current else 0)
-        out += [healed, inbox, requests, outbox, pending, connected, restarts, network]
+        out += [healed, inbox, requests, outbox, failing, pending, connected, restarts, network]
         return out
 
 

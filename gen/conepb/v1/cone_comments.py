@@ -186,6 +186,7 @@ COMMENTS: dict[str, str] = {
     'cone.v1.OutboxEntry.conversation_id': 'The conversation (hex).',
     'cone.v1.OutboxEntry.key': 'The send key.',
     'cone.v1.OutboxEntry.last_error': 'The last error, if any.',
+    'cone.v1.OutboxEntry.last_reason': "The stable reason code of the last error (as in errors' `reason`), if any: `network_unavailable`, `rate_limited`, `v3_cutover`, `identity_unknown`, `storage_full`, ...",
     'cone.v1.OutboxEntry.next_attempt_at': 'When the next attempt is due.',
     'cone.v1.OutboxEntry.state': '`pending` or `failing`.',
     'cone.v1.OutgoingAttachment': 'A file to send inline (XMTP `xmtp.org/attachment`).',

@@ -417,20 +417,22 @@ class ConsumerStatus(_message.Message):
     def __init__(self, consumer: _Optional[str] = ..., pending: _Optional[int] = ...) -> None: ...
 
 class OutboxEntry(_message.Message):
-    __slots__ = ("key", "conversation_id", "state", "attempts", "last_error", "next_attempt_at")
+    __slots__ = ("key", "conversation_id", "state", "attempts", "last_error", "next_attempt_at", "last_reason")
     KEY_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     NEXT_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_REASON_FIELD_NUMBER: _ClassVar[int]
     key: str
     conversation_id: str
     state: str
     attempts: int
     last_error: str
     next_attempt_at: _timestamp_pb2.Timestamp
-    def __init__(self, key: _Optional[str] = ..., conversation_id: _Optional[str] = ..., state: _Optional[str] = ..., attempts: _Optional[int] = ..., last_error: _Optional[str] = ..., next_attempt_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    last_reason: str
+    def __init__(self, key: _Optional[str] = ..., conversation_id: _Optional[str] = ..., state: _Optional[str] = ..., attempts: _Optional[int] = ..., last_error: _Optional[str] = ..., next_attempt_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
     __slots__ = ("identity", "streams", "last_sync_at", "last_sync_error", "inbox_messages", "consumers", "requests", "outbox", "installations", "identity_updates", "warnings", "ingest_healed", "network_state")

@@ -78,3 +78,64 @@ async def test_connect_refuses_a_conversation_id(core: Core, engine: FakeEngine)
         await core.connect(cid, None)
 
     assert refused.value.reason == "unknown_destination"
+
+
+@pytest.mark.parametrize("spelling", ["address", "inbox id", "name"])
+async def test_a_send_to_a_dm_sent_to_before_neither_resolves_nor_asks_libxmtp(
+    core: Core, engine: FakeEngine, spelling: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    address, inbox_id = engine.peer("alice")
+    to = {"address": address.upper().replace("0X", "0x"), "inbox id": inbox_id, "name": "al"}[
+        spelling
+    ]
+    if spelling == "name":
+        await core.connect(address, "al")
+    first = await core.send(to=to, content=HI, key="first", reply_to=None)
+
+    async def not_asked(*args: object) -> None:
+        raise AssertionError("resolved again")
+
+    for name in ("resolve", "find_or_create_dm", "addresses_of", "conversation"):
+        monkeypatch.setattr(engine, name, not_asked)
+    monkeypatch.setattr(engine.groups, "addresses", not_asked)
+    read = core.store.read
+
+    async def no_contact_read(fn: object, *args: object) -> object:
+        assert fn not in (conversations.contact_by_name, conversations.contact_names), "resolved"
+        return await read(fn, *args)  # type: ignore[arg-type]  # the store's own signature
+
+    monkeypatch.setattr(core.store, "read", no_contact_read)
+    again = await core.send(to=to, content=HI, key="again", reply_to=None)
+
+    assert again.conversation_id == first.conversation_id and again.published
+
+
+async def test_a_remembered_dm_blocked_since_is_resolved_again_and_accepted_by_the_send(
+    core: Core, engine: FakeEngine
+) -> None:
+    address, _ = engine.peer("alice")
+    first = await core.send(to=address, content=HI, key="first", reply_to=None)
+    await core.block(first.conversation_id)
+
+    again = await core.send(to=address, content=HI, key="again", reply_to=None)
+
+    assert again.conversation_id == first.conversation_id and again.published
+    conv = await core.store.read(conversations.get, first.conversation_id)
+    assert conv is not None and conv.consent is Consent.ACCEPTED
+
+
+async def test_saving_a_contact_makes_a_name_lead_to_its_new_inbox(
+    core: Core, engine: FakeEngine
+) -> None:
+    alice_address, _ = engine.peer("alice")
+    bob_address, _ = engine.peer("bob")
+    to_alice = await core.connect(alice_address, "friend")
+    assert (await core.send(to="friend", content=HI, key="a", reply_to=None)).conversation_id == (
+        to_alice.conversation_id
+    )
+    await core.connect(alice_address, "alice")  # the name moves away from alice...
+    to_bob = await core.connect(bob_address, "friend")  # ...and to bob
+
+    sent = await core.send(to="friend", content=HI, key="b", reply_to=None)
+
+    assert sent.conversation_id == to_bob.conversation_id != to_alice.conversation_id

@@ -10,7 +10,7 @@ import pytest
 from cone.core.content import Outgoing
 from cone.core.outbox import Outbox, SendResult
 from cone.errors import V3_CUTOVER, Conflict, FailedPrecondition, Unavailable
-from cone.store import Consent, Kind, Store, conversations, outbox
+from cone.store import Consent, Kind, Store, conversations, inbox, outbox
 from cone.store.outbox import OutboxRecord
 from support.fake_engine import Crash, FakeEngine
 from support.waiting import until
@@ -170,3 +170,18 @@ async def test_after_a_crash_between_prepare_and_publish_the_key_finds_its_messa
     assert sent.message_id == prepared and sent.published and sent.deduplicated
     assert engine.prepared == engine.published == [prepared]
     assert (await _record(store)).state == "settled"
+
+
+async def test_a_sent_message_is_known_to_ingest_and_its_stream_echo_is_recognised_once(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    box = Outbox(store, engine)
+    sent = await _send(box, cid)
+
+    # Ingest reading the message back from libxmtp finds it accounted for (no write).
+    assert await store.read(inbox.known_ids, [sent.message_id]) == {sent.message_id}
+    assert await store.read(inbox.known_count, cid) == 1
+    # The message stream's echo is recognised once, and nothing else is.
+    assert box.sent_here(sent.message_id)
+    assert not box.sent_here(sent.message_id)
+    assert not box.sent_here("f" * 64)

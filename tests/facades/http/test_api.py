@@ -181,6 +181,37 @@ async def test_events_carry_messages_until_acked_and_resume_after_the_last_id(
     assert "cone_messages_unreadable_total 0.0" in text
 
 
+async def test_a_request_is_announced_on_the_event_stream_without_its_content(
+    daemon: HttpDaemon, session: aiohttp.ClientSession, alice: Peer
+) -> None:
+    from xmtp_bindings import xmtpv3 as ffi
+
+    ident = await _call(daemon, session, "identity")
+    async with event_stream(daemon, session, "consumer=web&heartbeat=0.5") as events:
+        # Nothing moved yet: heartbeats only.
+        async with asyncio.timeout(10):
+            while not (await events.get()).comment:
+                pass
+        dm = await alice.client.conversations().find_or_create_dm_by_identity(
+            ffi.FfiIdentifier(
+                identifier=ident["address"], identifier_kind=alice.identifier().identifier_kind
+            ),
+            ffi.FfiCreateDmOptions(message_disappearing_settings=None),
+        )
+        await alice.send(dm, "may I?")
+        # The request's message enters the inbox: an `inbox` event (no id, no content),
+        # never a `message` event (a request's content is not delivered).
+        async with asyncio.timeout(60):
+            while True:
+                event = await events.get()
+                assert event.event != "message"
+                if event.event == "inbox":
+                    break
+        assert event.id is None and event.json()["headSequence"] >= 1
+    (request,) = (await _call(daemon, session, "requests"))["requests"]
+    assert request["pendingMessages"] == 1
+
+
 async def test_a_bad_consumer_is_refused_as_on_json_rpc(
     daemon: HttpDaemon, session: aiohttp.ClientSession
 ) -> None:

@@ -3,32 +3,34 @@ Selenium, against a real daemon on a devnet and a raw libxmtp peer (docs/web.md)
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 import pytest
 
+from cone.facades.http import _console
+from support.browser import (
+    chromium,
+    in_browser,
+    js,
+    login_url,
+    needs_chromium,
+    no_alert,
+    send_content,
+    shoot,
+    texts,
+    wait_js,
+)
 from support.cli import cone_cli
 from support.http_daemon import HttpDaemon
 from support.peers import Peer
 from support.waiting import until
 
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
-
 pytestmark = pytest.mark.timeout(300)
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="the browser test needs the system's chromium and chromedriver "
-    "(Debian: apt-get install chromium chromium-driver; .ci/run installs them)",
-)
-
-T = TypeVar("T")
 
 # What a hostile peer sends: each would run script or leave the page if it were
 # inserted as HTML or obeyed; every one sets window.__pwned (or leaves the page) if so.
@@ -50,84 +52,14 @@ def downloads(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def browser(downloads: Path) -> Iterator[Any]:
-    """A headless Chromium (the system's), with its own profile, saving downloads in
-    `downloads`."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    # No sandbox: CI runs as root in a container, where Chromium's sandbox cannot start.
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1200,800",
-    ):
-        options.add_argument(arg)
-    options.add_experimental_option(
-        "prefs",
-        {"download.default_directory": str(downloads), "download.prompt_for_download": False},
-    )
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    try:
+    with chromium(downloads) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture
 async def daemon(home: Path, devnet: str) -> AsyncIterator[HttpDaemon]:
     async with HttpDaemon(home, devnet) as d:
         yield d
-
-
-async def _in_browser(call: Callable[[], T]) -> T:
-    """A blocking WebDriver call, off the event loop (libxmtp's callbacks keep running)."""
-    return await asyncio.to_thread(call)
-
-
-def _js(driver: Any, script: str) -> Any:
-    return driver.execute_script(script)
-
-
-def _texts(driver: Any, selector: str) -> list[str]:
-    return [
-        str(t)
-        for t in _js(
-            driver, f"return [...document.querySelectorAll({selector!r})].map(e => e.textContent)"
-        )
-    ]
-
-
-def _no_alert(driver: Any) -> bool:
-    from selenium.common.exceptions import NoAlertPresentException
-
-    try:
-        alert = driver.switch_to.alert
-    except NoAlertPresentException:
-        return True
-    return alert is None
-
-
-async def _wait_js(driver: Any, script: str, timeout: float = 60.0) -> Any:
-    async def probe() -> Any:
-        return await _in_browser(lambda: _js(driver, script))
-
-    return await until(probe, timeout)
-
-
-async def _login_url(daemon: HttpDaemon) -> str:
-    """The login URL as `cone web --json` prints it (the daemon printed it at start)."""
-    result = await cone_cli(["web", "--json", "--home", str(daemon.home)])
-    assert result.code == 0, result.err
-    answer = result.json()
-    assert answer["url"] == daemon.url
-    assert answer["loginUrl"] == f"{daemon.url}#token={daemon.token}"
-    # The same URL the daemon printed once at start.
-    assert f"cone: web console at {answer['loginUrl']}\n" in daemon.stderr()
-    return str(answer["loginUrl"])
 
 
 async def _dm_to(peer: Peer, daemon: HttpDaemon) -> Any:
@@ -142,24 +74,6 @@ async def _dm_to(peer: Peer, daemon: HttpDaemon) -> Any:
     )
 
 
-async def _send_content(conversation: Any, content: Any, reply_to: str | None = None) -> str:
-    """Send cone's encoding of `content` (an Outgoing) from a raw libxmtp peer; its id."""
-    from xmtp_bindings import xmtpv3 as ffi
-
-    from cone.core.content import encode
-
-    _, payload = encode(content=content, reply_to=reply_to)
-    message_id = await conversation.send(payload, ffi.FfiSendMessageOpts(should_push=True))
-    return bytes(message_id).hex()
-
-
-def _shoot(driver: Any, directory: Path, name: str) -> Path:
-    path = directory / name
-    driver.save_screenshot(str(path))
-    assert path.stat().st_size > 0
-    return path
-
-
 @pytest.mark.browser
 @needs_chromium
 async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
@@ -167,33 +81,33 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
 ) -> None:
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    login = await _login_url(daemon)
-    await _in_browser(lambda: browser.get(login))
-    await _wait_js(browser, "return document.body.dataset.ready === '1'")
+    login = await login_url(daemon)
+    await in_browser(lambda: browser.get(login))
+    await wait_js(browser, "return document.body.dataset.ready === '1'")
     # The token left the address bar (and the page's history entry).
-    assert "token" not in await _in_browser(lambda: browser.current_url)
-    identity = await _in_browser(lambda: browser.find_element("id", "identity").text)
+    assert "token" not in await in_browser(lambda: browser.current_url)
+    identity = await in_browser(lambda: browser.find_element("id", "identity").text)
     assert identity.startswith("0x")
 
     dm = await _dm_to(alice, daemon)
     await alice.send(dm, "hello from alice")
-    # The request appears (the console polls requests), showing the peer's address.
-    await _wait_js(
+    # The request appears (the event stream says the inbox moved; nothing polls), showing the peer's address.
+    await wait_js(
         browser,
         f"return [...document.querySelectorAll('#requests li.request')]"
         f".some(li => li.textContent.toLowerCase().includes({alice.address.lower()!r}))",
     )
-    _shoot(browser, shots, "request.png")
-    await _in_browser(
+    shoot(browser, shots, "request.png")
+    await in_browser(
         lambda: browser.find_element("css selector", "#requests li.request button.accept").click()
     )
-    await _wait_js(
+    await wait_js(
         browser,
         "return [...document.querySelectorAll('#history li')].some(li => li.textContent.includes('hello from alice'))",
     )
     # The next message arrives live, over the event stream.
     await alice.send(dm, "second, live")
-    await _wait_js(
+    await wait_js(
         browser,
         "return [...document.querySelectorAll('#history li')].some(li => li.textContent.includes('second, live'))",
     )
@@ -201,40 +115,40 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
     # A reply, a reaction and a file from the peer: quoted, under the message, a download.
     from cone.core.content import AttachmentPart, Outgoing, Reaction
 
-    live = await _wait_js(
+    live = await wait_js(
         browser,
         "return [...document.querySelectorAll('#history li')]"
         ".find(li => li.textContent.includes('second, live'))?.dataset.id",
     )
-    await _send_content(dm, Outgoing(text="about that"), reply_to=live)
-    await _send_content(dm, Outgoing(reaction=Reaction(message_id=live, emoji="👍")))
-    await _send_content(
+    await send_content(dm, Outgoing(text="about that"), reply_to=live)
+    await send_content(dm, Outgoing(reaction=Reaction(message_id=live, emoji="👍")))
+    await send_content(
         dm, Outgoing(attachment=AttachmentPart("notes.html", "text/html", b"<script>x</script>"))
     )
-    await _wait_js(
+    await wait_js(
         browser,
         "return [...document.querySelectorAll('#history li')].some(li => "
         "li.querySelector('.quote')?.textContent === '↪ second, live' && li.textContent.includes('about that'))",
     )
-    await _wait_js(
+    await wait_js(
         browser,
         f"return document.querySelector('#history li[data-id=\"{live}\"] .reactions')"
         ".textContent.includes('👍')",
     )
-    file_link = await _wait_js(
+    file_link = await wait_js(
         browser,
         "return [...document.querySelectorAll('#history a.file')].map(a => [a.textContent, a.getAttribute('href')])",
     )
     assert file_link == [["⬇ notes.html (18 B)", "#"]]
     # Clicking saves the bytes as a file; the page neither renders nor leaves.
-    await _in_browser(lambda: browser.find_element("css selector", "#history a.file").click())
+    await in_browser(lambda: browser.find_element("css selector", "#history a.file").click())
 
     async def saved() -> bytes:
         path = downloads / "notes.html"
         return path.read_bytes() if path.is_file() else b""
 
     assert await until(saved) == b"<script>x</script>"
-    assert await _in_browser(lambda: _js(browser, "return document.body.dataset.ready")) == "1"
+    assert await in_browser(lambda: js(browser, "return document.body.dataset.ready")) == "1"
 
     # A reply typed in the console reaches the peer; a double click sends it once.
     def type_and_double_click() -> None:
@@ -243,8 +157,8 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
         browser.find_element("id", "text").send_keys("hi alice, from the console")
         ActionChains(browser).double_click(browser.find_element("id", "send")).perform()
 
-    await _in_browser(type_and_double_click)
-    await _wait_js(browser, "return document.getElementById('send-state').textContent === 'sent'")
+    await in_browser(type_and_double_click)
+    await wait_js(browser, "return document.getElementById('send-state').textContent === 'sent'")
 
     async def arrived() -> list[str]:
         return [t for t in await alice.texts(dm.id()) if t == "hi alice, from the console"]
@@ -264,38 +178,38 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
         )
     own = [m for m in page["result"]["messages"] if m.get("own")]
     assert [m["text"] for m in own] == ["hi alice, from the console"]
-    assert own[0]["messageId"] in await _in_browser(
-        lambda: _js(
+    assert own[0]["messageId"] in await in_browser(
+        lambda: js(
             browser,
             "return [...document.querySelectorAll('#history li.own')].map(li => li.dataset.id)",
         )
     )
-    _shoot(browser, shots, "conversation.png")
+    shoot(browser, shots, "conversation.png")
 
     # Hostile content renders inert: no script runs, no alert, no markup, no link
     # other than http(s), bidi controls shown rather than obeyed.
     await alice.send(dm, HOSTILE_TEXT)
-    await _send_content(dm, Outgoing(markdown=HOSTILE_MARKDOWN))
+    await send_content(dm, Outgoing(markdown=HOSTILE_MARKDOWN))
     await alice.send(dm, BIDI)
-    await _wait_js(
+    await wait_js(
         browser,
         "return [...document.querySelectorAll('#history li')].some(li => li.textContent.includes('fdp.exe'))",
     )
-    await _wait_js(browser, "return !!document.querySelector('#history .md')")
-    assert await _in_browser(lambda: _no_alert(browser))
-    assert await _in_browser(lambda: _js(browser, "return window.__pwned === undefined"))
+    await wait_js(browser, "return !!document.querySelector('#history .md')")
+    assert await in_browser(lambda: no_alert(browser))
+    assert await in_browser(lambda: js(browser, "return window.__pwned === undefined"))
     assert (
-        await _in_browser(
-            lambda: _js(
+        await in_browser(
+            lambda: js(
                 browser, "return document.querySelectorAll('#history script, #history img').length"
             )
         )
         == 0
     )
-    bodies = await _in_browser(lambda: _texts(browser, "#history .body"))
+    bodies = await in_browser(lambda: texts(browser, "#history .body"))
     assert HOSTILE_TEXT in bodies  # shown as the text it is
-    links = await _in_browser(
-        lambda: _js(
+    links = await in_browser(
+        lambda: js(
             browser,
             "return [...document.querySelectorAll('#history a:not(.file)')].map(a => [a.href, a.rel, a.target, a.textContent])",
         )
@@ -305,7 +219,7 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
     assert any("<img src=x onerror=" in b for b in bodies)
     bidi = next(b for b in bodies if "fdp.exe" in b)
     assert RLO not in bidi and "[U+202E]" in bidi
-    _shoot(browser, shots, "hostile.png")
+    shoot(browser, shots, "hostile.png")
     if os.environ.get("CONE_CONSOLE_SHOTS"):  # refresh docs/img/ by hand
         shutil.copy(
             shots / "hostile.png", Path(os.environ["CONE_CONSOLE_SHOTS"]) / "console-hostile.png"
@@ -325,19 +239,18 @@ async def test_cone_web_without_a_running_front_says_so(home: Path, devnet: str)
 @pytest.mark.browser
 @needs_chromium
 async def test_console_without_the_token_loads_nothing(daemon: HttpDaemon, browser: Any) -> None:
-    await _in_browser(lambda: browser.get(daemon.url))
-    await _wait_js(browser, "return !document.getElementById('login').hidden")
-    assert await _in_browser(lambda: _js(browser, "return document.getElementById('app').hidden"))
-    assert await _in_browser(lambda: _texts(browser, "#conversations li, #requests li")) == []
+    await in_browser(lambda: browser.get(daemon.url))
+    await wait_js(browser, "return !document.getElementById('login').hidden")
+    assert await in_browser(lambda: js(browser, "return document.getElementById('app').hidden"))
+    assert await in_browser(lambda: texts(browser, "#conversations li, #requests li")) == []
     # A wrong token is refused and dropped (a new query string: a reload, not a hash change).
-    await _in_browser(lambda: browser.get(daemon.url + "?again#token=wrong"))
-    await _wait_js(browser, "return document.getElementById('login-error').textContent !== ''")
+    await in_browser(lambda: browser.get(daemon.url + "?again#token=wrong"))
+    await wait_js(browser, "return document.getElementById('login-error').textContent !== ''")
     assert (
-        await _in_browser(lambda: _js(browser, "return sessionStorage.getItem('cone.token')"))
-        is None
+        await in_browser(lambda: js(browser, "return sessionStorage.getItem('cone.token')")) is None
     )
     # The API itself refuses the page's calls without the token.
-    status = await _in_browser(
+    status = await in_browser(
         lambda: browser.execute_async_script(
             "const done = arguments[0];"
             "fetch('/api/v1/rpc', {method: 'POST', headers: {'Content-Type': 'application/json'},"
@@ -349,9 +262,14 @@ async def test_console_without_the_token_loads_nothing(daemon: HttpDaemon, brows
 
 async def test_console_files_carry_a_strict_policy(daemon: HttpDaemon) -> None:
     async with aiohttp.ClientSession() as session:
+        # Every file of the console's directory is served, each with its type.
+        console = Path(_console.__file__).parent / "console"
+        assert sorted(_console.FILES) == sorted(p.name for p in console.iterdir())
+        modules = [p.stem for p in console.glob("*.js")]
+        assert "app" in modules and len(modules) > 1
         for path, kind in (
             ("", "text/html"),
-            ("console/app.js", "text/javascript"),
+            *((f"console/{name}.js", "text/javascript") for name in modules),
             ("console/app.css", "text/css"),
         ):
             async with session.get(daemon.url + path) as r:
