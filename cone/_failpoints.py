@@ -2,8 +2,9 @@
 
 With `CONE_FAILPOINT=<name>` and `CONE_FAILPOINT_FILE=<path>` in its environment, a
 process that reaches the failpoint `<name>` creates the file and then waits forever,
-so that a test can `kill -9` it at exactly that point. Without them (always, outside
-tests) `reached` returns at once.
+so that a test can `kill -9` it at exactly that point. With `CONE_FAILPOINT_RELEASE=<path>`
+as well it waits only until that file exists (a test holding a slow step back), and
+goes on. Without them (always, outside tests) `reached` returns at once.
 """
 
 from __future__ import annotations
@@ -15,13 +16,20 @@ from pathlib import Path
 
 
 async def reached(name: str) -> None:
-    """Stop here forever when the environment names this failpoint."""
+    """Stop here (forever, or until released) when the environment names this failpoint."""
     if os.environ.get("CONE_FAILPOINT") != name:
         return
     marker = os.environ.get("CONE_FAILPOINT_FILE")
     if marker:
         await asyncio.to_thread(Path(marker).touch)
-    await asyncio.Event().wait()
+    release = os.environ.get("CONE_FAILPOINT_RELEASE")
+    if not release:
+        await asyncio.Event().wait()
+        return
+    while True:
+        if await asyncio.to_thread(Path(release).exists):
+            return
+        await asyncio.sleep(0.05)
 
 
 def armed(name: str) -> int | None:

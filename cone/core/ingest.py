@@ -14,11 +14,11 @@ protocol-only or a repeated send key):
   messages are read from the wall-clock time cone last started a complete read (less
   `READ_MARGIN_NS`). That only needs libxmtp's stamp to be no earlier than the clock
   at insert, which its bug keeps (it only adds).
-- **Reconciled**: at start every message of every conversation, and at each catch-up
-  a recent window plus a timestamp-free count check, is compared with what cone has
-  read. A message the first two paths should have taken and did not is ingested
-  then, counted as healed, and logged as a warning: a healed gap is a bug, never
-  silent.
+- **Reconciled**: after start, in the background, every message of every
+  conversation a page at a time, and at each catch-up a recent window plus a
+  timestamp-free count check, is compared with what cone has read. A message the
+  first two paths should have taken and did not is ingested then, counted as
+  healed, and logged as a warning: a healed gap is a bug, never silent.
 
 A message cone cannot read (hostile or malformed content, over the size cap) still
 enters the inbox as unreadable, with its reason and fallback; a failure in one
@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from cone import metrics
+from cone import _failpoints, metrics
 from cone.core import content
 from cone.core.waiters import Batch, Waiter, Waiters, hand_out, take_for
 from cone.engine.port import ConversationInfo, EnginePort, RawMessage, XmtpConsent
@@ -371,49 +371,100 @@ class Ingestor:
 
     async def reconcile(self, *, full: bool) -> int:
         """Compare libxmtp's messages with what cone has read; ingest and report what
-        is missing. `full` reads every message; otherwise a recent window and a count
-        per conversation. Returns how many messages were healed."""
+        is missing. `full` reads every message (`reconcile_all`); otherwise a recent
+        window and a count per conversation. Returns how many messages were healed.
+
+        Ingest is held for one conversation at a time, never for the whole pass."""
+        if full:
+            return await self.reconcile_all()
         healed = 0
-        async with self._lock:
-            for info in await self._engine.conversations():
-                try:
-                    healed += await self._reconcile_one(info, full=full)
-                except Exception as exc:  # the next pass tries again; others go on
-                    log.warning("reconciling %s failed: %s", info.id, exc)
-        if healed:
-            self._on_new()
+        for info in await self._engine.conversations():
+            try:
+                async with self._lock:
+                    found = await self._reconcile_recent(info)
+            except Exception as exc:  # the next pass tries again; others go on
+                log.warning("reconciling %s failed: %s", info.id, exc)
+                continue
+            if found:
+                healed += found
+                self._on_new()
         return healed
 
-    async def _reconcile_one(self, info: ConversationInfo, *, full: bool) -> int:
+    async def reconcile_all(self) -> int:
+        """Every message of every conversation against what cone has read, a page of
+        libxmtp's messages at a time (at most about 500 held, whatever the history),
+        ingest held only while one page commits: streamed messages, reads, receive and
+        send go on meanwhile. What is missing is ingested and reported as healed, and
+        wakes receivers at once. Returns how many messages were healed."""
+        started = time.monotonic()
+        conversations = await self._engine.conversations()
+        log.info("full reconciliation of %d conversations started", len(conversations))
+        healed = compared = 0
+        for info in conversations:
+            try:
+                found, read = await self._reconcile_all_of(info)
+            except Exception as exc:  # the next start tries again; others go on
+                log.warning("reconciling %s failed: %s", info.id, exc)
+                continue
+            healed += found
+            compared += read
+        log.info(
+            "full reconciliation done in %.1f s: %d conversations, %d messages compared, %d healed",
+            time.monotonic() - started,
+            len(conversations),
+            compared,
+            healed,
+        )
+        return healed
+
+    async def _reconcile_all_of(self, info: ConversationInfo) -> tuple[int, int]:
+        await _failpoints.reached("reconcile_all")
+        async with self._lock:
+            conv = await self.record(info)
+        # What the read path should already hold: stamped at or below the point the
+        # last complete read started from. Anything above it is ordinary news.
+        floor = conv.ingested_ns
+        healed = read = 0
+        async for raws in self._engine.message_pages(info.id, 0):
+            read += len(raws)
+            due = [r for r in raws if r.inserted_at_ns <= floor]
+            news = [r for r in raws if r.inserted_at_ns > floor]
+            async with self._lock:
+                found = await self._commit(info.id, due)
+                fresh = await self._commit(info.id, news)
+                if found:
+                    await self._report_healed(info.id, found)
+            healed += len(found)
+            if found or fresh:
+                self._on_new()
+        return healed, read
+
+    async def _reconcile_recent(self, info: ConversationInfo) -> int:
         conv = await self.record(info)
         floor = conv.ingested_ns
         started = time.time_ns()
-        # The count is taken before the read (see below); a full pass has no use for it.
-        counted = None if full else await self._engine.message_count(info.id)
-        after = 0 if full else max(0, started - RECONCILE_WINDOW_NS)
-        raws = await self._engine.messages_since(info.id, after)
-        # What the read path should already hold: stamped at or below the point the
-        # last complete read started from. Anything above it is ordinary news.
+        # The count is taken before the read (see below).
+        counted = await self._engine.message_count(info.id)
+        raws = await self._engine.messages_since(info.id, max(0, started - RECONCILE_WINDOW_NS))
         due = [r for r in raws if r.inserted_at_ns <= floor]
         news = [r for r in raws if r.inserted_at_ns > floor]
         healed = await self._commit(info.id, due)
         await self._commit(info.id, news, floor_ns=started - READ_MARGIN_NS)
-        if counted is not None:
-            # Timestamp-free check: libxmtp held `counted` messages before the read
-            # began; cone having read fewer means a gap the window did not reach.
-            known = await self._store.read(inbox.known_count, info.id)
-            if counted > known:
-                everything = await self._engine.messages_since(info.id, 0)
-                found = await self._commit(info.id, everything)
-                healed += found
-                if not found:
-                    log.info(
-                        "%s: libxmtp counts %d messages, cone has read %d; a full "
-                        "comparison found none missing",
-                        info.id,
-                        counted,
-                        known,
-                    )
+        # Timestamp-free check: libxmtp held `counted` messages before the read
+        # began; cone having read fewer means a gap the window did not reach.
+        known = await self._store.read(inbox.known_count, info.id)
+        if counted > known:
+            everything = await self._engine.messages_since(info.id, 0)
+            found = await self._commit(info.id, everything)
+            healed += found
+            if not found:
+                log.info(
+                    "%s: libxmtp counts %d messages, cone has read %d; a full "
+                    "comparison found none missing",
+                    info.id,
+                    counted,
+                    known,
+                )
         if healed:
             await self._report_healed(info.id, healed)
         return len(healed)

@@ -162,6 +162,7 @@ class Core:
         self._catchup_task: asyncio.Task[None] | None = None
         self._catch_up_now = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
+        self._reconciling: asyncio.Task[None] | None = None
         self.last_sync_ns: int | None = None
         self.last_sync_error: str | None = None
         self._budgets = (0, 0)
@@ -170,26 +171,43 @@ class Core:
     # --- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
-        """Reconcile what libxmtp holds, subscribe, sync missed mail, then keep catching
-        up periodically. Reconciling first keeps what libxmtp stored before a crash
-        ahead of what arrives after it, in inbox order."""
+        """Read what libxmtp stored since cone last read, subscribe, sync missed mail,
+        then keep catching up periodically; the full reconciliation runs in the
+        background (receive and send are answered meanwhile).
+
+        Reading first keeps what libxmtp stored before a crash ahead of what arrives
+        after it, in inbox order; it reads each conversation from where its last
+        complete read started, so its cost follows what is new, not the history."""
+        began = time.monotonic()
         await self.network.start()
         await self.ingestor.start()
         await self.retention.start()
-        await self.ingestor.reconcile(full=True)
+        await self.ingestor.ingest_all()
+        read = time.monotonic()
         await self.engine.start_streams(
             on_message=self._on_message,
             on_conversation=self._on_conversation,
             on_consent=self._on_consent,
             on_restart=self._on_stream_restart,
         )
+        streams = time.monotonic()
         try:
             await self.sync()
         except Unavailable as exc:
             log.warning("first sync failed (%s); catching up in the background", exc)
+        log.info(
+            "core started in %.1f s: read %.1f s, streams %.1f s, first sync %.1f s",
+            time.monotonic() - began,
+            read - began,
+            streams - read,
+            time.monotonic() - streams,
+        )
         self._catchup_task = asyncio.create_task(self._catch_up_forever(), name="catch-up")
         self.outbox.start()
         self.fetcher.start()
+        self._reconciling = asyncio.create_task(self._reconcile_all(), name="reconcile")
+        self._background.add(self._reconciling)
+        self._reconciling.add_done_callback(self._background.discard)
 
     async def stop(self) -> None:
         """Stop background work; the store stays open for the caller to close."""
@@ -218,9 +236,20 @@ class Core:
                     await self.sync()
                 except Unavailable as exc:
                     log.warning("catch-up failed: %s", exc)
-                await self.ingestor.reconcile(full=False)
+                if not self.reconciling():  # the full pass covers the window check
+                    await self.ingestor.reconcile(full=False)
             except Exception:  # the loop's boundary: a failed pass must not end catch-up
                 log.exception("catch-up failed unexpectedly; trying again next period")
+
+    async def _reconcile_all(self) -> None:
+        try:
+            await self.ingestor.reconcile_all()
+        except Exception:  # its boundary: the next start tries again
+            log.exception("the full reconciliation failed; the next start runs it again")
+
+    def reconciling(self) -> bool:
+        """Whether the start's full reconciliation is still running."""
+        return self._reconciling is not None and not self._reconciling.done()
 
     async def _conversation_ids(self) -> list[str]:
         return [c.id for c in await self.engine.conversations()]

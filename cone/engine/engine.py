@@ -11,7 +11,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 from xmtp_bindings import xmtpv3 as ffi
@@ -365,6 +365,36 @@ class Engine:
                 limit *= 2  # a whole page of one stamp: widen the page, never skip
             else:
                 cursor, limit = top, PAGE
+
+    async def message_pages(
+        self, conversation_id: str, inserted_after_ns: int
+    ) -> AsyncIterator[list[RawMessage]]:
+        """`messages_since`, a page at a time (about `PAGE` messages): what a whole
+        conversation's history is read with, never all of it in memory at once.
+
+        Pages overlap by one stamp as in `messages_since`; only the ids at the page's
+        last stamp are remembered across pages, to join the overlap by id.
+        """
+        key = bytes.fromhex(conversation_id)
+        cursor, limit = inserted_after_ns, PAGE
+        boundary: set[bytes] = set()
+        while True:
+            opts = _convert.messages_after(limit=limit, inserted_after_ns=cursor)
+            page = await self._x.call(
+                functools.partial(self._find_page, key, opts), LOCAL_CALL_S, "reading messages"
+            )
+            if len(page) < limit:
+                yield [
+                    _convert.raw(m, conversation_id) for m in page if bytes(m.id) not in boundary
+                ]
+                return
+            top = page[-1].inserted_at_ns - 1
+            if top <= cursor:
+                limit *= 2  # a whole page of one stamp: widen the page, never skip
+                continue
+            yield [_convert.raw(m, conversation_id) for m in page if bytes(m.id) not in boundary]
+            boundary = {bytes(m.id) for m in page if m.inserted_at_ns > top}
+            cursor, limit = top, PAGE
 
     async def message_count(self, conversation_id: str) -> int:
         """How many messages libxmtp holds for a conversation (every kind and sender)."""

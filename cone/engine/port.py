@@ -8,7 +8,7 @@ xmtp-bindings.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -215,6 +215,12 @@ class EnginePort(Protocol):
         self, conversation_id: str, inserted_after_ns: int
     ) -> list[RawMessage]:
         """A conversation's messages stamped after `inserted_after_ns`, each once."""
+        ...
+
+    def message_pages(
+        self, conversation_id: str, inserted_after_ns: int
+    ) -> AsyncIterator[list[RawMessage]]:
+        """`messages_since` a bounded page at a time, each message once."""
         ...
 
     async def message_count(self, conversation_id: str) -> int:

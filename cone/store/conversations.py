@@ -6,6 +6,7 @@ Every function takes an open connection inside the caller's transaction.
 from __future__ import annotations
 
 from cone.errors import Conflict, unknown_conversation
+from cone.store import _acked
 from cone.store._db import Connection
 from cone.store.records import Consent, ContactRecord, Conversation, Kind, Request
 
@@ -66,6 +67,8 @@ def set_consent(
     conn.execute("UPDATE conversations SET consent = ? WHERE id = ?", (int(consent), conv.id))
     if consent is Consent.ACCEPTED and conv.consent is not Consent.ACCEPTED:
         release(conn, conv.id)
+        # A left group's messages and an unblocked peer's keep their sequences.
+        _acked.reset(conn)
     if conv.kind is Kind.DM:
         if consent is Consent.BLOCKED:
             conn.execute(

@@ -16,7 +16,7 @@ import itertools
 from dataclasses import dataclass
 
 from cone.errors import FailedPrecondition, InvalidArgument, NotFound
-from cone.store import inbox
+from cone.store import _acked, inbox
 from cone.store._db import Connection
 from cone.store.conversations import require
 from cone.store.records import (
@@ -260,4 +260,5 @@ def unblock(conn: Connection, conversation_id: str) -> Conversation:
     )
     if conv.kind is Kind.DM:
         conn.execute("DELETE FROM blocked_inboxes WHERE inbox_id = ?", (conv.peer_inbox_id,))
+        _acked.reset(conn)  # its messages elsewhere are receivable again
     return require(conn, conv.id)

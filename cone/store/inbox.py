@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from cone import limits
 from cone.errors import NotFound
-from cone.store import attachments
+from cone.store import _acked, attachments
 from cone.store._db import Connection
 from cone.store.records import (
     AttachmentsKind,
@@ -151,11 +151,13 @@ def take_pending(
     caller that knows nothing up to it is pending.
     """
     touch_consumer(conn, consumer, now_ns)
-    params: dict[str, object] = {"consumer": consumer, "limit": limit + 1}
-    exclusion = ""
-    if after_seq:
-        params["after"] = after_seq
-        exclusion = " AND m.seq > :after"
+    _advance(conn, consumer)  # once after an upgrade or an unblock; then a lookup
+    params: dict[str, object] = {
+        "consumer": consumer,
+        "limit": limit + 1,
+        "through": max(after_seq, _acked.through(conn, consumer)),
+    }
+    exclusion = " AND m.seq > :through"
     if exclude:
         names = [f":x{i}" for i in range(len(exclude))]
         params.update({f"x{i}": cid for i, cid in enumerate(exclude)})
@@ -215,7 +217,10 @@ def peek(
     """Accepted messages after `after_seq` (only those `consumer` has not acknowledged,
     when given; every one when empty), their receipts untouched; `more`; the head.
     Bounded by count and bytes as `take_pending` is."""
-    params: dict[str, object] = {"consumer": consumer, "after": after_seq}
+    params: dict[str, object] = {
+        "consumer": consumer,
+        "after": max(after_seq, _acked.through(conn, consumer)),
+    }
     source = f"{_PENDING} AND m.seq > :after"
     taken, more, last, total = _fitting(conn, source, params, limit, max_bytes)
     (head,) = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
@@ -335,14 +340,28 @@ def ack(conn: Connection, consumer: str, message_ids: Sequence[str], now_ns: int
         " ON CONFLICT (consumer, seq) DO UPDATE SET acked_ns = coalesce(acked_ns, excluded.acked_ns)",
         [(consumer, seqs[mid], now_ns) for mid in unique],
     )
+    _advance(conn, consumer)
     return len(unique)
+
+
+def _advance(conn: Connection, consumer: str) -> None:
+    """Move the consumer's acknowledged point up to its first pending message: reads
+    only the sequences between the old point and it."""
+    row = conn.execute(
+        f"SELECT m.seq {_PENDING} AND m.seq > :through ORDER BY m.seq LIMIT 1",
+        {"consumer": consumer, "through": _acked.through(conn, consumer)},
+    ).fetchone()
+    _acked.advance(conn, consumer, None if row is None else int(row[0]))
 
 
 def pending_counts(conn: Connection) -> list[tuple[str, int]]:
     """Pending messages per known consumer."""
     out = []
     for (name,) in conn.execute("SELECT name FROM consumers ORDER BY name").fetchall():
-        (n,) = conn.execute(f"SELECT count(*) {_PENDING}", {"consumer": name}).fetchone()
+        (n,) = conn.execute(
+            f"SELECT count(*) {_PENDING} AND m.seq > :through",
+            {"consumer": name, "through": _acked.through(conn, name)},
+        ).fetchone()
         out.append((name, int(n)))
     return out
 

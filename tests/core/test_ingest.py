@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
 from cone.config import Paths
-from cone.store import Connection, Store, load_db_key
+from cone.store import Connection, IncomingMessage, Store, inbox, load_db_key
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
+from support.state import open_store, open_xmtp_db
 from support.waiting import receive_n, until
+
+
+def ffi_text(text: str) -> bytes:
+    """A text message's encoded content, as libxmtp stores it."""
+    return b"\n\x12\n\x08xmtp.org\x12\x04text\x18\x01\x12\x11\n\x08encoding\x12\x05UTF-8" + (
+        b'"' + bytes([len(text.encode())]) + text.encode()
+    )
 
 
 async def _at_second(lo: float, hi: float) -> None:
@@ -76,26 +85,39 @@ async def test_a_message_early_in_a_minute_after_one_late_in_the_last_arrives(
     assert status.ingest_healed == 0  # taken by the normal paths, not healed later
 
 
-def _forget(home: Path, texts: set[str], cursor_ns: int) -> int:
+def _forget(home: Path, texts: set[str], cursor_ns: int, *, stored_long_ago: bool = False) -> int:
     """Leave the store as the first release could: messages libxmtp holds that never
-    entered the inbox, behind a cursor built on libxmtp's stamps."""
+    entered the inbox, behind a cursor built on libxmtp's stamps. `stored_long_ago`
+    (daemon stopped) moves libxmtp's insert stamps of those messages an hour back, as
+    for messages skipped long before this start: above that, the start's own read
+    (from 10 s before it) takes them in without reconciliation."""
     paths = Paths(home)
     key = load_db_key(key_file=None, default_key_file=paths.default_key_file, store_exists=True)
     store = Store.open(paths.store, key)
     try:
 
-        def forget(conn: Connection) -> int:
-            rows = conn.execute("SELECT seq, text FROM messages").fetchall()
-            gone = [seq for seq, text in rows if text in texts]
-            for seq in gone:
+        def forget(conn: Connection) -> list[str]:
+            rows = conn.execute("SELECT seq, id, text FROM messages").fetchall()
+            gone = [(seq, mid) for seq, mid, text in rows if text in texts]
+            for seq, _ in gone:
                 conn.execute("DELETE FROM receipts WHERE seq = ?", (seq,))
                 conn.execute("DELETE FROM messages WHERE seq = ?", (seq,))
             conn.execute("UPDATE conversations SET ingested_ns = ?", (cursor_ns,))
-            return len(gone)
+            return [mid for _, mid in gone]
 
-        return int(store.write_now(forget))
+        ids: list[str] = store.write_now(forget)
     finally:
         store.close()
+    if stored_long_ago:
+        xmtp = open_xmtp_db(home)
+        try:
+            xmtp.executemany(
+                "UPDATE group_messages SET inserted_at_ns = inserted_at_ns - ? WHERE id = ?",
+                [(3600 * 1_000_000_000, bytes.fromhex(mid)) for mid in ids],
+            )
+        finally:
+            xmtp.close()
+    return len(ids)
 
 
 async def test_the_first_start_heals_messages_an_earlier_release_skipped(
@@ -108,7 +130,8 @@ async def test_the_first_start_heals_messages_an_earlier_release_skipped(
     await receive_n(daemon.client, 5)
     await daemon.stop()
     lost = {"message 1", "message 3"}
-    assert _forget(daemon.home, lost, time.time_ns() + 60_000_000_000) == 2
+    future = time.time_ns() + 60_000_000_000
+    assert _forget(daemon.home, lost, future, stored_long_ago=True) == 2
 
     await daemon.restart()
     got = await receive_n(daemon.client, 5)
@@ -151,3 +174,121 @@ async def test_a_catch_up_heals_a_gap_while_the_daemon_runs(
     assert status.ingest_healed == 1
     got = await receive_n(daemon.client, 3)
     assert sorted(m.text for m in got) == [f"message {i}" for i in range(3)]
+
+
+async def test_receive_and_send_are_answered_before_a_slow_full_reconciliation_heals(
+    daemon: DaemonProcess, alice: Peer, tmp_path: Path
+) -> None:
+    """The start's full reconciliation runs in the background: held back at its
+    first conversation (a failpoint), the daemon still takes in and hands out a new
+    message and sends one; once released, the gap it finds still arrives, healed."""
+    dm = await _accepted_dm(daemon, alice)
+    texts = [f"message {i}" for i in range(4)]
+    for text in texts:
+        await alice.send(dm, text)
+    await receive_n(daemon.client, 4)
+    await daemon.stop()
+    future = time.time_ns() + 60_000_000_000
+    assert _forget(daemon.home, {"message 2"}, future, stored_long_ago=True) == 1
+
+    held, release = tmp_path / "held", tmp_path / "release"
+    daemon.env.update(
+        CONE_FAILPOINT="reconcile_all",
+        CONE_FAILPOINT_FILE=str(held),
+        CONE_FAILPOINT_RELEASE=str(release),
+    )
+    await daemon.restart()
+    await until(lambda: asyncio.to_thread(held.exists))
+    await alice.send(dm, "while reconciling")
+    got = await receive_n(daemon.client, 4)
+    assert [m.text for m in got] == ["message 0", "message 1", "message 3", "while reconciling"]
+    contact = await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))
+    sent = await daemon.client.call(
+        "Send",
+        pb.SendRequest(to=contact.contact.conversation_id, text="sent meanwhile", key="k1"),
+    )
+    assert sent.published
+    status = await daemon.client.call("Status", pb.StatusRequest())
+    assert status.ingest_healed == 0  # nothing is missing until the pass reaches it
+    assert not release.exists()  # and it is still held
+
+    release.touch()
+    got = await receive_n(daemon.client, 5)
+    assert got[-1].text == "message 2"
+    status = await daemon.client.call("Status", pb.StatusRequest())
+    assert status.ingest_healed == 1
+
+    async def done() -> bool:  # the restart's pass (the first start logged one too)
+        return daemon.stderr().count("full reconciliation done") == 2
+
+    await until(done)
+    assert "1 conversations, 7 messages compared, 1 healed" in daemon.stderr()
+
+
+async def test_the_full_reconciliation_pages_a_long_history_each_message_once(
+    daemon: DaemonProcess, alice: Peer
+) -> None:
+    """1,200 messages in libxmtp's database, 600 of them under one insert stamp (a page
+    of one stamp is widened, never cut): the paged pass compares each message once and
+    heals exactly the three cone never read, one of them inside the run of equal stamps."""
+    dm = await _accepted_dm(daemon, alice)
+    await alice.send(dm, "real")
+    await receive_n(daemon.client, 1)
+    await daemon.stop()
+    xmtp = open_xmtp_db(daemon.home)
+    try:
+        gid, installation, sender, stamp = xmtp.execute(
+            "SELECT group_id, sender_installation_id, sender_inbox_id, inserted_at_ns"
+            " FROM group_messages WHERE kind = 1"
+        ).fetchone()
+        old = stamp - 3600 * 1_000_000_000
+        rows = [
+            (os.urandom(32), gid, ffi_text(f"old {i}"), old + i, installation, sender,
+             old + (0 if i < 600 else i))
+            for i in range(1200)
+        ]  # fmt: skip
+        xmtp.executemany(
+            "INSERT INTO group_messages (id, group_id, decrypted_message_bytes, sent_at_ns,"
+            " kind, sender_installation_id, sender_inbox_id, delivery_status, content_type,"
+            " version_major, version_minor, authority_id, originator_id, sequence_id,"
+            " inserted_at_ns, should_push) VALUES (?, ?, ?, ?, 1, ?, ?, 2, 1, 1, 0,"
+            " 'xmtp.org', 10, 0, ?, 1)",
+            rows,
+        )
+    finally:
+        xmtp.close()
+    missing = {5, 700, 1199}
+    store = open_store(daemon.home)
+    try:
+        store.write_now(
+            inbox.insert_messages,
+            [
+                IncomingMessage(
+                    id=bytes(r[0]).hex(),
+                    conversation_id=bytes(gid).hex(),
+                    sender_inbox_id=sender,
+                    sent_at_ns=r[3],
+                    content_type="xmtp.org/text:1.0",
+                    text=f"old {i}",
+                )
+                for i, r in enumerate(rows)
+                if i not in missing
+            ],
+        )
+    finally:
+        store.close()
+
+    await daemon.restart()
+
+    async def done() -> bool:  # the restart's pass (the first start logged one too)
+        return daemon.stderr().count("full reconciliation done") == 2
+
+    await until(done)
+    assert "1 conversations, 1202 messages compared, 3 healed" in daemon.stderr()
+    got: list[pb.Message] = []
+    while len(got) < 1201:  # the real one, and all 1,200 once
+        batch = await daemon.client.receive(limit=1000, wait_ms=2000)
+        got += batch.messages
+        await daemon.client.ack([m.message_id for m in batch.messages])
+    assert sorted(m.text for m in got[-3:]) == ["old 1199", "old 5", "old 700"]
+    assert len({m.message_id for m in got}) == len(got) == 1201

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cone.errors import NotFound, StateError
-from cone.store import Consent, IncomingMessage, Kind, Store, conversations, inbox
+from cone.store import Consent, IncomingMessage, Kind, Store, _acked, conversations, history, inbox
 from cone.store._migrations import MIGRATIONS
 
 KEY = bytes(range(32))
@@ -136,6 +136,32 @@ def test_accepting_a_request_gives_its_messages_new_sequences_and_keeps_receipts
     # A sequence is never given twice, also after the moved ones.
     store.write_now(inbox.insert_messages, [_msg(7)])
     assert store.read_now(inbox.peek, "", new_head, 10)[0][0].seq == new_head + 1
+
+
+def test_pending_is_read_from_the_acknowledged_point_and_unblocking_brings_older_back(
+    store: Store,
+) -> None:
+    """Receive reads only past the consumer's acknowledged point (a long acked history
+    is not read again); what an unblock makes receivable below it still comes."""
+    store.write_now(conversations.ensure, "dm2", Kind.DM, "troll", Consent.ACCEPTED, 2)
+    store.write_now(conversations.ensure, "grp", Kind.GROUP, "friend", Consent.ACCEPTED, 3)
+    store.write_now(conversations.set_consent, "dm2", Consent.BLOCKED, 4)
+    store.write_now(inbox.insert_messages, [_msg(i) for i in range(1, 4)])
+    store.write_now(inbox.insert_messages, [_msg(4, "grp", "troll"), _msg(5)])
+    take = lambda: [m.id for m in store.write_now(inbox.take_pending, "a", 10, [], 1)[0]]  # noqa: E731
+    assert take() == ["m0001", "m0002", "m0003", "m0005"]
+    store.write_now(inbox.ack, "a", ["m0001", "m0002"], 2)
+    assert store.read_now(_acked.through, "a") == 2  # up to the first pending one
+    store.write_now(inbox.ack, "a", ["m0003", "m0005"], 2)
+    assert store.read_now(_acked.through, "a") == 5  # past the blocked sender's too
+    assert take() == [] and store.read_now(inbox.pending_counts) == [("a", 0)]
+    store.write_now(inbox.insert_messages, [_msg(6)])
+    assert take() == ["m0006"]
+    # Unblocking the sender makes m0004, below the point, receivable again.
+    store.write_now(history.unblock, "dm2")
+    assert take() == ["m0004", "m0006"]
+    assert store.read_now(inbox.pending_counts) == [("a", 2)]
+    assert [m.id for m in store.read_now(inbox.peek, "a", 0, 10)[0]] == ["m0004", "m0006"]
 
 
 def test_take_pending_after_a_seq_looks_only_past_it(store: Store) -> None:

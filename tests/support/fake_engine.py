@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from cone.core import content
@@ -258,6 +258,16 @@ class FakeEngine:
         conv = self.held.get(conversation_id)
         msgs = conv.messages if conv is not None else []
         return [m for m in msgs if m.inserted_at_ns > inserted_after_ns]
+
+    async def message_pages(
+        self, conversation_id: str, inserted_after_ns: int
+    ) -> AsyncIterator[list[RawMessage]]:
+        # Small pages, so that the core's paging is exercised.
+        msgs = await self.messages_since(conversation_id, inserted_after_ns)
+        for i in range(0, len(msgs), 2):
+            yield msgs[i : i + 2]
+        if not msgs:
+            yield []
 
     async def message_count(self, conversation_id: str) -> int:
         return len(self.held[conversation_id].messages)

@@ -1,0 +1,229 @@
+"""Big store benchmarks: a daemon over 10,000 conversations and up to 1,000,000 messages.
+
+    python -m bench bigstore [--conversations 10000] [--messages 100000,1000000]
+                             [--cache DIR] [--active 1000]
+
+The stores are made by `bench/_bigstore.py` (real conversations on a devnet kept in
+SQLite, then stored messages written into libxmtp's and cone's databases; see its
+docstring for what differs from real traffic) and cached in DIR between runs. Each
+size runs on a fresh copy of its cached store, in one run, so the figures of the
+sizes compare with each other (the growth), on the same machine load:
+
+- start: the daemon's process started until its first `receive` is answered; then
+  how long the full reconciliation runs in the background, and how many messages it
+  compared and healed.
+- receive while reconciling: `receive` (limit 100, no wait) during the
+  reconciliation against the same after it (p50, and the ratio).
+- conversations: a `conversations` page (50): the first (p50 of 10), and walking
+  100 pages (5,000 conversations): p50 and the 100th.
+- drain: receive (1000) + ack of the pending backlog (10,000), in msg/s.
+- ingest: the peers send one message into each of `--active` conversations at once
+  (ten peers in parallel); time until all are in cone's inbox, against the time the
+  peers' raw libxmtp took to publish them (the baseline).
+- memory: the daemon's resident set (VmRSS) after start, its peak (VmHWM) over the
+  whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from bench import _bigstore
+from cone.devnet import Devnet
+from conepb.v1 import cone_pb2 as pb
+from support.daemons import DaemonProcess
+from support.waiting import until
+
+_DONE = re.compile(
+    r"full reconciliation done in ([\d.]+) s: (\d+) conversations, (\d+) messages compared, (\d+) healed"
+)
+
+
+def _kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+async def _p50(call: Callable[[], Awaitable[Any]], n: int) -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await call()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+async def run_size(
+    layout: _bigstore.Layout, n_messages: int, active: int, work: Path
+) -> dict[str, float]:
+    """One size, on a fresh copy of its cached store."""
+    copy = await asyncio.to_thread(layout.copy_to, work / "run")
+    out: dict[str, float] = {}
+    async with Devnet(port=0, db=copy.devnet_db) as url:
+        d = DaemonProcess(copy.home, url, _bigstore.PRODUCTION_PACE)
+        t0 = time.perf_counter()
+        await d.start()
+        await d.client.receive(limit=1, wait_ms=0)
+        out["start_s"] = time.perf_counter() - t0
+        assert d.proc is not None
+        pid = d.proc.pid
+        out["rss_start_mib"] = _kib(pid, "VmRSS") / 1024
+        try:
+            during = await _p50(lambda: d.client.receive(limit=100, wait_ms=0), 10)
+            done = await until(lambda: asyncio.to_thread(_DONE.search, d.stderr()), timeout=3600)
+            out["reconcile_s"] = float(done.group(1))
+            out["compared"] = int(done.group(3))
+            out["healed"] = int(done.group(4))
+            out["during_reconcile_receive_ms"] = during
+            out["after_reconcile_receive_ms"] = await _p50(
+                lambda: d.client.receive(limit=100, wait_ms=0), 10
+            )
+            out["rss_reconciled_mib"] = _kib(pid, "VmRSS") / 1024
+            out.update(await _conversations(d))
+            out.update(await _drain(d))
+            out.update(await _ingest(d, copy, url, active))
+            out["rss_peak_mib"] = _kib(pid, "VmHWM") / 1024
+        finally:
+            await d.stop()
+            lines = [x for x in d.stderr().splitlines() if x[:4].isdigit() and " cone" in x]
+            print("\n".join(f"  daemon: {x}" for x in lines[:40]), flush=True)
+            d.log.close()
+    await asyncio.to_thread(shutil.rmtree, copy.root)
+    return out
+
+
+async def _conversations(d: DaemonProcess) -> dict[str, float]:
+    first = await _p50(
+        lambda: d.client.call("Conversations", pb.ConversationsRequest(limit=50)), 10
+    )
+    request = pb.ConversationsRequest(limit=50)
+    deep = []
+    for _ in range(100):
+        t = time.perf_counter()
+        page = await d.client.call("Conversations", request)
+        deep.append(time.perf_counter() - t)
+        if not page.HasField("cursor"):
+            break
+        request = pb.ConversationsRequest(limit=50, cursor=page.cursor)
+    return {
+        "conversations_first_ms": first,
+        "conversations_walk_ms": statistics.median(deep) * 1000,
+        "conversations_last_ms": deep[-1] * 1000,
+    }
+
+
+async def _drain(d: DaemonProcess) -> dict[str, float]:
+    start = time.perf_counter()
+    drained = 0
+    while batch := (await d.client.receive(limit=1000)).messages:
+        drained += await d.client.ack([m.message_id for m in batch])
+    elapsed = time.perf_counter() - start
+    return {"drained": drained, "drain_msg_s": drained / elapsed}
+
+
+async def _ingest(
+    d: DaemonProcess, layout: _bigstore.Layout, url: str, active: int
+) -> dict[str, float]:
+    keys = layout.peers()
+    convs = layout.conversations()
+    per_peer = active // len(keys)
+    clients = [await k.open(url, layout.peers_dir) for k in keys]
+    targets = [
+        [c.conversation(bytes.fromhex(cid)) for cid in convs[k.name][:per_peer]]
+        for k, c in zip(keys, clients, strict=True)
+    ]
+    before = (await d.status()).inbox_messages
+    n = per_peer * len(keys)
+
+    async def send_all(conversations: list[Any]) -> None:
+        for i, conv in enumerate(conversations):
+            await conv.send_text(f"active {i}")
+
+    start = time.perf_counter()
+    await asyncio.gather(*(send_all(t) for t in targets))
+    sent = time.perf_counter() - start
+
+    async def ingested() -> bool:
+        return bool((await d.status()).inbox_messages >= before + n)
+
+    await until(ingested, timeout=600)
+    took = time.perf_counter() - start
+    for c in clients:
+        c.release_db_connection()
+    return {"active": n, "ingest_sent_s": sent, "ingest_s": took}
+
+
+def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
+    sizes = sorted(results)
+    print(f"\nbig store, {n_conversations:,} conversations:")
+    rows = [
+        ("start to first receive (s)", "start_s", "{:.2f}"),
+        ("full reconciliation, background (s)", "reconcile_s", "{:.1f}"),
+        ("  messages compared / healed", None, None),
+        ("receive (100) during reconciliation, p50 (ms)", "during_reconcile_receive_ms", "{:.1f}"),
+        ("receive (100) after it, p50 (ms)", "after_reconcile_receive_ms", "{:.1f}"),
+        ("conversations page (50), first, p50 (ms)", "conversations_first_ms", "{:.1f}"),
+        ("conversations page (50), walking 100 pages, p50 (ms)", "conversations_walk_ms", "{:.1f}"),
+        ("conversations page (50), the 100th (ms)", "conversations_last_ms", "{:.1f}"),
+        ("receive+ack drain of the backlog (msg/s)", "drain_msg_s", "{:,.0f}"),
+        ("ingest, all sent by the peers (s)", "ingest_sent_s", "{:.2f}"),
+        ("ingest, all in cone's inbox (s)", "ingest_s", "{:.2f}"),
+        ("RSS after start (MiB)", "rss_start_mib", "{:.0f}"),
+        ("RSS after reconciliation (MiB)", "rss_reconciled_mib", "{:.0f}"),
+        ("RSS peak (MiB)", "rss_peak_mib", "{:.0f}"),
+    ]
+    print(
+        "| figure | "
+        + " | ".join(f"{s:,} msgs" for s in sizes)
+        + (" | growth |" if len(sizes) > 1 else " |")
+    )
+    for label, key, fmt in rows:
+        if key is None:
+            cells = [f"{results[s]['compared']:,.0f} / {results[s]['healed']:.0f}" for s in sizes]
+            print(f"| {label} | " + " | ".join(cells) + (" | |" if len(sizes) > 1 else " |"))
+            continue
+        assert fmt is not None
+        cells = [fmt.format(results[s][key]) for s in sizes]
+        growth = ""
+        if len(sizes) > 1 and results[sizes[0]][key]:
+            growth = f" | {results[sizes[-1]][key] / results[sizes[0]][key]:.2f}x"
+        print(f"| {label} | " + " | ".join(cells) + growth + " |")
+    for s in sizes:
+        r = results[s]
+        print(f"{s:,}: ingest of {r['active']:.0f} messages into as many conversations took "
+              f"{r['ingest_s'] / r['ingest_sent_s']:.2f}x the peers' publishing; drained {r['drained']:.0f}")  # fmt: skip
+
+
+async def _main(args: argparse.Namespace) -> None:
+    sizes = [int(s) for s in args.messages.split(",")]
+    layouts = {n: await _bigstore.generate(args.cache, args.conversations, n) for n in sizes}
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="cone-bs-") as work:
+        for n, layout in layouts.items():
+            print(f"measuring {n:,} messages ...", flush=True)
+            results[n] = await run_size(layout, n, args.active, Path(work))
+            print(f"  {n:,}: {results[n]}", flush=True)
+    _report(args.conversations, results)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench bigstore", description=__doc__)
+    parser.add_argument("--conversations", type=int, default=10_000)
+    parser.add_argument("--messages", default="100000,1000000", help="sizes, comma-separated")
+    parser.add_argument("--active", type=int, default=1000)
+    parser.add_argument("--cache", type=Path, default=_bigstore.default_cache())
+    asyncio.run(_main(parser.parse_args(argv)))
