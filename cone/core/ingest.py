@@ -31,7 +31,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -296,14 +296,29 @@ class Ingestor:
 
     async def ingest_all(self) -> int:
         """Read every conversation libxmtp knows; returns how many messages were new."""
-        return await self.ingest([info.id for info in await self._engine.conversations()])
+        listed = {info.id: info for info in await self._engine.conversations()}
+        return await self.ingest(listed, listed)
 
-    async def ingest(self, conversation_ids: Iterable[str]) -> int:
-        """Read the given conversations now; returns how many messages were new."""
+    async def ingest(
+        self,
+        conversation_ids: Iterable[str],
+        listed: Mapping[str, ConversationInfo] | None = None,
+    ) -> int:
+        """Read the given conversations now (`listed`: libxmtp's listing of them, when
+        the caller has it); returns how many messages were new.
+
+        A conversation whose read found nothing new has its read point moved in one
+        write for all of them at the end, not one synced write each (at 10,000
+        conversations that was most of a start). Until that write the old, earlier
+        point stands, which only means reading a little more next time."""
         total = 0
+        quiet: dict[str, int] = {}
         async with self._lock:
             for cid in sorted(conversation_ids):
-                total += await self._ingest_conversation(cid, [], read=True)
+                info = listed.get(cid) if listed is not None else None
+                total += await self._ingest_conversation(cid, [], read=True, info=info, quiet=quiet)
+            if quiet:
+                await self._store.write(conversations.set_ingested_many, quiet)
         if total:
             self._on_new()
         return total
@@ -355,8 +370,16 @@ class Ingestor:
             await self.after_commit(cid, held)
         return len(committed)
 
-    async def _ingest_conversation(self, cid: str, streamed: list[RawMessage], read: bool) -> int:
-        info = await self._engine.conversation(cid)
+    async def _ingest_conversation(
+        self,
+        cid: str,
+        streamed: list[RawMessage],
+        read: bool,
+        *,
+        info: ConversationInfo | None = None,
+        quiet: dict[str, int] | None = None,
+    ) -> int:
+        info = info or await self._engine.conversation(cid)
         if info is None:
             return 0
         conv = await self.record(info)
@@ -364,7 +387,11 @@ class Ingestor:
         if read:
             started = time.time_ns()
             raws = await self._engine.messages_since(cid, max(0, conv.ingested_ns))
-            new += len(await self._commit(cid, raws, floor_ns=started - READ_MARGIN_NS))
+            floor_ns = started - READ_MARGIN_NS
+            if quiet is not None and not raws:
+                quiet[cid] = floor_ns  # nothing to commit: the caller moves the point
+            else:
+                new += len(await self._commit(cid, raws, floor_ns=floor_ns))
         return new
 
     # --- reconciliation ----------------------------------------------------------
@@ -378,16 +405,19 @@ class Ingestor:
         if full:
             return await self.reconcile_all()
         healed = 0
+        quiet: dict[str, int] = {}  # read points moved in one write at the end
         for info in await self._engine.conversations():
             try:
                 async with self._lock:
-                    found = await self._reconcile_recent(info)
+                    found = await self._reconcile_recent(info, quiet)
             except Exception as exc:  # the next pass tries again; others go on
                 log.warning("reconciling %s failed: %s", info.id, exc)
                 continue
             if found:
                 healed += found
                 self._on_new()
+        if quiet:
+            await self._store.write(conversations.set_ingested_many, quiet)
         return healed
 
     async def reconcile_all(self) -> int:
@@ -439,7 +469,7 @@ class Ingestor:
                 self._on_new()
         return healed, read
 
-    async def _reconcile_recent(self, info: ConversationInfo) -> int:
+    async def _reconcile_recent(self, info: ConversationInfo, quiet: dict[str, int]) -> int:
         conv = await self.record(info)
         floor = conv.ingested_ns
         started = time.time_ns()
@@ -449,7 +479,10 @@ class Ingestor:
         due = [r for r in raws if r.inserted_at_ns <= floor]
         news = [r for r in raws if r.inserted_at_ns > floor]
         healed = await self._commit(info.id, due)
-        await self._commit(info.id, news, floor_ns=started - READ_MARGIN_NS)
+        if news:
+            await self._commit(info.id, news, floor_ns=started - READ_MARGIN_NS)
+        else:
+            quiet[info.id] = started - READ_MARGIN_NS
         # Timestamp-free check: libxmtp held `counted` messages before the read
         # began; cone having read fewer means a gap the window did not reach.
         known = await self._store.read(inbox.known_count, info.id)

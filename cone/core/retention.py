@@ -59,10 +59,11 @@ class Retention:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        """Load what is pending, read every setting, and start the workers."""
+        """Load what is pending and the settings cone recorded, and start the workers;
+        the settings are read from libxmtp again at once, in the background (the start
+        does not wait for 10,000 conversations' settings)."""
         self._waiting = await self._store.read(retention.waiting_deletions)
         self._settings = await self._store.read(retention.disappearing)
-        await self.refresh(await self._conversation_ids())
         self._tasks = [
             asyncio.create_task(self._expire_forever(), name="expiry"),
             asyncio.create_task(self._refresh_forever(), name="disappearing-settings"),
@@ -138,11 +139,11 @@ class Retention:
 
     async def _refresh_forever(self) -> None:
         while True:
-            await asyncio.sleep(self._refresh_interval_s)
             try:
                 await self.refresh_quietly(await self._conversation_ids())
             except Exception:  # the worker's boundary: a failed pass must not end it
                 log.exception("reading disappearing settings failed; trying next period")
+            await asyncio.sleep(self._refresh_interval_s)
 
     async def expire_now(self) -> int:
         """Clear what is due; how many messages."""

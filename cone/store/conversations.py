@@ -5,6 +5,8 @@ Every function takes an open connection inside the caller's transaction.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from cone.errors import Conflict, unknown_conversation
 from cone.store import _acked
 from cone.store._db import Connection
@@ -124,6 +126,14 @@ def set_ingested(conn: Connection, conversation_id: str, ingested_ns: int) -> No
     """
     conn.execute(
         "UPDATE conversations SET ingested_ns = ? WHERE id = ?", (ingested_ns, conversation_id)
+    )
+
+
+def set_ingested_many(conn: Connection, points: Mapping[str, int]) -> None:
+    """`set_ingested` for many conversations in one statement."""
+    conn.executemany(
+        "UPDATE conversations SET ingested_ns = ? WHERE id = ?",
+        [(max(0, ns), cid) for cid, ns in points.items()],
     )
 
 
