@@ -59,15 +59,18 @@ class Retention:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        """Load what is pending and the settings cone recorded, and start the workers;
-        the settings are read from libxmtp again at once, in the background (the start
-        does not wait for 10,000 conversations' settings)."""
+        """Load what is pending and the settings cone recorded, and start expiring."""
         self._waiting = await self._store.read(retention.waiting_deletions)
         self._settings = await self._store.read(retention.disappearing)
-        self._tasks = [
-            asyncio.create_task(self._expire_forever(), name="expiry"),
-            asyncio.create_task(self._refresh_forever(), name="disappearing-settings"),
-        ]
+        self._tasks = [asyncio.create_task(self._expire_forever(), name="expiry")]
+
+    def watch_settings(self) -> None:
+        """Read the settings from libxmtp now, then every period, in the background:
+        the core calls this once its start is done, so that the start neither waits
+        for 10,000 conversations' settings nor competes with its own reads."""
+        self._tasks.append(
+            asyncio.create_task(self._refresh_forever(), name="disappearing-settings")
+        )
 
     async def stop(self) -> None:
         """Stop the workers."""

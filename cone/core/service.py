@@ -205,6 +205,7 @@ class Core:
         self._catchup_task = asyncio.create_task(self._catch_up_forever(), name="catch-up")
         self.outbox.start()
         self.fetcher.start()
+        self.retention.watch_settings()
         self._reconciling = asyncio.create_task(self._reconcile_all(), name="reconcile")
         self._background.add(self._reconciling)
         self._reconciling.add_done_callback(self._background.discard)
