@@ -22,12 +22,6 @@ pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture
-async def daemon(home: Path, devnet: str) -> AsyncIterator[HttpDaemon]:
-    async with HttpDaemon(home, devnet) as d:
-        yield d
-
-
-@pytest.fixture
 async def session() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession() as s:
         yield s

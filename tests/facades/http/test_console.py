@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +54,6 @@ def downloads(tmp_path: Path) -> Path:
 def browser(downloads: Path) -> Iterator[Any]:
     with chromium(downloads) as driver:
         yield driver
-
-
-@pytest.fixture
-async def daemon(home: Path, devnet: str) -> AsyncIterator[HttpDaemon]:
-    async with HttpDaemon(home, devnet) as d:
-        yield d
 
 
 async def _dm_to(peer: Peer, daemon: HttpDaemon) -> Any:

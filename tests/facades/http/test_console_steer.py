@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +46,6 @@ PAGE = 5
 def browser(tmp_path: Path) -> Iterator[Any]:
     with chromium(tmp_path) as driver:
         yield driver
-
-
-@pytest.fixture
-async def daemon(home: Path, devnet: str) -> AsyncIterator[HttpDaemon]:
-    async with HttpDaemon(home, devnet) as d:
-        yield d
 
 
 async def _rpc(daemon: HttpDaemon, method: str, **params: Any) -> Any:

@@ -4,8 +4,6 @@ a devnet, whose reason status reports as `lastReason`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -40,12 +38,6 @@ def test_a_failing_entry_is_counted_under_its_errors_reason(error: ConeError, re
 
 def test_an_entry_without_a_recorded_reason_counts_as_other() -> None:
     assert outbox_reason(None) == "other"
-
-
-@pytest.fixture
-async def daemon(home: Path, devnet: str) -> AsyncIterator[HttpDaemon]:
-    async with HttpDaemon(home, devnet) as d:
-        yield d
 
 
 async def _rpc(
