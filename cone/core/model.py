@@ -10,8 +10,8 @@ hand out for it (`inbox.as_stored`), so it comes out of `message_of` too: whatev
 The stored encodings (`AttachmentsKind`, `Removed`) end here: a `Message` carries the
 one file or the list as the wire does, and `deleted`/`expired` as flags. The enums
 and records below that come from the store and the engine (consent, kinds, contacts,
-members, stream health) are plain values; the core re-exports them so that the
-servicer imports the core alone.
+members, stream health, a file's `Attachment`) are plain values; the core re-exports
+them so that the servicer imports the core alone.
 """
 
 from __future__ import annotations
@@ -38,19 +38,10 @@ from cone.store import (
 )
 from cone.store.outbox import OutboxRecord
 
-
-@dataclass(frozen=True)
-class Attachment:
-    """One file of a message; `data` is None when it is not handed out inline (too
-    large for the batch, or a remote file not downloaded yet: see `error`)."""
-
-    index: int
-    filename: str
-    mime_type: str
-    size: int | None
-    sha256: str | None
-    data: bytes | None
-    error: str | None
+#: One file of a message, as the store reads it (`data` None when it is not handed
+#: out inline: too large for the batch, or a remote file not downloaded yet, see
+#: `error`); the core hands it out unchanged.
+Attachment = StoredAttachment
 
 
 @dataclass(frozen=True)
@@ -82,11 +73,6 @@ class Message:
     expired: bool = False
 
 
-def attachment_of(a: StoredAttachment) -> Attachment:
-    """A stored file as the core hands it out."""
-    return Attachment(a.index, a.filename, a.mime_type, a.size, a.sha256, a.data, a.error)
-
-
 def _reaction(reaction_json: str) -> Reaction:
     r = json.loads(reaction_json)
     return Reaction(
@@ -100,7 +86,7 @@ def _reaction(reaction_json: str) -> Reaction:
 
 def message_of(m: StoredMessage) -> Message:
     """The one mapping from the store's record to the core's message."""
-    files = tuple(map(attachment_of, m.attachments)) if m.attachments else ()
+    files = m.attachments  # the stored files, shared, not copied
     return Message(
         id=m.id,
         conversation_id=m.conversation_id,
@@ -162,7 +148,6 @@ __all__ = [
     "Request",
     "Role",
     "StreamHealth",
-    "attachment_of",
     "inline_bytes",
     "message_of",
     "own_message",

@@ -25,7 +25,7 @@ from cone.core.destinations import Destinations
 from cone.core.groups import Groups
 from cone.core.history import ConversationView, History
 from cone.core.ingest import Ingestor
-from cone.core.model import Attachment, Message, attachment_of, message_of
+from cone.core.model import Attachment, Message, message_of
 from cone.core.network import ADVICE, STATUS_PROBE_S, NetworkWatch
 from cone.core.outbox import Outbox, SendResult, check_content
 from cone.core.retention import Retention
@@ -635,7 +635,7 @@ class Core:
                 f"({found.error or 'waiting for its first attempt'}); it is retried",
                 reason="attachment_unavailable",
             )
-        return attachment_of(found)
+        return found
 
     # --- reading (cone/core/history.py) and installations --------------------------
 
