@@ -83,6 +83,21 @@ def no_alert(driver: Any) -> bool:
     return alert is None
 
 
+async def assert_inert(driver: Any) -> None:
+    """Hostile content on the page ran nothing: no alert, `window.__pwned` (which the
+    hostile samples set if obeyed) never set, no script or image in the history."""
+    assert await in_browser(lambda: no_alert(driver))
+    assert await in_browser(lambda: js(driver, "return window.__pwned === undefined"))
+    assert (
+        await in_browser(
+            lambda: js(
+                driver, "return document.querySelectorAll('#history script, #history img').length"
+            )
+        )
+        == 0
+    )
+
+
 async def wait_js(driver: Any, script: str, timeout: float = 60.0) -> Any:
     """The script's first truthy answer within `timeout`."""
 

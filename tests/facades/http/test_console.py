@@ -14,12 +14,12 @@ import pytest
 
 from cone.facades.http import _console
 from support.browser import (
+    assert_inert,
     chromium,
     in_browser,
     js,
     login_url,
     needs_chromium,
-    no_alert,
     send_content,
     shoot,
     texts,
@@ -190,16 +190,7 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
         "return [...document.querySelectorAll('#history li')].some(li => li.textContent.includes('fdp.exe'))",
     )
     await wait_js(browser, "return !!document.querySelector('#history .md')")
-    assert await in_browser(lambda: no_alert(browser))
-    assert await in_browser(lambda: js(browser, "return window.__pwned === undefined"))
-    assert (
-        await in_browser(
-            lambda: js(
-                browser, "return document.querySelectorAll('#history script, #history img').length"
-            )
-        )
-        == 0
-    )
+    await assert_inert(browser)
     bodies = await in_browser(lambda: texts(browser, "#history .body"))
     assert HOSTILE_TEXT in bodies  # shown as the text it is
     links = await in_browser(

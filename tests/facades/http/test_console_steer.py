@@ -19,12 +19,12 @@ from cone.core import content
 from cone.core.content import Outgoing
 from cone.devnet import Devnet
 from support.browser import (
+    assert_inert,
     chromium,
     click,
     in_browser,
     js,
     needs_chromium,
-    no_alert,
     send_content,
     shoot,
     type_into,
@@ -142,16 +142,7 @@ async def test_console_sends_markdown_reactions_and_files_once_pages_back_and_st
         ".find(n => n > 900000)",
     )
     assert size == 1_000_000
-    assert await in_browser(lambda: no_alert(browser))
-    assert await in_browser(lambda: js(browser, "return window.__pwned === undefined"))
-    assert (
-        await in_browser(
-            lambda: js(
-                browser, "return document.querySelectorAll('#history script, #history img').length"
-            )
-        )
-        == 0
-    )
+    await assert_inert(browser)
 
     # Markdown, sent with a double click: one message at the peer, of the markdown type.
     await click(browser, "#as-markdown")
