@@ -297,7 +297,7 @@ class Ingestor:
     async def ingest_all(self) -> int:
         """Read every conversation libxmtp knows; returns how many messages were new."""
         listed = {info.id: info for info in await self._engine.conversations()}
-        return await self.ingest(listed, listed)
+        return await self.ingest(listed.keys(), listed)
 
     async def ingest(
         self,
