@@ -1,7 +1,8 @@
 """The network's state as the node tells it now: answers or not, knows this identity
 or not.
 
-`NetworkWatch` asks the node (`cone.engine._node`) at start, every `period_s`
+`NetworkWatch` asks the node (`cone.engine._node`: on V3 the node at the API URL,
+on D14N the node the gateway names, each with the reads libxmtp makes there) at start, every `period_s`
 (`min(PROBE_EVERY_S, the catch-up period)`), at each status call (waiting at most
 `STATUS_PROBE_S`) and after a publication fails. Status reports the latest answer,
 so `networkState` is never older than the status call that shows it:
@@ -10,7 +11,7 @@ so `networkState` is never older than the status call that shows it:
 | ------------------------------------------ | ------------------ |
 | answers and holds this inbox's identity updates and this installation's key package | `reachable` |
 | answers but lacks either (reset, or another network) | `identity_unknown` |
-| refuses the connection, or no answer within the bound | `unreachable` |
+| refuses the connection, no answer within the bound, or an answer that it does not serve this backend's API or this client (on D14N: the gateway too) | `unreachable` |
 
 A change is logged once (not at every probe) and reported to `on_change`, which the
 core uses to catch up and publish at once when the node is back or knows the
@@ -54,11 +55,15 @@ class NetworkWatch:
         inbox_id: str,
         installation_id: str,
         *,
+        gateway_url: str | None = None,
         period_s: float = PROBE_EVERY_S,
         on_change: Callable[[NodeView, NodeView], None] | None = None,
     ) -> None:
         # No URL (an engine without a node, in unit tests): nothing to ask.
-        self._probe = NodeProbe(api_url, inbox_id, installation_id) if api_url else None
+        self._probe = (
+            NodeProbe(api_url, inbox_id, installation_id, gateway_url) if api_url else None
+        )
+        self._identity = (inbox_id, installation_id)
         self.api_url = api_url
         self.period_s = min(period_s, PROBE_EVERY_S)
         self.on_change = on_change
@@ -87,6 +92,16 @@ class NetworkWatch:
                 await asyncio.gather(task, return_exceptions=True)
         if self._probe is not None:
             await self._probe.close()
+
+    async def follow(self, gateway_url: str) -> None:
+        """Probe through `gateway_url` from now on (libxmtp moved to D14N), and ask now."""
+        old, self._probe = self._probe, NodeProbe(self.api_url, *self._identity, gateway_url)
+        if self._asking is not None:
+            self._asking.cancel()
+            await asyncio.gather(self._asking, return_exceptions=True)
+        if old is not None:
+            await old.close()
+        await self.check()
 
     async def check(self, timeout: float = PROBE_S) -> NodeAnswer:
         """Ask the node now (callers at the same time share one question)."""

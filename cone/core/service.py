@@ -134,6 +134,7 @@ class Core:
             engine.api_url,
             engine.inbox_id,
             engine.installation_id,
+            gateway_url=engine.gateway_url,
             period_s=catchup_interval_s,
             on_change=self._on_network_change,
         )
@@ -273,6 +274,9 @@ class Core:
         self.ingestor.mark_all()
         self._catch_up_now.set()
         self.outbox.retry_now()
+        if self.engine.gateway_url:
+            # The probe asks what libxmtp now reads: the node the gateway names.
+            await self.network.follow(self.engine.gateway_url)
 
     def _on_network_change(self, before: NodeView, after: NodeView) -> None:
         # The node answers again, or knows this identity again: catch up and publish

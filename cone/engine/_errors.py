@@ -5,6 +5,12 @@ content is text, so its meaning is found by matching that text. Every match cone
 makes on libxmtp's words is here; the rest of the engine asks these functions, and
 `translate` turns an error into the ConeError the core sees.
 
+A ConeError's message is the one line a person reads (a send's `lastError`, a stream's,
+`cone status`, the console): cone's own sentence for the error's reason, with the
+essential detail in cone's words (`detail`): never libxmtp's error chain (`[GroupError::
+SyncFailedToWait] Group error: …`, `api client at endpoint … has error status: …`). That
+raw text goes to the log at DEBUG (`-v`), once per translated error, for diagnosis.
+
 `plain` also serves cone's log, which re-emits libxmtp's own lines. `storage_full`
 stays in `cone.errors`: it reads SQLite's and the OS's words for a full disk, which
 cone's store meets too and libxmtp only repeats.
@@ -15,6 +21,7 @@ so the log can use it before any libxmtp client exists.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Final
 
@@ -29,6 +36,8 @@ from cone.errors import (
     storage_full,
 )
 
+log = logging.getLogger(__name__)
+
 #: What libxmtp 1.10 appends to every API error: the call counts of the client.
 _STATS: Final = "============ Api Stats"
 
@@ -39,17 +48,42 @@ V3_CUTOVER_ADVICE: Final = (
 )
 
 
-def node_error_text(text: str) -> str:
-    """libxmtp's error text for a failed node call as cone shows it: one line, and a
-    node that cannot be connected to said so in words instead of libxmtp's chain
-    (`[ClientError::Api] … api client at endpoint "…" has error status: 'The service is
-    currently unavailable', self: "tcp connect error"`)."""
-    line = one_line(text)
-    if "tcp connect error" not in line:
-        return line
+def detail(text: str) -> str:
+    """The essential detail of libxmtp's error text, in cone's words, on one line:
+
+    - a node that cannot be connected to: "the XMTP node cannot be reached: no
+      connection (MlsApi/SendGroupMessages)";
+    - a node's gRPC answer (`api client at endpoint "…" has error status: '…', self:
+      "…"`): "the XMTP node answered: WORDS (ReplicationApi/QueryEnvelopes)", WORDS being
+      the node's own message (else the status's);
+    - a publication libxmtp gave up waiting for ("Sync failed to wait for intent"): "the
+      network did not confirm the publication";
+    - anything else: libxmtp's message without its `[Kind::Variant]` tags and its
+      "… error:" prefixes.
+    """
+    line = plain(text)
     endpoint = re.search(r'endpoint "/xmtp\.[\w.]+\.(\w+/\w+)"', line)
     where = f" ({endpoint.group(1)})" if endpoint else ""
-    return f"the XMTP node cannot be reached: no connection{where}"
+    if "tcp connect error" in line:
+        return f"the XMTP node cannot be reached: no connection{where}"
+    status = re.search(r"has error status: '([^']*)'(?:, self: \"([^\"]*)\")?", line)
+    if status:
+        words = status.group(2) or status.group(1) or "no message"
+        return f"the XMTP node answered: {_lower_first(words)}{where}"
+    if "failed to wait for intent" in line.lower():
+        return "the network did not confirm the publication"
+    bare = re.sub(r"\[\w+(?:::\w+)*\]\s*", "", line)
+    while prefix := re.match(r"(?:\w+ ){0,2}error: ", bare, re.IGNORECASE):
+        bare = bare[prefix.end() :]
+    return _lower_first(bare.strip()) or "libxmtp gave no detail"
+
+
+def _lower_first(words: str) -> str:
+    # "The service is currently unavailable" reads as a clause after a colon; an
+    # acronym ("XMTP", "MLS") keeps its case.
+    if len(words) > 1 and words[0].isupper() and not words[1].isupper():
+        return words[0].lower() + words[1:]
+    return words
 
 
 def plain(text: str) -> str:
@@ -92,20 +126,31 @@ def cutover_refusal(doing: str) -> FailedPrecondition:
 
 
 def translate(exc: BaseException, doing: str, reason: str = "network_unavailable") -> ConeError:
-    """libxmtp's error as a ConeError: the V3 cutover, a full disk, the node's rate
-    limit, or else Unavailable with `reason`."""
+    """libxmtp's error as a ConeError whose message is cone's sentence for its reason
+    (the V3 cutover, a full disk, the node's rate limit, or else Unavailable with
+    `reason`) and the error's `detail`; libxmtp's own text goes to the log (DEBUG)."""
     text = plain(str(exc))
+    log.debug("libxmtp, %s: %s", doing, text)
     if is_v3_cutover(text):
         return cutover_refusal(doing)
     if storage_full(text):
         return StateError(
-            f"{doing} failed: the disk holding the state directory is full ({text}); "
-            "free space there: reads keep working meanwhile",
+            f"{doing} failed: the disk holding the state directory is full; free space "
+            "there: reads keep working meanwhile",
             reason="storage_full",
         )
     if is_rate_limited(text):
-        return RateLimited(f"XMTP rate limit while {doing}: {text}")
-    return Unavailable(f"{doing} failed: {node_error_text(text)}", reason=reason)
+        return RateLimited(f"{doing} failed: the XMTP network's rate limit ({detail(text)})")
+    return Unavailable(f"{doing} failed: {detail(text)}", reason=reason)
+
+
+def stream_error(text: str) -> str:
+    """The line a person reads for what ended or refused a stream (libxmtp's text
+    logged at DEBUG)."""
+    if is_v3_cutover(text):
+        return V3_CUTOVER_ADVICE
+    log.debug("libxmtp, a stream: %s", plain(text))
+    return f"the stream ended: {detail(text)}"
 
 
 def group_refusal(exc: BaseException, doing: str) -> ConeError | None:
@@ -132,11 +177,13 @@ def group_refusal(exc: BaseException, doing: str) -> ConeError | None:
 __all__ = [
     "V3_CUTOVER_ADVICE",
     "cutover_refusal",
+    "detail",
     "group_refusal",
     "is_absent",
     "is_damaged_database",
     "is_rate_limited",
     "is_v3_cutover",
     "plain",
+    "stream_error",
     "translate",
 ]

@@ -631,7 +631,9 @@ class Engine:
                 await closer.wait_for_ready()
                 if closer.is_closed():
                     # libxmtp reports "ready" also for a subscription that failed.
-                    raise ConnectionError("the subscription failed")
+                    raise ConnectionError(
+                        "the subscription failed: the node refused it or cannot be reached"
+                    )
                 return closer
 
             async def opened(cb: Any) -> StreamHandle:

@@ -22,7 +22,9 @@ from typing import Any
 
 from xmtp_bindings import xmtpv3 as ffi
 
+from cone.engine._errors import stream_error
 from cone.engine.port import StreamHealth
+from cone.errors import ConeError
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +146,10 @@ class SupervisedStream:
                 await callback.closed.wait()
                 if time.monotonic() - opened_at > BACKOFF_MAX_S:
                     delay = BACKOFF_START_S
-                self.health.last_error = callback.error or "stream closed by the node"
+                raw = callback.error or ""
+                self.health.last_error = (
+                    stream_error(raw) if raw else "the stream ended: the node closed it"
+                )
             except asyncio.CancelledError:
                 if closer is not None:
                     try:
@@ -156,13 +161,20 @@ class SupervisedStream:
                 # A refused subscription's own error may still be on its way to the
                 # loop (call_soon_threadsafe): let it land, and prefer it.
                 await asyncio.sleep(0)
-                self.health.last_error = callback.error or str(exc)
+                raw = callback.error or str(exc)
+                # A ConeError (from the engine's calls) is cone's sentence already.
+                self.health.last_error = (
+                    stream_error(callback.error)
+                    if callback.error
+                    else (exc.message if isinstance(exc, ConeError) else str(exc))
+                )
             finally:
                 self.health.connected = False
                 self._settled.set()
             first = False
             self.health.restarts += 1
-            self.on_error(self.health.last_error)
+            # The engine reads libxmtp's own words (the V3 cutover's text).
+            self.on_error(raw)
             log.info(
                 "stream %s ended (%s); reopening in %.1f s",
                 self.name,

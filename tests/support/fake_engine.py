@@ -170,6 +170,7 @@ class FakeEngine:
         self.installation_id = hex_id("installation", name)
         self.api_url = "http://fake.invalid"
         self.backend = "v3"
+        self.gateway_url: str | None = None
         # The network: who is on XMTP.
         self.inbox_by_address: dict[str, str] = {}
         self.addresses_by_inbox: dict[str, list[str]] = {}
