@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from xmtp_bindings import xmtpv3 as ffi
 
@@ -164,6 +165,16 @@ async def test_a_running_cone_crosses_the_cutover_by_itself(
         await until(lambda: _outbox_empty(daemon))
         status = await daemon.client.call("Status", pb.StatusRequest())
         assert status.identity.backend == "d14n"
+
+        # The node probe follows libxmtp to D14N: it asks the D14N reads now, so the
+        # V3 ones refused (as by a node that serves D14N only) change nothing.
+        devnet_node.faults.fail_next("GetIdentityUpdates", 1_000_000, grpc.StatusCode.UNIMPLEMENTED)
+
+        async def reachable() -> bool:
+            return (await daemon.status()).network_state == pb.NETWORK_STATE_REACHABLE
+
+        await until(reachable)
+        devnet_node.faults.fail_next("GetIdentityUpdates", 0)
 
         await alice.move_to_d14n(url)
         alice_dm = alice.peer.conversation(bytes.fromhex(dm))

@@ -1,6 +1,7 @@
 """The network's state is the node's answer now: a stopped node is unreachable at the
 next status call, and a node that does not know this identity (a devnet restarted
-without its state) is named as such, in status and in the sends' own reason."""
+without its state) is named as such, in status and in the sends' own reason. On V3
+and on D14N alike (there the probe asks the node the gateway names, with D14N reads)."""
 
 from __future__ import annotations
 
@@ -14,25 +15,34 @@ from cone.errors import FailedPrecondition
 from conepb.v1 import cone_pb2 as pb
 from support import wire
 from support.cli import cone_cli
-from support.daemons import DaemonProcess
+from support.daemons import BACKENDS, DaemonProcess
 from support.devnet_process import DevnetProcess
 from support.peers import Peer
 from support.waiting import until
 
 
+def _gateway(backend: str, url: str) -> str | None:
+    """The devnet is its own gateway: on D14N the daemon is given its URL as one."""
+    return url if backend == "d14n" else None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_status_says_unreachable_as_soon_as_the_node_stops_and_reachable_when_back(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, backend: str
 ) -> None:
     db = str(tmp_path / "devnet.db")
     node = await DevnetProcess.start(tmp_path, "--db", db)
     try:
-        async with DaemonProcess(home, node.url) as daemon:
+        async with DaemonProcess(home, node.url, gateway_url=_gateway(backend, node.url)) as daemon:
             assert (await daemon.status()).network_state == pb.NETWORK_STATE_REACHABLE
             assert await node.stop() == 0
             # No waiting: the status call asks the node itself.
             status = await daemon.status()
             assert status.network_state == pb.NETWORK_STATE_UNREACHABLE
-            assert any("cannot be reached" in w for w in status.warnings)
+            (warning,) = [w for w in status.warnings if "cannot be reached" in w]
+            # On D14N the probe asks the gateway for its nodes first (as libxmtp does).
+            asked = f"the gateway at {node.url}" if backend == "d14n" else "the node"
+            assert f"({asked} does not answer (connection refused))" in warning, warning
             text = await cone_cli(["status", "--home", str(home)])
             assert text.code == 1, text.err  # unhealthy
             assert "network UNREACHABLE (the node does not answer now)" in text.out
@@ -64,13 +74,14 @@ async def test_status_says_unreachable_as_soon_as_the_node_stops_and_reachable_w
             await node.stop()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sends_reason(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, backend: str
 ) -> None:
     node = await DevnetProcess.start(tmp_path)  # a throwaway node, in memory
     try:
-        async with DaemonProcess(home, node.url) as daemon:
-            alice = await Peer.create(node.url, tmp_path, "alice")
+        async with DaemonProcess(home, node.url, gateway_url=_gateway(backend, node.url)) as daemon:
+            alice = await Peer.create(node.url, tmp_path, "alice", d14n=backend == "d14n")
             contact = (
                 await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))
             ).contact
@@ -91,7 +102,9 @@ async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sen
             status = await until(forgotten)
             (warning,) = [w for w in status.warnings if "does not know this identity" in w]
             assert "node reset? wrong network?" in warning
-            assert "no identity updates for inbox" in warning
+            # On D14N the node the gateway names, asked with D14N reads.
+            asked = f"node 100 at {node.url}" if backend == "d14n" else "the node"
+            assert f"{asked} holds no identity updates for inbox" in warning, warning
 
             for request in (
                 pb.SendRequest(to=alice.address, text="anyone there?", key="k1"),
