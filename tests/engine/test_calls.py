@@ -13,6 +13,7 @@ from cone.engine._errors import (
     is_absent,
     is_damaged_database,
     plain,
+    stream_error,
     translate,
 )
 from cone.engine._offload import Offload
@@ -49,6 +50,53 @@ def test_libxmtps_text_becomes_the_error_it_means(
 
     assert type(err) is kind and err.reason == reason
     assert "Api Stats" not in err.message and "\n" not in err.message
+
+
+@pytest.mark.parametrize(
+    ("raw", "line"),
+    [
+        (
+            "[GroupError::SyncFailedToWait] Group error: Sync failed to wait for intent",
+            "publishing a message failed: the network did not confirm the publication",
+        ),
+        (
+            '[ClientError::Api] api client at endpoint "/xmtp.xmtpv4.message_api.'
+            "ReplicationApi/QueryEnvelopes\" has error status: 'The service is currently "
+            'unavailable\', self: "tcp connect error"',
+            "publishing a message failed: the XMTP node cannot be reached: no connection "
+            "(ReplicationApi/QueryEnvelopes)",
+        ),
+        (
+            '[GroupError::Api] api client at endpoint "/xmtp.mls.api.v1.MlsApi/'
+            "SendGroupMessages\" has error status: 'Internal error', self: \"Invalid "
+            'group message"',
+            "publishing a message failed: the XMTP node answered: invalid group message "
+            "(MlsApi/SendGroupMessages)",
+        ),
+        (
+            "[GroupError::Storage] Group error: Storage error: MLS Group not found",
+            "publishing a message failed: MLS Group not found",
+        ),
+    ],
+)
+def test_the_line_a_person_reads_is_cones_with_the_essential_detail(raw: str, line: str) -> None:
+    err = translate(ffi.FfiError.Error(raw + STATS), "publishing a message")
+    assert (err.message, err.reason) == (line, "network_unavailable")
+
+
+def test_a_streams_error_reads_as_cones_line() -> None:
+    raw = (
+        '[SubscribeError::BoxError] api client at endpoint "/xmtp.mls.api.v1.MlsApi/'
+        "SubscribeGroupMessages\" has error status: 'The service is currently unavailable', "
+        'self: "the devnet is shutting down"'
+    )
+    assert stream_error(raw) == (
+        "the stream ended: the XMTP node answered: the devnet is shutting down "
+        "(MlsApi/SubscribeGroupMessages)"
+    )
+    assert stream_error(
+        "XMTP V3 streaming is no longer available. Please upgrade your client to XMTP D14N."
+    ).startswith("the XMTP node has cut over")
 
 
 def test_plain_cuts_the_call_counts_and_folds_lines() -> None:
