@@ -1,17 +1,18 @@
 """The network's state as the node tells it now: answers or not, knows this identity
 or not.
 
-`NetworkWatch` asks the node (`cone.engine._node`: on V3 the node at the API URL,
-on D14N the node the gateway names, each with the reads libxmtp makes there) at start, every `period_s`
-(`min(PROBE_EVERY_S, the catch-up period)`), at each status call (waiting at most
-`STATUS_PROBE_S`) and after a publication fails. Status reports the latest answer,
-so `networkState` is never older than the status call that shows it:
+`NetworkWatch` asks the node (`cone.engine._node`: on V3 the node at the API URL, on
+D14N the gateway and then the node it names, each with the reads libxmtp makes there)
+at start, every `period_s` (`min(PROBE_EVERY_S, the catch-up period)`), at each status
+call (waiting at most `STATUS_PROBE_S`) and after a publication fails; after a move to
+D14N it follows libxmtp there (`follow`). Status reports the latest answer, so
+`networkState` is never older than the status call that shows it:
 
-| the node                                   | `state`            |
-| ------------------------------------------ | ------------------ |
+| the node (on D14N: the gateway, then the node it names) | `state` |
+| --- | --- |
 | answers and holds this inbox's identity updates and this installation's key package | `reachable` |
 | answers but lacks either (reset, or another network) | `identity_unknown` |
-| refuses the connection, no answer within the bound, or an answer that it does not serve this backend's API or this client (on D14N: the gateway too) | `unreachable` |
+| refuses the connection, no answer within the bound, or answers that it does not serve this backend's API or refuses this client | `unreachable` |
 
 A change is logged once (not at every probe) and reported to `on_change`, which the
 core uses to catch up and publish at once when the node is back or knows the
@@ -95,10 +96,11 @@ class NetworkWatch:
 
     async def follow(self, gateway_url: str) -> None:
         """Probe through `gateway_url` from now on (libxmtp moved to D14N), and ask now."""
+        if self._asking is not None and not self._asking.done():
+            # A question in flight (a status call may wait for it) ends within its own
+            # bound; its channels close only after it.
+            await asyncio.wait([self._asking])
         old, self._probe = self._probe, NodeProbe(self.api_url, *self._identity, gateway_url)
-        if self._asking is not None:
-            self._asking.cancel()
-            await asyncio.gather(self._asking, return_exceptions=True)
         if old is not None:
             await old.close()
         await self.check()

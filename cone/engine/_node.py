@@ -118,11 +118,6 @@ class NodeProbe:
         #: Who is being asked now (named when the probe's time runs out).
         self._where = "the node"
 
-    @property
-    def backend(self) -> str:
-        """`d14n` when probing through a gateway, else `v3`."""
-        return "d14n" if self._gateway_url else "v3"
-
     async def ask(self, timeout: float) -> NodeAnswer:
         """Ask the node now; answers within `timeout` seconds, whatever the node does."""
         self._where = "the node"
