@@ -57,7 +57,8 @@ def detail(text: str) -> str:
       "…"`): "the XMTP node answered: WORDS (ReplicationApi/QueryEnvelopes)", WORDS being
       the node's own message (else the status's);
     - a publication libxmtp gave up waiting for ("Sync failed to wait for intent"): "the
-      network did not confirm the publication";
+      XMTP network did not confirm the publication" (libxmtp 1.10 reports every
+      refused or failed publication so, whatever the node answered);
     - anything else: libxmtp's message without its `[Kind::Variant]` tags and its
       "… error:" prefixes.
     """
@@ -71,7 +72,7 @@ def detail(text: str) -> str:
         words = status.group(2) or status.group(1) or "no message"
         return f"the XMTP node answered: {_lower_first(words)}{where}"
     if "failed to wait for intent" in line.lower():
-        return "the network did not confirm the publication"
+        return "the XMTP network did not confirm the publication"
     bare = re.sub(r"\[\w+(?:::\w+)*\]\s*", "", line)
     while prefix := re.match(r"(?:\w+ ){0,2}error: ", bare, re.IGNORECASE):
         bare = bare[prefix.end() :]

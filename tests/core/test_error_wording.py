@@ -50,14 +50,14 @@ async def test_a_failing_send_and_a_dropped_stream_read_as_clean_lines(
         )
         assert (
             entry.last_error
-            == "publishing a message failed: the network did not confirm the publication"
+            == "publishing a message failed: the XMTP network did not confirm the publication"
         )
 
         text = await cone_cli(["status", "--home", str(home)])
         (line,) = [s for s in text.out.splitlines() if "key w1 in" in s]
         assert line.endswith(
             "failing (network_unavailable) after 1 attempt(s): publishing a message failed: "
-            "the network did not confirm the publication"
+            "the XMTP network did not confirm the publication"
         ), line
         assert not RAW.search(text.out), text.out
         doc = (await cone_cli(["status", "--home", str(home), "--json"])).json()

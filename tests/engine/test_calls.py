@@ -57,7 +57,7 @@ def test_libxmtps_text_becomes_the_error_it_means(
     [
         (
             "[GroupError::SyncFailedToWait] Group error: Sync failed to wait for intent",
-            "publishing a message failed: the network did not confirm the publication",
+            "publishing a message failed: the XMTP network did not confirm the publication",
         ),
         (
             '[ClientError::Api] api client at endpoint "/xmtp.xmtpv4.message_api.'
