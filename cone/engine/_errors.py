@@ -148,9 +148,10 @@ def translate(exc: BaseException, doing: str, reason: str = "network_unavailable
 def stream_error(text: str) -> str:
     """The line a person reads for what ended or refused a stream (libxmtp's text
     logged at DEBUG)."""
-    if is_v3_cutover(text):
-        return V3_CUTOVER_ADVICE
     log.debug("libxmtp, a stream: %s", plain(text))
+    if is_v3_cutover(text):
+        # The advice itself is logged once, by the engine.
+        return "the stream ended: the XMTP node refuses V3 clients since its cutover to D14N"
     return f"the stream ended: {detail(text)}"
 
 

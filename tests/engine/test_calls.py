@@ -96,7 +96,7 @@ def test_a_streams_error_reads_as_cones_line() -> None:
     )
     assert stream_error(
         "XMTP V3 streaming is no longer available. Please upgrade your client to XMTP D14N."
-    ).startswith("the XMTP node has cut over")
+    ) == ("the stream ended: the XMTP node refuses V3 clients since its cutover to D14N")
 
 
 def test_plain_cuts_the_call_counts_and_folds_lines() -> None:
