@@ -22,10 +22,10 @@ from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls, answered
 from cone.engine._client import open_client, wallet_address
 from cone.engine._errors import (
     cutover_refusal,
+    detail,
     is_absent,
     is_damaged_database,
     is_v3_cutover,
-    plain,
 )
 from cone.engine._offload import Offload
 from cone.engine._probe import cutover_ns, refuses_v3
@@ -145,7 +145,7 @@ class Engine:
             cause = err.__cause__
             if cause is not None and is_damaged_database(cause):
                 raise StateError(
-                    f"libxmtp's database {db_path} cannot be opened ({plain(str(cause))}): it "
+                    f"libxmtp's database {db_path} cannot be opened ({detail(str(cause))}): it "
                     "or its salt file is damaged. Restore the identity from a backup (cone "
                     "restore FILE --home NEW_HOME) and start there",
                     reason="corrupt_database",
