@@ -293,6 +293,8 @@ async def test_console_makes_and_changes_a_group_and_shows_an_outbox_failure(
     )
     (entry,) = (await _rpc(daemon, "status"))["outbox"]
     assert reason == entry["lastError"]
+    # cone's line, not libxmtp's "[GroupError::SyncFailedToWait] …".
+    assert reason == "publishing a message failed: the XMTP network did not confirm the publication"
     assert "failing" in await in_browser(
         lambda: js(browser, "return document.getElementById('outbox').textContent")
     )
