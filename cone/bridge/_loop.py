@@ -51,8 +51,9 @@ from conepb.v1 import cone_pb2 as pb
 log = logging.getLogger("cone.bridge")
 
 POLL_WAIT_MS: Final = 30_000
-#: Test hook: `after-reply` exits the bridge right after the Reply that acknowledged
-#: its turn, before the journal forgets the turn.
+#: Test hooks: `after-reply` exits the bridge right after the Reply that acknowledged
+#: its turn (before the journal forgets the turn); `between-replies` exits it after
+#: the first of a turn's several replies (before the one that acknowledges).
 CRASH_HOOK_ENV: Final = "CONE_BRIDGE_TEST_CRASH"
 _BACKOFF_CAP_S: Final = 60.0
 #: The most ids one Reply acknowledges (a larger turn is acknowledged with Ack).
@@ -337,7 +338,9 @@ class Bridge:
             if folded:  # the last reply acknowledges the turn (one call, one commit)
                 requests[-1].ack_consumer = self.config.consumer
                 requests[-1].ack_message_ids.extend(turn.ack_ids)
-            for request in requests:
+            for n, request in enumerate(requests):
+                if n == 1 and os.environ.get(CRASH_HOOK_ENV) == "between-replies":
+                    os._exit(70)
                 result = await self._transient(
                     "reply", lambda r=request: self.caller.call("Reply", r, timeout=120)
                 )
@@ -352,7 +355,9 @@ class Bridge:
             return
         if requests and os.environ.get(CRASH_HOOK_ENV) == "after-reply":
             os._exit(70)
-        await self._settle(turn, acknowledged=folded)
+        # A daemon of an earlier release ignores ackMessageIds (and answers 0): Ack then.
+        acknowledged = folded and result.acknowledged == len(set(turn.ack_ids))
+        await self._settle(turn, acknowledged=acknowledged)
 
     async def _settle(self, turn: Turn, acknowledged: bool = False) -> None:
         if not acknowledged:
