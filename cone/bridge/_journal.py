@@ -8,8 +8,7 @@ Under `HOME/bridge/CONSUMER/` (directory 0700, files 0600):
   formed from, its turn id, and how many attempts have started. Each change appends
   the whole state as one line (`CRC32 JSON`) and fsyncs the file once, before each
   attempt's command starts; the entry is removed once the turn's messages are
-  acknowledged (that line is synced by the next save: losing it to an OS crash only
-  leaves a stale entry, dropped at the conversation's next batch). The last line whose checksum holds is the state: a line torn by a
+  acknowledged. The last line whose checksum holds is the state: a line torn by a
   crash is one whose save never returned. At start, and once the file passes
   `LOG_MAX_BYTES`, it is rewritten as one line (a new file, fsynced, renamed into
   place, the directory fsynced), so that appends only ever go to a file whose name is
@@ -246,16 +245,14 @@ class Journal:
     def _state(self) -> dict[str, Any]:
         return {"turns": {c: asdict(t) for c, t in self.open_turns.items()}}
 
-    def _save(self, sync: bool = True) -> None:
-        """Append the state and fsync once: durable when this returns (with `sync`
-        false, once the next save's fsync returns; a `kill -9` keeps it regardless)."""
+    def _save(self) -> None:
+        """Append the state and fsync once: durable when this returns."""
         if self._log_fd is None or self._log_size > LOG_MAX_BYTES:
             self._compact()
             return
         line = _line(self._state())
         _write_all(self._log_fd, line)
-        if sync:
-            os.fsync(self._log_fd)
+        os.fsync(self._log_fd)
         self._log_size += len(line)
 
     def _compact(self) -> None:
@@ -303,12 +300,9 @@ class Journal:
             self._save()
 
     def finish(self, conversation_id: str) -> None:
-        """The turn's messages are acknowledged: forget it. Not fsynced (the next save
-        syncs it): an OS crash that loses it leaves an entry whose messages are
-        acknowledged, which the next batch of that conversation finds stale and drops,
-        so the turn's end costs no fsync before its conversation is polled again."""
+        """The turn's messages are acknowledged: forget it."""
         if self.open_turns.pop(conversation_id, None) is not None:
-            self._save(sync=False)
+            self._save()
 
     def park(self, record: Parked) -> None:
         """Append `record` to the parked list (fsynced). The caller acks, then `finish`es:
