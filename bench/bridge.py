@@ -16,14 +16,16 @@ starts sending and the moment its stream callback sees the reply (same clock).
   cone stamps when each message becomes receivable (ingested and committed).
 
 The peer sends each message the moment the previous reply arrives (back to back),
-which is before the bridge has acknowledged the previous turn: the conversation is
-still left out of the bridge's long poll then, so that leg includes the end of the
-previous turn. Every other turn the peer first waits `--idle-ms` (the bridge idle, as
-when a person types), and those turns are reported on their own rows.
+which is before the bridge's Reply call has returned (the turn is acknowledged in
+that call, with the reply's claim): the conversation is still left out of the
+bridge's long poll then, so that leg includes the end of the previous turn. Every
+other turn the peer first waits `--idle-ms` (the bridge idle, as when a person
+types), and those turns are reported on their own rows.
 
 The difference is what cone adds: the daemon's stream, ingest and commit, the long
 poll, turn forming, the journal's fsync and the spawn on the way in; the Reply into the
-durable outbox, its publication, the ack and the journal on the way out.
+durable outbox with the turn's acknowledgement, its publication and the journal on the
+way out.
 """
 
 from __future__ import annotations

@@ -7,11 +7,14 @@ messages are acknowledged, the outstanding long poll is cancelled (its messages 
 pending) and a new one starts with the updated exclusions: the conversation is polled
 again at once, while the turn's last bookkeeping (the context consumer's ack) goes on.
 
-A turn that exits 0 is answered with `Reply` under the key `reply:<turn id>` and only
-then acknowledged: once Reply returns, the reply is durably in the outbox (published
-or waiting), so a crash before the ack reruns the command and the same key makes the
-second reply a no-op. A failing attempt (non-zero exit, a signal, `--timeout`) is
-retried with backoff; after `max_attempts` the turn is parked (see `_journal`).
+A turn that exits 0 is answered with `Reply` under the key `reply:<turn id>`, and the
+turn's messages are acknowledged by that same call (`ackMessageIds`; with several
+replies, by the last): the core commits the acknowledgement in the transaction that
+claims the reply's key, so a crash keeps both or neither. Before that commit the
+command runs again and the same key makes the second reply a no-op; after it, nothing
+runs again. A turn with no reply (blank stdout) is acknowledged with `Ack`. A failing
+attempt (non-zero exit, a signal, `--timeout`) is retried with backoff; after
+`max_attempts` the turn is parked (see `_journal`).
 
 Failures of the core are classified by `ConeError.retryable`: the core unreachable or
 rate-limited is retried with backoff; anything else is deterministic and never retried
@@ -41,15 +44,20 @@ from cone.bridge._journal import Journal, Parked
 from cone.bridge._replies import replies
 from cone.bridge._turns import Rules, Turn, plan
 from cone.errors import ConeError
+from cone.rules import field_rules
 from cone.schema import message_to_json
 from conepb.v1 import cone_pb2 as pb
 
 log = logging.getLogger("cone.bridge")
 
 POLL_WAIT_MS: Final = 30_000
-#: Test hook: `after-reply` exits the bridge between a turn's Reply and its Ack.
+#: Test hooks: `after-reply` exits the bridge right after the Reply that acknowledged
+#: its turn (before the journal forgets the turn); `between-replies` exits it after
+#: the first of a turn's several replies (before the one that acknowledges).
 CRASH_HOOK_ENV: Final = "CONE_BRIDGE_TEST_CRASH"
 _BACKOFF_CAP_S: Final = 60.0
+#: The most ids one Reply acknowledges (a larger turn is acknowledged with Ack).
+_REPLY_ACK_MAX: Final = field_rules("ReplyRequest", "ack_message_ids").repeated.max_items
 
 
 @dataclass(frozen=True)
@@ -326,7 +334,13 @@ class Bridge:
     async def _answer(self, turn: Turn, stdout: bytes, attempt: int) -> None:
         try:
             requests = replies(stdout, turn.conversation_id, turn.reply_key)
-            for request in requests:
+            folded = bool(requests) and len(turn.ack_ids) <= _REPLY_ACK_MAX
+            if folded:  # the last reply acknowledges the turn (one call, one commit)
+                requests[-1].ack_consumer = self.config.consumer
+                requests[-1].ack_message_ids.extend(turn.ack_ids)
+            for n, request in enumerate(requests):
+                if n == 1 and os.environ.get(CRASH_HOOK_ENV) == "between-replies":
+                    os._exit(70)
                 result = await self._transient(
                     "reply", lambda r=request: self.caller.call("Reply", r, timeout=120)
                 )
@@ -341,10 +355,15 @@ class Bridge:
             return
         if requests and os.environ.get(CRASH_HOOK_ENV) == "after-reply":
             os._exit(70)
-        await self._settle(turn)
+        # A daemon of an earlier release ignores ackMessageIds (and answers 0): Ack then.
+        acknowledged = folded and result.acknowledged == len(set(turn.ack_ids))
+        await self._settle(turn, acknowledged=acknowledged)
 
-    async def _settle(self, turn: Turn) -> None:
-        await self._transient("ack", lambda: ack(self.caller, turn.ack_ids, self.config.consumer))
+    async def _settle(self, turn: Turn, acknowledged: bool = False) -> None:
+        if not acknowledged:
+            await self._transient(
+                "ack", lambda: ack(self.caller, turn.ack_ids, self.config.consumer)
+            )
         # Acknowledged: the turn is done with, and its conversation may be polled again
         # (its next turn can begin before the context consumer's ack below returns;
         # `consumed` updated the held context before it awaits).

@@ -30,8 +30,8 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from cone.core import content
@@ -71,6 +71,8 @@ class SendResult:
     deduplicated: bool
     published: bool
     retry_after_ms: int | None = None
+    #: How many ids the call acknowledged with its claim (Reply's `ack_message_ids`).
+    acknowledged: int = 0
 
 
 def check_content(c: content.Outgoing) -> None:
@@ -168,38 +170,47 @@ class Outbox:
         message: content.Outgoing,
         reply_to: str | None,
         reply_to_inbox_id: str | None = None,
+        ack_consumer: str = "",
+        ack_message_ids: Sequence[str] = (),
     ) -> SendResult:
         """Send one logical message for `key` into `conversation_id` (the caller has
         checked the content with `check_content`; the proto's rules hold at the edge).
 
         One write claims the key (or finds it) and, for a new key, checks that the
         conversation is accepted when `require_accepted`; `record_unknown` lets cone
-        record a conversation libxmtp knows but the store does not yet.
+        record a conversation libxmtp knows but the store does not yet. The same
+        write acknowledges `ack_message_ids` for `ack_consumer` (Reply's turn
+        acknowledgement), unless the key belongs to another message (a conflict):
+        once it commits, the message is durably the outbox's to deliver, whatever
+        the publication below does.
         """
         kind = message.kind
         ctype, payload = content.encode(
             content=message, reply_to=reply_to, reply_to_inbox_id=reply_to_inbox_id, key=key
         )
         claim = functools.partial(
-            outbox.claim,
+            outbox.claim_and_ack,
             key=key,
             conversation_id=conversation_id,
             destination=destination,
             content_type=_kind_of(ctype, payload),
             payload=payload,
             require_accepted=require_accepted,
+            ack_consumer=ack_consumer,
+            ack_message_ids=ack_message_ids,
         )
         async with self._lock(conversation_id):
             try:
-                rec, created = await self._store.write_grouped(claim, now_ns=time.time_ns())
+                rec, created, acked = await self._store.write_grouped(claim, now_ns=time.time_ns())
             except NotFound as err:
                 if err.reason != UNKNOWN_CONVERSATION:
                     raise
                 await record_unknown(conversation_id)
-                rec, created = await self._store.write_grouped(claim, now_ns=time.time_ns())
+                rec, created, acked = await self._store.write_grouped(claim, now_ns=time.time_ns())
             if created:
-                return await self._deliver(rec, deduplicated=False, fresh=True)
-        return await self._again(rec, conversation_id, kind)
+                result = await self._deliver(rec, deduplicated=False, fresh=True)
+                return replace(result, acknowledged=acked)
+        return replace(await self._again(rec, conversation_id, kind), acknowledged=acked)
 
     async def _again(self, rec: OutboxRecord, conversation_id: str, kind: str) -> SendResult:
         """A key seen before: the same logical message, or a conflict."""

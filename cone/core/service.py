@@ -597,8 +597,18 @@ class Core:
         self.destinations.remember_dm(to, conversation_id)
         return await send(conversation_id=conversation_id, require_accepted=False)
 
-    async def reply(self, *, conversation_id: str, key: str, content: Outgoing) -> SendResult:
-        """One message into an accepted conversation, one per key."""
+    async def reply(
+        self,
+        *,
+        conversation_id: str,
+        key: str,
+        content: Outgoing,
+        ack_consumer: str = "",
+        ack_message_ids: list[str] | None = None,
+    ) -> SendResult:
+        """One message into an accepted conversation, one per key; `ack_message_ids`
+        are acknowledged for `ack_consumer` in the transaction that claims the key
+        (both commit or neither; docs/protocol.md, `reply`)."""
         check_content(content)
         content, _ = await self._referenced(content, None)
         self._check_room()
@@ -612,6 +622,8 @@ class Core:
                 record_unknown=self._known,
                 message=content,
                 reply_to=None,
+                ack_consumer=validate.consumer(ack_consumer),
+                ack_message_ids=ack_message_ids or [],
             )
         except NotFound as err:
             if err.reason != UNKNOWN_CONVERSATION:

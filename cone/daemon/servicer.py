@@ -297,9 +297,13 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
         self, request: pb.ReplyRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReplyResponse:
         r = await self.core.reply(
-            conversation_id=request.conversation_id, content=outgoing(request), key=request.key
+            conversation_id=request.conversation_id,
+            content=outgoing(request),
+            key=request.key,
+            ack_consumer=request.ack_consumer,
+            ack_message_ids=list(request.ack_message_ids),
         )
-        return pb.ReplyResponse(**_sent(r))
+        return pb.ReplyResponse(**_sent(r), acknowledged=r.acknowledged)
 
     @_boundary
     async def Receive(

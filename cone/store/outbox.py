@@ -7,12 +7,13 @@ prepared in libxmtp), `failing` (a publication failed; retried at `next_attempt_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cone.errors import ConeError, FailedPrecondition, unknown_conversation
 from cone.store._db import Connection
 from cone.store.conversations import get as get_conversation
-from cone.store.inbox import skip
+from cone.store.inbox import ack, skip
 from cone.store.records import Consent
 
 _COLUMNS = (
@@ -93,6 +94,41 @@ def claim(
         None, now_ns, None,
     )  # fmt: skip
     return rec, True
+
+
+def claim_and_ack(
+    conn: Connection,
+    *,
+    key: str,
+    conversation_id: str,
+    destination: str,
+    content_type: str,
+    payload: bytes,
+    now_ns: int,
+    require_accepted: bool,
+    ack_consumer: str,
+    ack_message_ids: Sequence[str],
+) -> tuple[OutboxRecord, bool, int]:
+    """`claim`, and in the same transaction `inbox.ack` of `ack_message_ids` for
+    `ack_consumer`; returns the record, whether it is new, and how many ids are
+    acknowledged. Both commit or neither: a refused claim, or an id that is not in
+    the inbox (NotFound, raised by `ack`), rolls the whole write back. A key first
+    used for another conversation or content type acknowledges nothing (the caller
+    refuses it as a conflict)."""
+    rec, created = claim(
+        conn,
+        key=key,
+        conversation_id=conversation_id,
+        destination=destination,
+        content_type=content_type,
+        payload=payload,
+        now_ns=now_ns,
+        require_accepted=require_accepted,
+    )
+    other = (rec.conversation_id, rec.content_type) != (conversation_id, content_type)
+    if not ack_message_ids or other:
+        return rec, created, 0
+    return rec, created, ack(conn, ack_consumer, ack_message_ids, now_ns)
 
 
 def settle(conn: Connection, key: str, message_id: str, now_ns: int) -> None:

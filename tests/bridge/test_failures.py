@@ -95,7 +95,7 @@ async def test_kill_9_in_the_middle_of_a_turn_runs_it_again_and_replies_once(
         assert starts[0]["turnId"] == starts[1]["turnId"]
 
 
-async def test_a_crash_between_reply_and_ack_does_not_answer_twice(
+async def test_a_crash_right_after_the_acknowledging_reply_neither_reruns_nor_loses_the_turn(
     home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
 ) -> None:
     regenerating = agent(
@@ -113,12 +113,87 @@ async def test_a_crash_between_reply_and_ack_does_not_answer_twice(
         proc = bridge.proc
         assert proc is not None
         await until(lambda: now(proc.poll() is not None))
-        assert proc.returncode == 70  # the hook: replied, never acknowledged
+        assert proc.returncode == 70  # the hook: replied and acknowledged, journal not told
         del bridge.env["CONE_BRIDGE_TEST_CRASH"]
         await bridge.restart()
-        await until(lambda: now(len(regenerating.events("end")) == 2))
         await settled(bridge)
-        assert await alice.texts(bytes(dm.id())) == ["question", "answer number 1"]
+        await alice.send(dm, "next")
+        # The turn did not run again; the next message starts a turn of its own (the
+        # journal's entry for the first is found stale and dropped).
+        texts = await texts_when(alice, dm, 4)
+        assert texts == ["question", "answer number 1", "next", "answer number 1"]
+        ends = regenerating.events("end")
+        assert [(e["texts"], e["attempt"]) for e in ends] == [(["question"], 1), (["next"], 1)]
+        await settled(bridge)
+        assert len(await alice.texts(bytes(dm.id()))) == 4
+
+
+async def test_a_crash_between_a_turns_replies_runs_it_again_and_sends_each_once(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    # Two replies: the first is sent, the bridge dies before the second (which would
+    # acknowledge the turn). The turn runs again; the first key is deduplicated.
+    two_parts = agent(
+        """\
+        note("end")
+        n = turn["attempt"]
+        print(json.dumps({"replies": [{"text": "part a of %d" % n}, {"text": "part b of %d" % n}]}))
+        """
+    )
+    crash = {"CONE_BRIDGE_TEST_CRASH": "between-replies"}
+    bridge = BridgeProcess(home, devnet, two_parts.argv, FAST, extra_env=crash)
+    async with bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "question")
+        await accept(bridge, dm)
+        proc = bridge.proc
+        assert proc is not None
+        await until(lambda: now(proc.poll() is not None))
+        assert proc.returncode == 70  # the hook: one reply sent, the turn unacknowledged
+        del bridge.env["CONE_BRIDGE_TEST_CRASH"]
+        await bridge.restart()
+        await until(lambda: now(len(two_parts.events("end")) == 2))
+        await settled(bridge)
+        texts = await alice.texts(bytes(dm.id()))
+        assert texts == ["question", "part a of 1", "part b of 2"]
+
+
+async def test_a_kill9_right_after_the_turns_reply_commits_keeps_the_reply_and_the_ack(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    # The bridge hosts the core: the failpoint stops its store's thread right after
+    # the first claim's transaction (the turn's Reply with its acknowledgement), and
+    # the whole process is killed there.
+    regenerating = agent(
+        """\
+        note("end")
+        print("answer number %d" % turn["attempt"])
+        """
+    )
+    marker = home.parent / f"{home.name}.failpoint"
+    env = {
+        "CONE_FAILPOINT": "group_commit",
+        "CONE_FAILPOINT_GROUP": "1",
+        "CONE_FAILPOINT_FILE": str(marker),
+    }
+    bridge = BridgeProcess(home, devnet, regenerating.argv, FAST, extra_env=env)
+    async with bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "question")
+        await accept(bridge, dm)
+        await until(lambda: now(marker.exists()))
+        bridge.kill9()
+        for name in env:
+            bridge.env.pop(name)
+        await bridge.restart()
+        await settled(bridge)  # acknowledged, and the outbox delivered the reply
+        await alice.send(dm, "next")
+        texts = await texts_when(alice, dm, 4)
+        assert texts == ["question", "answer number 1", "next", "answer number 1"]
+        ends = regenerating.events("end")
+        assert [(e["texts"], e["attempt"]) for e in ends] == [(["question"], 1), (["next"], 1)]
+        await settled(bridge)
+        assert len(await alice.texts(bytes(dm.id()))) == 4
 
 
 async def test_stopping_the_bridge_mid_turn_stops_the_command_and_costs_no_attempt(

@@ -197,7 +197,7 @@ class SendResponse(_message.Message):
     def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ..., published: _Optional[bool] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
 
 class ReplyRequest(_message.Message):
-    __slots__ = ("conversation_id", "text", "key", "markdown", "reaction", "attachment", "data_json")
+    __slots__ = ("conversation_id", "text", "key", "markdown", "reaction", "attachment", "data_json", "ack_message_ids", "ack_consumer")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -205,6 +205,8 @@ class ReplyRequest(_message.Message):
     REACTION_FIELD_NUMBER: _ClassVar[int]
     ATTACHMENT_FIELD_NUMBER: _ClassVar[int]
     DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    ACK_MESSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
+    ACK_CONSUMER_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     text: str
     key: str
@@ -212,21 +214,25 @@ class ReplyRequest(_message.Message):
     reaction: Reaction
     attachment: OutgoingAttachment
     data_json: str
-    def __init__(self, conversation_id: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ..., markdown: _Optional[str] = ..., reaction: _Optional[_Union[Reaction, _Mapping]] = ..., attachment: _Optional[_Union[OutgoingAttachment, _Mapping]] = ..., data_json: _Optional[str] = ...) -> None: ...
+    ack_message_ids: _containers.RepeatedScalarFieldContainer[str]
+    ack_consumer: str
+    def __init__(self, conversation_id: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ..., markdown: _Optional[str] = ..., reaction: _Optional[_Union[Reaction, _Mapping]] = ..., attachment: _Optional[_Union[OutgoingAttachment, _Mapping]] = ..., data_json: _Optional[str] = ..., ack_message_ids: _Optional[_Iterable[str]] = ..., ack_consumer: _Optional[str] = ...) -> None: ...
 
 class ReplyResponse(_message.Message):
-    __slots__ = ("message_id", "conversation_id", "deduplicated", "published", "retry_after_ms")
+    __slots__ = ("message_id", "conversation_id", "deduplicated", "published", "retry_after_ms", "acknowledged")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     PUBLISHED_FIELD_NUMBER: _ClassVar[int]
     RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     conversation_id: str
     deduplicated: bool
     published: bool
     retry_after_ms: int
-    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ..., published: _Optional[bool] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
+    acknowledged: int
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ..., published: _Optional[bool] = ..., retry_after_ms: _Optional[int] = ..., acknowledged: _Optional[int] = ...) -> None: ...
 
 class ReceiveRequest(_message.Message):
     __slots__ = ("consumer", "limit", "wait_ms", "exclude_conversation_ids")

@@ -205,8 +205,12 @@ class ConeServiceServicer:
 
     def Reply(self, request, context):
         """Reply sends text into an accepted conversation, with the same key protocol
-        as Send. FAILED_PRECONDITION (reason `not_accepted`) when the conversation is
-        unknown to the inbox, a request, or blocked; (reason `v3_cutover`) as for Send.
+        as Send, and may acknowledge the messages it answers in the same call
+        (`ack_message_ids`): they are acknowledged in the one transaction that claims
+        the key, so a crash keeps both or neither, and a refused reply acknowledges
+        nothing. FAILED_PRECONDITION (reason `not_accepted`) when the conversation is
+        unknown to the inbox, a request, or blocked; (reason `v3_cutover`) as for Send;
+        NOT_FOUND (reason `unknown_message`) as for Ack, and then nothing is sent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
