@@ -12,7 +12,6 @@ three server interceptors rebuilt it on every call (docs/bench.md, section send)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import grpc
 
@@ -62,7 +61,8 @@ class _Edged(grpc.GenericRpcHandler):
 
 class EdgeServer:
     """Registers handlers on `server` through `edge` (pass it where the generated
-    code wants a server)."""
+    code wants a server). It has no other method: a way of registering it does not
+    know fails loudly rather than registering a handler without its checks."""
 
     def __init__(self, server: grpc.aio.Server) -> None:
         self._server = server
@@ -75,9 +75,6 @@ class EdgeServer:
     ) -> None:
         built = {name: edge(f"/{service}/{name}", h) for name, h in handlers.items()}
         self._server.add_registered_method_handlers(service, built)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._server, name)
 
 
 __all__ = ["CONE_PREFIX", "EdgeServer", "edge"]
