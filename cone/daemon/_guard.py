@@ -1,28 +1,33 @@
-"""One way for a gRPC interceptor to run a check ahead of each call's handler.
+"""Checks run ahead of each call's handler, built into the handler once.
 
-`RuleGuard` (cone/daemon/validation.py) and `DecodeGuard` (cone/daemon/decoding.py)
-both answer a request before the servicer sees it; `guarded` rebuilds a unary-request
-handler (unary or server-streaming) so that a check is awaited first. A check that
-refuses aborts the call on its context; one that returns lets the call go on.
+`guarded` rebuilds a unary-request handler (unary or server-streaming) so that its
+checks run first: a check returns the ConeError to answer with (the call is aborted
+with its status) or None (the call goes on). The checks are the request's decoding
+(cone/daemon/decoding.py) and the proto's rules (cone/daemon/validation.py);
+cone/daemon/edge.py applies them, and the call metrics, to every method once, when
+the server is built.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
 
-Check = Callable[[Any, grpc.aio.ServicerContext], Awaitable[None]]
+from cone.errors import ConeError
+from cone.grpc_errors import to_status
+
+Check = Callable[[Any], ConeError | None]
 
 
 def guarded(
     handler: grpc.RpcMethodHandler,
-    check: Check,
+    checks: Sequence[Check],
     request_deserializer: Callable[[bytes], Any] | None = None,
 ) -> grpc.RpcMethodHandler:
-    """`handler` with `check(request, context)` awaited before each call.
+    """`handler` with `checks` run, in order, before each call.
 
     `request_deserializer` replaces the handler's own when given. Streamed requests
     (reflection) keep grpc's own handling: the handler comes back unchanged.
@@ -32,7 +37,10 @@ def guarded(
         inner = handler.unary_unary
 
         async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await check(request, context)
+            for check in checks:
+                err = check(request)
+                if err is not None:
+                    await context.abort_with_status(to_status(err))  # raises: the call ends
             return await inner(request, context)
 
         return grpc.unary_unary_rpc_method_handler(
@@ -44,7 +52,10 @@ def guarded(
         streaming = handler.unary_stream
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            await check(request, context)
+            for check in checks:
+                err = check(request)
+                if err is not None:
+                    await context.abort_with_status(to_status(err))
             result = streaming(request, context)
             if inspect.isasyncgen(result):
                 async for item in result:
@@ -60,4 +71,4 @@ def guarded(
     return handler
 
 
-__all__ = ["guarded"]
+__all__ = ["Check", "guarded"]

@@ -2,21 +2,18 @@
 
 grpc decodes a request before any servicer code runs, and a DecodeError there (invalid
 UTF-8 in a string field, a corrupt body) reaches the client as UNKNOWN "Unexpected
-<class 'DecodeError'>" without the details the proto promises on every failure. This
-interceptor gives each unary-request method a deserializer that never raises and
-answers an undecodable request itself, as any other invalid argument is answered.
+<class 'DecodeError'>" without the details the proto promises on every failure. Every
+unary-request method gets a deserializer that never raises (`tolerant`), and
+`undecodable` answers an undecodable request itself, as any other invalid argument is
+answered (cone/daemon/edge.py applies both).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
-import grpc
-
-from cone.daemon._guard import guarded
-from cone.errors import InvalidArgument
-from cone.grpc_errors import to_status
+from cone.errors import ConeError, InvalidArgument
 
 
 class _Undecodable:
@@ -26,7 +23,9 @@ class _Undecodable:
         self.why = why
 
 
-def _tolerant(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+def tolerant(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    """`deserialize`, handing over an `_Undecodable` where it would raise."""
+
     def decode(raw: bytes) -> Any:
         try:
             return deserialize(raw)
@@ -36,26 +35,11 @@ def _tolerant(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     return decode
 
 
-async def _check(request: Any, context: grpc.aio.ServicerContext) -> None:
+def undecodable(request: Any) -> ConeError | None:
+    """The answer to a request that did not decode; None for one that did."""
     if isinstance(request, _Undecodable):
-        err = InvalidArgument(f"the request does not decode: {request.why}")
-        await context.abort_with_status(to_status(err))
+        return InvalidArgument(f"the request does not decode: {request.why}")
+    return None
 
 
-class DecodeGuard(grpc.aio.ServerInterceptor):
-    """Answers undecodable requests with INVALID_ARGUMENT (reason `invalid_argument`)."""
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
-        if handler is None or handler.request_deserializer is None:
-            return handler
-        return guarded(
-            handler, _check, request_deserializer=_tolerant(handler.request_deserializer)
-        )
-
-
-__all__ = ["DecodeGuard"]
+__all__ = ["tolerant", "undecodable"]

@@ -1,6 +1,6 @@
 """Recording every ConeService call at the gRPC edge, for `/metrics` (`cone.metrics`).
 
-`CallMetrics` times each unary call and counts it by method and status code, so every
+`timed` times each unary call and counts it by method and status code, so every
 transport (gRPC, JSON-RPC on the socket or stdio, MCP, HTTP) is counted once, where
 the call reaches the core. Sends and replies also feed `cone_send_seconds`; receives
 that wait feed `cone_receive_waits_total` and `cone_receive_wait_seconds`.
@@ -9,14 +9,12 @@ that wait feed `cone_receive_waits_total` and `cone_receive_wait_seconds`.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 
 from cone import metrics
 
-_SERVICE_PREFIX = "/cone.v1.ConeService/"
 _SENDS = frozenset({"Send", "Reply"})
 
 
@@ -30,46 +28,33 @@ def _record(method: str, code: str, seconds: float, request: Any) -> None:
         metrics.RECEIVE_WAIT_SECONDS.observe(seconds)
 
 
-class CallMetrics(grpc.aio.ServerInterceptor):
-    """Times and counts each unary ConeService call."""
+def timed(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    """`handler` of ConeService's unary `method` (its short name, `Send`), timed and
+    counted on each call."""
+    inner = handler.unary_unary
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
-        if (
-            handler is None
-            or handler.unary_unary is None
-            or not details.method.startswith(_SERVICE_PREFIX)
-        ):
-            return handler
-        inner = handler.unary_unary
-        method = details.method[len(_SERVICE_PREFIX) :]
+    async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        start = time.perf_counter()
+        code = "OK"
+        in_flight = metrics.IN_FLIGHT.labels(method)
+        in_flight.inc()
+        try:
+            return await inner(request, context)
+        except BaseException:
+            code = "CANCELLED"  # replaced below when the context knows better
+            raise
+        finally:
+            in_flight.dec()
+            status = context.code()
+            if status is not None:
+                code = status.name
+            _record(method, code, time.perf_counter() - start, request)
 
-        async def timed(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            start = time.perf_counter()
-            code = "OK"
-            in_flight = metrics.IN_FLIGHT.labels(method)
-            in_flight.inc()
-            try:
-                return await inner(request, context)
-            except BaseException:
-                code = "CANCELLED"  # replaced below when the context knows better
-                raise
-            finally:
-                in_flight.dec()
-                status = context.code()
-                if status is not None:
-                    code = status.name
-                _record(method, code, time.perf_counter() - start, request)
-
-        return grpc.unary_unary_rpc_method_handler(
-            timed,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+    return grpc.unary_unary_rpc_method_handler(
+        call,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
 
 
-__all__ = ["CallMetrics"]
+__all__ = ["timed"]

@@ -26,12 +26,10 @@ from cone._fs import make_private, private_dir, refuse_link
 from cone.config import Settings, secret
 from cone.core.service import BACKEND_KEY, Core
 from cone.daemon import reflection
-from cone.daemon.decoding import DecodeGuard
+from cone.daemon.edge import EdgeServer
 from cone.daemon.lock import StateLock
-from cone.daemon.metrics import CallMetrics
 from cone.daemon.servicer import ConeServicer
 from cone.daemon.socket_front import JsonHandler, SocketFront
-from cone.daemon.validation import RuleGuard
 from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.errors import NoIdentity, StateError, Unavailable
@@ -222,16 +220,18 @@ def _grpc_server(
     core: Core, grpc_socket: Path
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
     server = grpc.aio.server(
-        interceptors=[CallMetrics(), DecodeGuard(), RuleGuard()],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ],
     )
-    cone_pb2_grpc.add_ConeServiceServicer_to_server(ConeServicer(core), server)
+    # No interceptors: every handler is registered with its checks and metrics
+    # built in (cone/daemon/edge.py), once, instead of rebuilt on every call.
+    edged = EdgeServer(server)
+    cone_pb2_grpc.add_ConeServiceServicer_to_server(ConeServicer(core), edged)
     health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable([SERVICE_NAME, health.SERVICE_NAME], server)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, edged)
+    reflection.enable([SERVICE_NAME, health.SERVICE_NAME], edged)
     server.add_insecure_port(f"unix:{grpc_socket}")
     return server, health_servicer
 

@@ -3,7 +3,9 @@
 Every connection's peer credentials are checked first (only the daemon's own uid
 may connect). Then the first bytes decide: the HTTP/2 connection preface of a gRPC
 client is spliced to the internal grpc.aio server; anything else is a JSON-RPC line
-stream, handed to the JSON-RPC handler when one is installed.
+stream, handed to the JSON-RPC handler when one is installed. The splice is two
+protocols handing each other's bytes straight on (`_Relay`): a gRPC call crosses it
+without waking a task (docs/bench.md, section send).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import socket
 import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import cast
 
 log = logging.getLogger(__name__)
 
@@ -35,19 +38,55 @@ def peer_uid(sock: socket.socket) -> int:
     return int(uid)
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(_CHUNK):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, asyncio.IncompleteReadError):
-        pass
-    finally:
-        if not writer.is_closing():
-            try:
-                writer.write_eof()
-            except OSError:
-                writer.close()
+class _Relay(asyncio.Protocol):
+    """One end of a splice: what arrives on this end's transport is written to the
+    other end's, as it arrives (no task, no stream buffer in between); a full write
+    buffer on one end stops reading on the other until it drains."""
+
+    def __init__(self, ended: asyncio.Future[None]) -> None:
+        self.ended = ended
+        self.transport: asyncio.Transport | None = None
+        self.other: _Relay | None = None
+        self.eof = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's do not subclass it
+
+    def data_received(self, data: bytes) -> None:
+        assert self.other is not None and self.other.transport is not None
+        self.other.transport.write(data)
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        other = self.other
+        assert other is not None and other.transport is not None
+        if other.eof:
+            self.close()
+            return False
+        try:
+            other.transport.write_eof()
+        except OSError:
+            self.close()
+            return False
+        return True  # half-closed: the other direction goes on
+
+    def pause_writing(self) -> None:
+        if self.other is not None and self.other.transport is not None:
+            self.other.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.other is not None and self.other.transport is not None:
+            self.other.transport.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for end in (self, self.other):
+            if end is not None and end.transport is not None:
+                end.transport.close()
+        if not self.ended.done():
+            self.ended.set_result(None)
 
 
 class SocketFront:
@@ -110,12 +149,28 @@ class SocketFront:
     async def _splice_grpc(
         self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        up_reader, up_writer = await asyncio.open_unix_connection(str(self.grpc_path))
-        up_writer.write(head)
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        down, up = _Relay(ended), _Relay(ended)
+        down.other, up.other = up, down
+        # The server's first bytes may come before the client's next: they go out on
+        # the client's transport at once, still read by its stream until the switch.
+        transport = cast(asyncio.Transport, writer.transport)
+        down.transport = transport
+        await loop.create_unix_connection(lambda: up, str(self.grpc_path))
         try:
-            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+            # An HTTP/2 client follows its preface with a SETTINGS frame at once, so
+            # this read does not wait on the client: it takes what the stream has
+            # buffered, and the relay takes the connection from there.
+            rest = await reader.read(_CHUNK)
+            assert up.transport is not None
+            transport.set_protocol(down)
+            up.transport.write(head + rest)
+            if not rest or reader.at_eof():
+                down.eof_received()
+            await ended
         finally:
-            up_writer.close()
+            down.close()
 
     async def close(self) -> None:
         """Stop accepting, end open connections, remove the socket file."""

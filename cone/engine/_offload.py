@@ -16,10 +16,14 @@ and the threads are daemon threads, so a stuck call never holds up the exit.
 Asynchronous calls share one such thread, the lane, whose event loop polls them all
 (as a libxmtp app's own loop would): a thread per call costs every poll of every
 call a thread switch and a GIL hand-off, which halved the rate of eight
-conversations sending at once (docs/bench.md, section send). The lane ticks a
-heartbeat; a lane that has not ticked for `STUCK_S` (a call blocked its thread), or
-on which a call overran its bound, takes no new calls: they go to a thread of their
-own, as synchronous calls do, until the lane ticks again. A call already queued on
+conversations sending at once (docs/bench.md, section send). The lane's loop is
+uvloop's, and a call crosses with one wake-up each way: the caller's loop hands it
+over with `call_soon_threadsafe`, the lane runs it as one task, and hands the outcome
+straight to the caller's future (the caller's cancellation cancels it there).
+
+The lane ticks a heartbeat; a lane that has not ticked for `STUCK_S` (a call blocked
+its thread), or on which a call overran its bound, takes no new calls: they go to a
+thread of their own, as synchronous calls do, until the lane ticks again. A call already queued on
 the lane when it stalled waits at most its bound, like any call.
 """
 
@@ -34,6 +38,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
+
+import uvloop
 
 from cone.errors import Unavailable
 
@@ -63,10 +69,10 @@ async def _complete(call: Callable[[], Any]) -> Any:
 
 
 class _Lane:
-    """One thread whose event loop runs many asynchronous calls at once."""
+    """One thread whose event loop (uvloop's) runs many asynchronous calls at once."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
         self.beat = time.monotonic()
         self.stalled = False  # a call on it overran its bound
         threading.Thread(target=self._run, name="cone-xmtp-lane", daemon=True).start()
@@ -87,7 +93,58 @@ class _Lane:
 
 
 async def _bounded(call: Callable[[], Any], seconds: float) -> Any:
-    return await asyncio.wait_for(_complete(call), seconds)
+    async with asyncio.timeout(seconds):
+        return await _complete(call)
+
+
+class _LaneCall:
+    """One call on the lane: one task there, its outcome handed straight to the
+    caller's future on the caller's loop (one wake-up each way, no other futures)."""
+
+    __slots__ = ("call", "caller", "done", "dropped", "seconds", "task")
+
+    def __init__(
+        self, call: Callable[[], Any], seconds: float, caller: asyncio.AbstractEventLoop
+    ) -> None:
+        self.call = call
+        self.seconds = seconds
+        self.caller = caller
+        self.done: asyncio.Future[Any] = caller.create_future()
+        self.task: asyncio.Task[Any] | None = None
+        self.dropped = False
+
+    def start(self, lane: asyncio.AbstractEventLoop) -> None:
+        """On the lane: start the call (unless its caller gave up meanwhile)."""
+        if self.dropped:
+            return
+        self.task = lane.create_task(_bounded(self.call, self.seconds))
+        self.task.add_done_callback(self._finished)
+
+    def drop(self) -> None:
+        """On the lane: the caller gave up (cancelled, or out of time): cancel the call."""
+        self.dropped = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            self._hand_back(self.done.cancel)
+            return
+        exc = task.exception()  # read here: never "never retrieved"
+        if exc is None:
+            self._hand_back(self.done.set_result, task.result())
+        else:
+            self._hand_back(self.done.set_exception, exc)
+
+    def _hand_back(self, settle: Callable[..., object], *args: Any) -> None:
+        def settled() -> None:
+            if not self.done.done():  # else its caller gave up already
+                settle(*args)
+
+        try:
+            self.caller.call_soon_threadsafe(settled)
+        except RuntimeError:
+            pass  # the caller's loop is closed: nobody waits for this call
 
 
 class Offload:
@@ -109,12 +166,17 @@ class Offload:
         lane = self._lane
         if not lane.open():
             return await self._run(call, seconds, doing)  # type: ignore[no-any-return]  # the job's result is call()'s
-        future = asyncio.run_coroutine_threadsafe(_bounded(call, seconds), lane.loop)
+        job = _LaneCall(call, seconds, asyncio.get_running_loop())
+        lane.loop.call_soon_threadsafe(job.start, lane.loop)
         try:
-            result: T = await asyncio.wait_for(asyncio.wrap_future(future), seconds + GRACE_S)
+            async with asyncio.timeout(seconds + GRACE_S):
+                result: T = await job.done
         except TimeoutError:
             lane.stalled = True  # until its next tick: new calls go elsewhere meanwhile
             raise Unavailable(f"{doing} did not finish in {seconds:.0f} s") from None
+        finally:
+            if job.done.cancelled():  # out of time, or our caller cancelled us
+                lane.loop.call_soon_threadsafe(job.drop)
         return result
 
     async def run_sync(self, call: Callable[[], T], seconds: float, doing: str) -> T:

@@ -88,3 +88,33 @@ async def test_async_calls_share_one_lane_until_a_call_blocks_it_then_go_around_
         return await offload.run(thread_name, 1, "a call") == "cone-xmtp-lane"
 
     await until(back_on_the_lane, timeout=10)
+
+
+async def test_a_caller_that_gives_up_cancels_its_call_on_the_lane() -> None:
+    offload = Offload()
+    started = threading.Event()
+    cancelled = threading.Event()
+
+    async def waits() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def is_set(event: threading.Event) -> bool:
+        return event.is_set()
+
+    call = asyncio.ensure_future(offload.run(waits, 30, "a long call"))
+    await until(lambda: is_set(started), timeout=10)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await until(lambda: is_set(cancelled), timeout=10)
+    # The lane stays open for the next call.
+
+    async def answer() -> str:
+        return threading.current_thread().name
+
+    assert await offload.run(answer, 1, "a call") == "cone-xmtp-lane"
