@@ -242,7 +242,7 @@ class FakeEngine:
 
     # --- conversations and messages ---------------------------------------------------
 
-    async def conversations(self) -> list[ConversationInfo]:
+    async def conversations(self, expected: int = 0) -> list[ConversationInfo]:
         return [c.info for c in self.held.values()]
 
     async def conversation(self, conversation_id: str) -> ConversationInfo | None:
