@@ -31,7 +31,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -208,6 +208,8 @@ class Ingestor:
         # For each conversation, the newest message libxmtp's listing showed just
         # before cone's last complete read of it (`ingest_all`'s changed_only).
         self._read_at: dict[str, str] = {}
+        # The last `ingest_all`: how many conversations it read of how many listed.
+        self.last_read = (0, 0)
         self.healed = 0
         # Called after each commit with the messages read for a conversation (deletions
         # and disappearing settings, cone/core/retention.py); None: nothing to call.
@@ -313,14 +315,14 @@ class Ingestor:
         if listing is None:
             listing = await self._engine.conversations()
         listed = {info.id: info for info in listing}
-        wanted: Iterable[str] = listed.keys()
+        wanted: Collection[str] = listed.keys()
         if changed_only:
             wanted = {
                 cid
                 for cid, info in listed.items()
                 if self._read_at.get(cid, None) != info.last_message_id
             }
-            log.debug("sync: %d of %d conversations changed", len(wanted), len(listed))
+        self.last_read = (len(wanted), len(listed))
         return await self.ingest(wanted, listed)
 
     async def ingest(

@@ -220,17 +220,25 @@ class Core:
             log.warning("first sync failed (%s); catching up in the background", exc.message)
         self._started = True
         log.info(
-            "core started in %.1f s: read %.1f s, streams %.1f s, first sync %.1f s",
+            "core started in %.1f s: read %.1f s, streams %.1f s, first sync %.1f s "
+            "(it read %d of %d conversations)",
             time.monotonic() - began,
             read - began,
             streams - read,
             time.monotonic() - streams,
+            *self.ingestor.last_read,
         )
         self._catchup_task = asyncio.create_task(self._catch_up_forever(), name="catch-up")
         self.retention.watch_settings()
         self._reconciling = asyncio.create_task(self._reconcile_all(), name="reconcile")
         self._background.add(self._reconciling)
         self._reconciling.add_done_callback(self._background.discard)
+
+    async def started(self) -> None:
+        """Wait until the start's read and first sync are done (a one-shot command
+        hosting the core answers after them, as a fresh start always did)."""
+        if self._starting is not None:
+            await asyncio.gather(asyncio.shield(self._starting), return_exceptions=True)
 
     def starting(self) -> bool:
         """Whether the start's read and first sync are still running (answers come
