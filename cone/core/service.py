@@ -202,7 +202,10 @@ class Core:
         await _failpoints.reached("start_read")
         try:
             expected = len(await self.store.read(conversations.all_conversations))
-            await self.ingestor.ingest_all(await self._list(expected))
+            asked = time.monotonic()
+            listing = await self._list(expected)
+            log.info("listed %d conversations in %.2f s", len(listing), time.monotonic() - asked)
+            await self.ingestor.ingest_all(listing)
         except ConeError as exc:  # the first sync reads every conversation again
             log.warning("the start's read failed (%s); the first sync reads again", exc.message)
         read = time.monotonic()
