@@ -479,6 +479,14 @@ class Core:
                 f"nothing is pending and the network cannot be reached: {self.last_sync_error}",
                 reason="sync_failed",
             )
+        if self.starting() and self.network.view is NodeView.NO_ANSWER:
+            # The start's first sync has not failed yet, but the node does not answer:
+            # no silent empty either.
+            raise Unavailable(
+                "nothing is pending and the network cannot be reached: "
+                f"{self.network.answer.detail}",
+                reason="sync_failed",
+            )
         return [], False
 
     async def _take_pending(
