@@ -9,7 +9,9 @@ docstring for what differs from real traffic) and cached in DIR between runs. Ea
 size runs on a fresh copy of its cached store, in one run, so the figures of the
 sizes compare with each other (the growth), on the same machine load:
 
-- start: the daemon's process started until its first `receive` is answered; then
+- start: the daemon's process started until its first `receive` is answered (from
+  the store, while the start's read and first sync run: `stale`), and until that
+  first sync is done (its log line, with the read / streams / sync parts); then
   how long the full reconciliation runs in the background, and how many messages it
   compared and healed.
 - receive while reconciling: `receive` (limit 100, no wait) during the
@@ -46,6 +48,9 @@ from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.waiting import until
 
+_STARTED = re.compile(
+    r"core started in ([\d.]+) s: read ([\d.]+) s, streams ([\d.]+) s, first sync ([\d.]+) s"
+)
 _DONE = re.compile(
     r"full reconciliation done in ([\d.]+) s: (\d+) conversations, (\d+) messages compared, (\d+) healed"
 )
@@ -81,8 +86,17 @@ async def run_size(
         out["start_s"] = time.perf_counter() - t0
         assert d.proc is not None
         pid = d.proc.pid
-        out["rss_start_mib"] = _kib(pid, "VmRSS") / 1024
         try:
+            out["during_start_receive_ms"] = await _p50(
+                lambda: d.client.receive(limit=100, wait_ms=0), 10
+            )
+            started = await until(
+                lambda: asyncio.to_thread(_STARTED.search, d.stderr()), timeout=3600
+            )
+            out["synced_s"] = time.perf_counter() - t0
+            for i, key in enumerate(("core_s", "read_s", "streams_s", "sync_s"), 1):
+                out[key] = float(started.group(i))
+            out["rss_start_mib"] = _kib(pid, "VmRSS") / 1024
             during = await _p50(lambda: d.client.receive(limit=100, wait_ms=0), 10)
             done = await until(lambda: asyncio.to_thread(_DONE.search, d.stderr()), timeout=3600)
             out["reconcile_s"] = float(done.group(1))
@@ -172,6 +186,9 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
     print(f"\nbig store, {n_conversations:,} conversations:")
     rows = [
         ("start to first receive (s)", "start_s", "{:.2f}"),
+        ("receive (100) while starting, p50 (ms)", "during_start_receive_ms", "{:.1f}"),
+        ("start to first sync done (s)", "synced_s", "{:.1f}"),
+        ("  core: read / streams / first sync (s)", "", None),
         ("full reconciliation, background (s)", "reconcile_s", "{:.1f}"),
         ("  messages compared / healed", None, None),
         ("receive (100) during reconciliation, p50 (ms)", "during_reconcile_receive_ms", "{:.1f}"),
@@ -192,6 +209,12 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         + (" | growth |" if len(sizes) > 1 else " |")
     )
     for label, key, fmt in rows:
+        if key == "":
+            cells = [
+                "{read_s:.1f} / {streams_s:.1f} / {sync_s:.1f}".format(**results[s]) for s in sizes
+            ]
+            print(f"| {label} | " + " | ".join(cells) + (" | |" if len(sizes) > 1 else " |"))
+            continue
         if key is None:
             cells = [f"{results[s]['compared']:,.0f} / {results[s]['healed']:.0f}" for s in sizes]
             print(f"| {label} | " + " | ".join(cells) + (" | |" if len(sizes) > 1 else " |"))

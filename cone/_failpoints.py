@@ -16,13 +16,20 @@ from pathlib import Path
 
 
 async def reached(name: str) -> None:
-    """Stop here (forever, or until released) when the environment names this failpoint."""
-    if os.environ.get("CONE_FAILPOINT") != name:
+    """Stop here (forever, or until released) when the environment names this failpoint.
+
+    `CONE_FAILPOINT` may name several, comma-separated (a test holding two steps):
+    then each one's file and release path are the given ones with `-<name>` appended."""
+    names = os.environ.get("CONE_FAILPOINT", "").split(",")
+    if name not in names:
         return
+    suffix = f"-{name}" if len(names) > 1 else ""
     marker = os.environ.get("CONE_FAILPOINT_FILE")
     if marker:
-        await asyncio.to_thread(Path(marker).touch)
+        await asyncio.to_thread(Path(marker + suffix).touch)
     release = os.environ.get("CONE_FAILPOINT_RELEASE")
+    if release:
+        release += suffix
     if not release:
         await asyncio.Event().wait()
         return

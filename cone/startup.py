@@ -176,6 +176,12 @@ async def reach_core(
             return
         async with stack:
             log.info("hosting the core on %s", settings.paths.socket)
+            if announce is None:
+                # A one-shot command (every host but the announced long-running ones:
+                # serve, mcp, bridge) answers after the start's read and first sync, as
+                # before, and stops with nothing of the start in flight; a long-running
+                # host answers from the store meanwhile.
+                await running.core.started()
             yield Reached(pool, embedded=True, created=running.created)
 
 

@@ -31,7 +31,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -205,6 +205,11 @@ class Ingestor:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        # For each conversation, the newest message libxmtp's listing showed just
+        # before cone's last complete read of it (`ingest_all`'s changed_only).
+        self._read_at: dict[str, str] = {}
+        # The last `ingest_all`: how many conversations it read of how many listed.
+        self.last_read = (0, 0)
         self.healed = 0
         # Called after each commit with the messages read for a conversation (deletions
         # and disappearing settings, cone/core/retention.py); None: nothing to call.
@@ -294,10 +299,31 @@ class Ingestor:
         async with self._lock:
             yield
 
-    async def ingest_all(self) -> int:
-        """Read every conversation libxmtp knows; returns how many messages were new."""
-        listed = {info.id: info for info in await self._engine.conversations()}
-        return await self.ingest(listed.keys(), listed)
+    async def ingest_all(
+        self, listing: list[ConversationInfo] | None = None, *, changed_only: bool = False
+    ) -> int:
+        """Read every conversation libxmtp knows (`listing`: libxmtp's listing, when
+        the caller has just taken it); returns how many messages were new.
+
+        With `changed_only` (after a sync), a conversation is skipped when the newest
+        message libxmtp's listing shows for it is the one the listing showed before
+        cone's last complete read of it: nothing the listing shows arrived since. The
+        listing shows only some content types, newest by the sender's clock, so a
+        message it does not show (a type it leaves out, or one stamped older than the
+        newest by its sender) is left to the reconciliation: the catch-up's window
+        check right after the sync, or the start's full pass (docs/guarantees.md)."""
+        if listing is None:
+            listing = await self._engine.conversations()
+        listed = {info.id: info for info in listing}
+        wanted: Collection[str] = listed.keys()
+        if changed_only:
+            wanted = {
+                cid
+                for cid, info in listed.items()
+                if self._read_at.get(cid, None) != info.last_message_id
+            }
+        self.last_read = (len(wanted), len(listed))
+        return await self.ingest(wanted, listed)
 
     async def ingest(
         self,
@@ -313,12 +339,18 @@ class Ingestor:
         point stands, which only means reading a little more next time."""
         total = 0
         quiet: dict[str, int] = {}
+        read_at: dict[str, str] = {}
         async with self._lock:
             for cid in sorted(conversation_ids):
                 info = listed.get(cid) if listed is not None else None
                 total += await self._ingest_conversation(cid, [], read=True, info=info, quiet=quiet)
+                if info is not None:
+                    read_at[cid] = info.last_message_id
             if quiet:
                 await self._store.write(conversations.set_ingested_many, quiet)
+            # Each read is complete (committed, or its point written): what the
+            # listing showed before it is now read (see `ingest_all`).
+            self._read_at.update(read_at)
         if total:
             self._on_new()
         return total
@@ -396,17 +428,20 @@ class Ingestor:
 
     # --- reconciliation ----------------------------------------------------------
 
-    async def reconcile(self, *, full: bool) -> int:
+    async def reconcile(self, *, full: bool, listing: list[ConversationInfo] | None = None) -> int:
         """Compare libxmtp's messages with what cone has read; ingest and report what
         is missing. `full` reads every message (`reconcile_all`); otherwise a recent
-        window and a count per conversation. Returns how many messages were healed.
+        window and a count per conversation (`listing`: libxmtp's listing, when the
+        caller has just taken it). Returns how many messages were healed.
 
         Ingest is held for one conversation at a time, never for the whole pass."""
         if full:
             return await self.reconcile_all()
         healed = 0
         quiet: dict[str, int] = {}  # read points moved in one write at the end
-        for info in await self._engine.conversations():
+        if listing is None:
+            listing = await self._engine.conversations()
+        for info in listing:
             try:
                 async with self._lock:
                     found = await self._reconcile_recent(info, quiet)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cone import PROTOCOL_VERSION
+from cone import PROTOCOL_VERSION, _failpoints
 from cone._fs import free_bytes
 from cone.core import installations, validate
 from cone.core.attachments import Fetcher
@@ -164,6 +164,11 @@ class Core:
         self._catch_up_now = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
         self._reconciling: asyncio.Task[None] | None = None
+        self._starting: asyncio.Task[None] | None = None
+        self._began = time.monotonic()
+        self._started = False
+        # libxmtp's last conversation listing and when it was taken (`_list`).
+        self._listing: tuple[float, list[ConversationInfo]] | None = None
         self.last_sync_ns: int | None = None
         self.last_sync_error: str | None = None
         self._budgets = (0, 0)
@@ -172,19 +177,40 @@ class Core:
     # --- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
+        """Open what answers from the store, then read, subscribe and sync in the
+        background (`_start_reading`): `receive` and the other answers from the store
+        are served at once, with `stale` until the first sync is done.
+
+        The store is the truth for what has been received; the start's read and
+        sync only add to it, so what `receive` hands out meanwhile is what it would
+        hand out after them, and what they add comes after, waking waiting receives."""
+        self._began = time.monotonic()
+        await self.network.start()
+        await self.ingestor.start()
+        await self.retention.start()
+        self.outbox.start()
+        self.fetcher.start()
+        self._starting = asyncio.create_task(self._start_reading(), name="start")
+
+    async def _start_reading(self) -> None:
         """Read what libxmtp stored since cone last read, subscribe, sync missed mail,
-        then keep catching up periodically; the full reconciliation runs in the
-        background (receive and send are answered meanwhile).
+        then keep catching up periodically; the full reconciliation runs after it.
 
         Reading first keeps what libxmtp stored before a crash ahead of what arrives
         after it, in inbox order; it reads each conversation from where its last
         complete read started, so its cost follows what is new, not the history."""
-        began = time.monotonic()
-        await self.network.start()
-        await self.ingestor.start()
-        await self.retention.start()
-        await self.ingestor.ingest_all()
+        began = self._began
+        await _failpoints.reached("start_read")
+        try:
+            expected = len(await self.store.read(conversations.all_conversations))
+            asked = time.monotonic()
+            listing = await self._list(expected)
+            log.info("listed %d conversations in %.2f s", len(listing), time.monotonic() - asked)
+            await self.ingestor.ingest_all(listing)
+        except ConeError as exc:  # the first sync reads every conversation again
+            log.warning("the start's read failed (%s); the first sync reads again", exc.message)
         read = time.monotonic()
+        await _failpoints.reached("start_streams")
         await self.engine.start_streams(
             on_message=self._on_message,
             on_conversation=self._on_conversation,
@@ -194,25 +220,40 @@ class Core:
         streams = time.monotonic()
         try:
             await self.sync()
-        except Unavailable as exc:
-            log.warning("first sync failed (%s); catching up in the background", exc)
+        except ConeError as exc:  # the catch-up tries again each period
+            log.warning("first sync failed (%s); catching up in the background", exc.message)
+        self._started = True
         log.info(
-            "core started in %.1f s: read %.1f s, streams %.1f s, first sync %.1f s",
+            "core started in %.1f s: read %.1f s, streams %.1f s, first sync %.1f s "
+            "(it read %d of %d conversations)",
             time.monotonic() - began,
             read - began,
             streams - read,
             time.monotonic() - streams,
+            *self.ingestor.last_read,
         )
         self._catchup_task = asyncio.create_task(self._catch_up_forever(), name="catch-up")
-        self.outbox.start()
-        self.fetcher.start()
         self.retention.watch_settings()
         self._reconciling = asyncio.create_task(self._reconcile_all(), name="reconcile")
         self._background.add(self._reconciling)
         self._reconciling.add_done_callback(self._background.discard)
 
+    async def started(self) -> None:
+        """Wait until the start's read and first sync are done (a one-shot command
+        hosting the core answers after them, as a fresh start always did)."""
+        if self._starting is not None:
+            await asyncio.gather(asyncio.shield(self._starting), return_exceptions=True)
+
+    def starting(self) -> bool:
+        """Whether the start's read and first sync are still running (answers come
+        from the store meanwhile, marked stale)."""
+        return not self._started
+
     async def stop(self) -> None:
         """Stop background work; the store stays open for the caller to close."""
+        if self._starting is not None:
+            self._starting.cancel()
+            await asyncio.gather(self._starting, return_exceptions=True)
         if self._catchup_task is not None:
             self._catchup_task.cancel()
             await asyncio.gather(self._catchup_task, return_exceptions=True)
@@ -239,7 +280,9 @@ class Core:
                 except Unavailable as exc:
                     log.warning("catch-up failed: %s", exc)
                 if not self.reconciling():  # the full pass covers the window check
-                    await self.ingestor.reconcile(full=False)
+                    # The sync's listing (or a fresh one when it failed early).
+                    listing = await self._list(max_age_s=self._catchup_interval_s)
+                    await self.ingestor.reconcile(full=False, listing=listing)
             except Exception:  # the loop's boundary: a failed pass must not end catch-up
                 log.exception("catch-up failed unexpectedly; trying again next period")
 
@@ -254,7 +297,20 @@ class Core:
         return self._reconciling is not None and not self._reconciling.done()
 
     async def _conversation_ids(self) -> list[str]:
-        return [c.id for c in await self.engine.conversations()]
+        # The retention's settings refresh: the catch-up's listing of this period.
+        return [c.id for c in await self._list(max_age_s=self._catchup_interval_s)]
+
+    async def _list(self, expected: int = 0, max_age_s: float = 0.0) -> list[ConversationInfo]:
+        """libxmtp's conversation listing: the last one when it is at most `max_age_s`
+        old, else a new one. The catch-up's sync lists once a period; its window
+        check and the retention's settings refresh take that listing (at 10,000
+        conversations a listing costs seconds)."""
+        now = time.monotonic()
+        if self._listing is not None and now - self._listing[0] <= max_age_s:
+            return self._listing[1]
+        listing = await self.engine.conversations(expected)
+        self._listing = (now, listing)
+        return listing
 
     def _on_stream_restart(self) -> None:
         # Whatever the gap skipped is read back from libxmtp's database; a stream that
@@ -365,9 +421,12 @@ class Core:
         except Unavailable as exc:
             self.last_sync_error = exc.message
             # What the streams stored locally still enters the inbox.
-            await self.ingestor.ingest_all()
+            await self.ingestor.ingest_all(await self._list())
             raise
-        await self.ingestor.ingest_all()
+        await _failpoints.reached("sync_read")
+        # Only conversations whose newest listed message changed since cone read
+        # them; the catch-up's window check and the full pass cover the rest.
+        await self.ingestor.ingest_all(await self._list(), changed_only=True)
         if self.last_sync_error is not None:
             log.info("the network is reachable again")
         log.debug("synced in %.0f ms", (time.monotonic() - started) * 1000)
@@ -381,9 +440,14 @@ class Core:
             self.outbox.retry_now()
 
     def stale(self) -> bool:
-        """Whether answers from the store may miss what the node holds: it does not
-        answer or know this identity (its latest answer), or the last sync failed."""
-        return self.network.view is not NodeView.KNOWS_IDENTITY or self.last_sync_error is not None
+        """Whether answers from the store may miss what the node holds: the start's
+        read and first sync are still running, the node does not answer or know this
+        identity (its latest answer), or the last sync failed."""
+        return (
+            self.starting()
+            or self.network.view is not NodeView.KNOWS_IDENTITY
+            or self.last_sync_error is not None
+        )
 
     def network_ok(self) -> bool:
         """Whether the network is known reachable: the last sync did not fail."""
@@ -417,6 +481,14 @@ class Core:
         if not self.network_ok():
             raise Unavailable(
                 f"nothing is pending and the network cannot be reached: {self.last_sync_error}",
+                reason="sync_failed",
+            )
+        if self.starting() and self.network.view is NodeView.NO_ANSWER:
+            # The start's first sync has not failed yet, but the node does not answer:
+            # no silent empty either.
+            raise Unavailable(
+                "nothing is pending and the network cannot be reached: "
+                f"{self.network.answer.detail}",
                 reason="sync_failed",
             )
         return [], False
@@ -739,6 +811,12 @@ class Core:
             warnings.append(
                 f"the XMTP node at {self.engine.api_url}: {ADVICE} ({answer.detail}); "
                 "sends fail with identity_unknown"
+            )
+        if self.starting():
+            warnings.append(
+                "cone is starting: it still reads what libxmtp holds and syncs with the "
+                "network; answers come from the store and may lack messages that arrived "
+                "while it was stopped (they enter the inbox when the first sync is done)"
             )
         if self.last_sync_error:
             warnings.append(f"the last sync failed: {self.last_sync_error}")

@@ -6,6 +6,7 @@ read libxmtp's database), never on the event loop.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from xmtp_bindings import xmtpv3 as ffi
@@ -32,6 +33,13 @@ def info(conv: Any) -> ConversationInfo:
         peer_inbox_id=peer or "",
         consent=xmtp_consent(conv.consent_state()),
     )
+
+
+def listed(item: Any) -> ConversationInfo:
+    """A conversation from libxmtp's listing, with its newest listed message's id."""
+    last = item.last_message()
+    found = info(item.conversation())
+    return replace(found, last_message_id=bytes(last.id).hex()) if last is not None else found
 
 
 def raw(m: Any, conversation_id: str) -> RawMessage:

@@ -45,6 +45,10 @@ from cone.errors import V3_CUTOVER, ConeError, FailedPrecondition, StateError, U
 log = logging.getLogger(__name__)
 
 PAGE: Final = 500
+# What each conversation adds to the listing's time bound: the listing took 9.4 s
+# for 10,000 conversations at load 10 on 2 cores (docs/bench.md, "big store"), about
+# 1 ms each; three times that.
+LIST_S_PER_CONVERSATION: Final = 0.003
 # What status waits for libxmtp's view of the inbox before reporting it unknown.
 STATUS_CALL_S: Final = 5.0
 # At most one direct cutover probe this often for failing streams (publishes that
@@ -81,6 +85,7 @@ class Engine:
         #: `d14n` when libxmtp runs on XMTP's decentralized network, else `v3`.
         self.backend = "d14n" if gateway_url else "v3"
         self._streams: list[SupervisedStream] = []
+        self._listed = 0  # conversations in the last listing (scales its bound)
         self._reconnecting: asyncio.Task[None] | None = None
         self._cutover = False
         self._probed_at = -PROBE_EVERY_S
@@ -312,14 +317,23 @@ class Engine:
 
     # --- conversations and messages (local database) -------------------------
 
-    async def conversations(self) -> list[ConversationInfo]:
-        """Every DM and group in libxmtp's database (the device-sync group excluded)."""
+    async def conversations(self, expected: int = 0) -> list[ConversationInfo]:
+        """Every DM and group in libxmtp's database (the device-sync group excluded),
+        each with the id of the newest message the listing shows.
+
+        One libxmtp query whose time grows with the store: its bound is
+        `LOCAL_CALL_S` plus `LIST_S_PER_CONVERSATION` for each conversation expected
+        (the caller's count, or the last listing's, whichever is larger)."""
 
         def listed() -> list[ConversationInfo]:
             items = self._client.conversations().list(_convert.every_conversation())
-            return [_convert.info(item.conversation()) for item in items]
+            return [_convert.listed(item) for item in items]
 
-        return await self._x.call_sync(listed, LOCAL_CALL_S, "listing conversations")
+        self._listed = max(self._listed, expected)
+        bound = LOCAL_CALL_S + LIST_S_PER_CONVERSATION * self._listed
+        found = await self._x.call_sync(listed, bound, "listing conversations")
+        self._listed = len(found)
+        return found
 
     async def conversation(self, conversation_id: str) -> ConversationInfo | None:
         """One conversation, or None when libxmtp does not know it."""

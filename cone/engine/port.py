@@ -34,6 +34,10 @@ class ConversationInfo:
     is_group: bool
     peer_inbox_id: str
     consent: XmtpConsent
+    # The id of the newest message libxmtp's listing shows for it ("" when none, or
+    # not from a listing). The listing shows only some content types and orders by
+    # the sender's clock: a hint of news, never proof that nothing is new.
+    last_message_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -204,8 +208,9 @@ class EnginePort(Protocol):
 
     # --- conversations and messages (libxmtp's database) ---
 
-    async def conversations(self) -> list[ConversationInfo]:
-        """Every DM and group libxmtp holds."""
+    async def conversations(self, expected: int = 0) -> list[ConversationInfo]:
+        """Every DM and group libxmtp holds (`expected`: about how many, which scales
+        the listing's time bound)."""
         ...
 
     async def conversation(self, conversation_id: str) -> ConversationInfo | None:

@@ -186,6 +186,7 @@ class FakeEngine:
         self.crash_after_prepare = False
         self.prepared: list[str] = []
         self.published: list[str] = []
+        self.listings = 0  # conversation listings asked for
         self.handlers: dict[str, Callable[..., None]] = {}
         self.groups = FakeGroups(self)
         self.installations = FakeInstallations(self)
@@ -243,8 +244,15 @@ class FakeEngine:
 
     # --- conversations and messages ---------------------------------------------------
 
-    async def conversations(self) -> list[ConversationInfo]:
-        return [c.info for c in self.held.values()]
+    async def conversations(self, expected: int = 0) -> list[ConversationInfo]:
+        # As libxmtp's listing: each with its newest message by the sender's clock.
+        self.listings += 1
+        return [
+            replace(c.info, last_message_id=max(c.messages, key=lambda m: m.sent_at_ns).id)
+            if c.messages
+            else c.info
+            for c in self.held.values()
+        ]
 
     async def conversation(self, conversation_id: str) -> ConversationInfo | None:
         conv = self.held.get(conversation_id)
