@@ -11,40 +11,36 @@ import functools
 import logging
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from cone import PROTOCOL_VERSION, _failpoints
-from cone._fs import free_bytes
-from cone.core import installations, validate
+from cone.core import installations
 from cone.core.attachments import Fetcher
 from cone.core.backup import BackupMaker
-from cone.core.content import Outgoing
 from cone.core.destinations import Destinations
 from cone.core.groups import Groups
 from cone.core.history import ConversationView, History
 from cone.core.ingest import Ingestor
-from cone.core.model import Attachment, Message, message_of
-from cone.core.network import ADVICE, STATUS_PROBE_S, NetworkWatch
-from cone.core.outbox import Outbox, SendResult, check_content
+from cone.core.model import Attachment, Message
+from cone.core.network import NetworkWatch
+from cone.core.outbox import Outbox
+from cone.core.receiving import Receiving
 from cone.core.retention import Retention
-from cone.core.waiters import Waiters, take_or_head
+from cone.core.sending import Sending
+from cone.core.status import Status, StatusReport
 from cone.engine.port import (
     ConsentUpdate,
     ConversationInfo,
     EnginePort,
     NodeView,
     RawMessage,
-    StreamHealth,
     XmtpConsent,
 )
 from cone.errors import (
-    UNKNOWN_CONVERSATION,
     ConeError,
-    FailedPrecondition,
     NotFound,
-    StateError,
     Unavailable,
     unknown_conversation,
 )
@@ -54,23 +50,15 @@ from cone.store import (
     Kind,
     Request,
     Store,
-    StoredMessage,
     attachments,
     conversations,
-    inbox,
     meta,
-    outbox,
 )
-from cone.store.outbox import OutboxRecord
 
 log = logging.getLogger(__name__)
 
-INSTALLATION_LIMIT = 10
 # When a new conversation is synced again after it appears (seconds between).
 FOLLOW_UP_S = (1.0, 2.0, 5.0)
-UPDATE_LIMIT = 256
-# Below this much free space on the state directory's disk, sends are refused at once.
-MIN_FREE_BYTES = 1024 * 1024
 #: The store's meta key recording the backend this identity moved to at the V3
 #: cutover (`d14n`): later starts open libxmtp there at once.
 BACKEND_KEY = "backend"
@@ -86,25 +74,6 @@ class Identity:
     network: str
     installation_id: str
     backend: str = "v3"
-
-
-@dataclass
-class Status:
-    """What the Status RPC reports."""
-
-    identity: Identity
-    streams: list[StreamHealth]
-    last_sync_ns: int | None
-    last_sync_error: str | None
-    inbox_messages: int
-    consumers: list[tuple[str, int]]
-    requests: int
-    installations: int
-    identity_updates: int
-    outbox: list[OutboxRecord] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    ingest_healed: int = 0
-    network: str = "reachable"
 
 
 class Core:
@@ -128,7 +97,6 @@ class Core:
             engine.installation_id,
             engine.backend,
         )
-        self._arrival = asyncio.Event()
         # Whether the node answers now and knows this identity (cone/core/network.py).
         self.network = NetworkWatch(
             engine.api_url,
@@ -138,17 +106,21 @@ class Core:
             period_s=catchup_interval_s,
             on_change=self._on_network_change,
         )
-        # Receives waiting for news; a streamed commit serves them (cone/core/waiters.py).
-        self._waiters = Waiters()
-        self.ingestor = Ingestor(store, engine, self._notify, self._waiters)
+        # Receive, Peek, Ack (cone/core/receiving.py).
+        self.receiving = Receiving(store, self._unreachable)
+        self.ingestor = Ingestor(store, engine, self._notify, self.receiving.waiters)
         self.outbox = Outbox(store, engine, self.network)
-        self.fetcher = Fetcher(store, self._wake_receivers)
+        self.fetcher = Fetcher(store, self.receiving.wake)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
         # Conversations, history, contacts, unblock (cone/core/history.py).
         self.history = History(store, engine)
         # createGroup (keyed), members, add, remove, leave, update (cone/core/groups.py).
         # The one resolver of destinations for send, connect and group members.
         self.destinations = Destinations(store, engine)
+        # Send and Reply (cone/core/sending.py).
+        self.sending = Sending(
+            store, engine, self.outbox, self.destinations, self.network, self._known
+        )
         self.groups = Groups(
             store,
             engine,
@@ -171,7 +143,7 @@ class Core:
         self._listing: tuple[float, list[ConversationInfo]] | None = None
         self.last_sync_ns: int | None = None
         self.last_sync_error: str | None = None
-        self._budgets = (0, 0)
+        self._status = StatusReport(self)
         engine.on_switch(self._on_switched)
 
     # --- lifecycle -----------------------------------------------------------------
@@ -343,13 +315,7 @@ class Core:
 
     def _notify(self) -> None:
         self.fetcher.wake()  # new messages may carry remote attachments
-        self._wake_receivers()
-
-    def _wake_receivers(self) -> None:
-        # Wake every waiting Receive and Peek; each re-reads the store.
-        self._arrival.set()
-        self._arrival = asyncio.Event()
-        self._waiters.wake()
+        self.receiving.wake()
 
     def _on_message(self, raw: RawMessage) -> None:
         if self.outbox.sent_here(raw.id):
@@ -453,84 +419,14 @@ class Core:
         """Whether the network is known reachable: the last sync did not fail."""
         return self.last_sync_error is None
 
-    async def receive(
-        self, consumer: str, limit: int | None, wait_ms: int, exclude: list[str]
-    ) -> tuple[list[Message], bool]:
-        """Pending messages, oldest first, waiting up to `wait_ms` for the first."""
-        consumer = validate.consumer(consumer)
-        limit = validate.receive_limit(limit)
-        deadline = time.monotonic() + wait_ms / 1000
-        while True:
-            arrival = self._arrival
-            messages, more, head = await self._take_pending(consumer, limit, exclude)
-            if messages:
-                return [message_of(m) for m in messages], more
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            with self._waiters.wait(consumer, limit, exclude, head) as waiter:
-                if arrival.is_set():
-                    continue  # news came while the store was read: look again
-                try:
-                    batch = await asyncio.wait_for(waiter.batch, remaining)
-                except TimeoutError:
-                    break
-            if batch is not None:  # taken in the commit that brought the news
-                messages, more = batch
-                return [message_of(m) for m in messages], more
+    def _unreachable(self) -> str | None:
+        """Why the network cannot be reached now, else None: the last sync failed, or
+        the start's first sync has not failed yet but the node does not answer."""
         if not self.network_ok():
-            raise Unavailable(
-                f"nothing is pending and the network cannot be reached: {self.last_sync_error}",
-                reason="sync_failed",
-            )
+            return self.last_sync_error
         if self.starting() and self.network.view is NodeView.NO_ANSWER:
-            # The start's first sync has not failed yet, but the node does not answer:
-            # no silent empty either.
-            raise Unavailable(
-                "nothing is pending and the network cannot be reached: "
-                f"{self.network.answer.detail}",
-                reason="sync_failed",
-            )
-        return [], False
-
-    async def _take_pending(
-        self, consumer: str, limit: int, exclude: list[str]
-    ) -> tuple[list[StoredMessage], bool, int]:
-        """The pending batch, or when there is none, the inbox's head (see waiters)."""
-        try:
-            return await self.store.write(take_or_head, consumer, limit, exclude, time.time_ns())
-        except StateError as exc:
-            if exc.reason != "storage_full":
-                raise
-            # A full disk: answer from the store anyway, without recording this
-            # delivery (the messages stay pending, as always until acked).
-            log.warning("receive answered without recording deliveries: %s", exc.message)
-            return await self.store.rolled_back(
-                take_or_head, consumer, limit, exclude, time.time_ns()
-            )
-
-    async def peek(
-        self, consumer: str, after_seq: int, limit: int | None, wait_ms: int
-    ) -> tuple[list[Message], bool, int]:
-        """Messages after `after_seq` without touching receipts (all accepted ones, or
-        those `consumer` has not acknowledged), waiting up to `wait_ms` for the first."""
-        limit = validate.receive_limit(limit)
-        deadline = time.monotonic() + wait_ms / 1000
-        while True:
-            arrival = self._arrival
-            messages, more, head = await self.store.read(inbox.peek, consumer, after_seq, limit)
-            remaining = deadline - time.monotonic()
-            if messages or remaining <= 0:
-                return [message_of(m) for m in messages], more, head
-            try:
-                await asyncio.wait_for(arrival.wait(), remaining)
-            except TimeoutError:
-                return [], False, head
-
-    async def ack(self, consumer: str, message_ids: list[str]) -> int:
-        """Acknowledge ids for a consumer (idempotent, all or nothing)."""
-        consumer = validate.consumer(consumer)
-        return await self.store.write(inbox.ack, consumer, message_ids, time.time_ns())
+            return self.network.answer.detail
+        return None
 
     async def requests(self) -> list[tuple[Request, str | None]]:
         """Requests with the peer's address where known."""
@@ -587,126 +483,6 @@ class Core:
         self.ingestor.mark(dm.id)
         self._follow_up(dm.id)
         return contact
-
-    async def _open_dm(self, inbox_id: str) -> str:
-        """The accepted DM with an inbox; sending there accepts it."""
-        dm = await self.engine.find_or_create_dm(inbox_id)
-        now = time.time_ns()
-        await self.store.write(
-            conversations.ensure, dm.id, Kind.DM, inbox_id, Consent.ACCEPTED, now
-        )
-        conv = await self.store.read(conversations.require, dm.id)
-        if conv.consent is not Consent.ACCEPTED:
-            await self.store.write(conversations.set_consent, dm.id, Consent.ACCEPTED, now)
-            await self.engine.set_consent(
-                conversation_id=dm.id, allowed=True, peer_inbox_id=inbox_id
-            )
-        return dm.id
-
-    def _check_room(self) -> None:
-        """A send writes to both databases: on a full disk, say so at once instead of
-        letting libxmtp wait for a database connection it cannot open."""
-        if free_bytes(self.store.path.parent) < MIN_FREE_BYTES:
-            raise StateError(
-                f"the disk holding {self.store.path.parent} is full: nothing can be sent "
-                "until space is freed there (receive, ack of what fits, status and identity "
-                "keep working)",
-                reason="storage_full",
-            )
-
-    async def _referenced(self, c: Outgoing, reply_to: str | None) -> tuple[Outgoing, str | None]:
-        """The content with its reaction's referenced sender filled in, and the
-        sender of the message replied to: XMTP apps use them to place the reference.
-        Unknown (the message is not in the inbox, e.g. this identity's own): this
-        identity when the outbox sent it, else left empty."""
-        if c.reaction is not None:
-            sender = await self._sender_of(c.reaction.message_id)
-            c = replace(c, reaction=replace(c.reaction, reference_inbox_id=sender or ""))
-        return c, (await self._sender_of(reply_to) if reply_to is not None else None)
-
-    async def _sender_of(self, message_id: str) -> str | None:
-        sender = await self.store.read(inbox.sender_of, message_id)
-        if sender is None and await self.store.read(outbox.by_message_id, message_id):
-            sender = self.identity.inbox_id
-        return sender
-
-    async def send(
-        self, *, to: str, content: Outgoing, key: str, reply_to: str | None
-    ) -> SendResult:
-        """One logical message per key to a destination (cone.core.destinations).
-
-        To an address, inbox id or contact: the DM, accepted by this act. To a
-        conversation id: it must be accepted, as for Reply.
-        """
-        check_content(content)
-        self._check_room()
-        self.network.require_identity()
-        content, reply_to_inbox_id = await self._referenced(content, reply_to)
-        send = functools.partial(
-            self.outbox.send,
-            key=key,
-            destination=to,
-            record_unknown=self._known,
-            message=content,
-            reply_to=reply_to,
-            reply_to_inbox_id=reply_to_inbox_id,
-        )
-        dm = self.destinations.known_dm(to)
-        if dm is not None:
-            # The DM the last send to `to` went to: no resolving, no libxmtp call; the
-            # claim checks it is still accepted.
-            try:
-                return await send(conversation_id=dm, require_accepted=True)
-            except (FailedPrecondition, NotFound) as err:
-                if err.reason not in ("not_accepted", UNKNOWN_CONVERSATION):
-                    raise
-                self.destinations.forget_dm(to)  # resolved afresh below (which accepts it)
-        found = await self.destinations.resolve(to)
-        if found.conversation_id is not None:
-            return await send(conversation_id=found.conversation_id, require_accepted=True)
-        assert found.inbox_id is not None
-        conversation_id = await self._open_dm(found.inbox_id)
-        self.destinations.remember_dm(to, conversation_id)
-        return await send(conversation_id=conversation_id, require_accepted=False)
-
-    async def reply(
-        self,
-        *,
-        conversation_id: str,
-        key: str,
-        content: Outgoing,
-        ack_consumer: str = "",
-        ack_message_ids: list[str] | None = None,
-    ) -> SendResult:
-        """One message into an accepted conversation, one per key; `ack_message_ids`
-        are acknowledged for `ack_consumer` in the transaction that claims the key
-        (both commit or neither; docs/protocol.md, `reply`)."""
-        check_content(content)
-        content, _ = await self._referenced(content, None)
-        self._check_room()
-        self.network.require_identity()
-        try:
-            return await self.outbox.send(
-                key=key,
-                destination=conversation_id,
-                conversation_id=conversation_id,
-                require_accepted=True,
-                record_unknown=self._known,
-                message=content,
-                reply_to=None,
-                ack_consumer=validate.consumer(ack_consumer),
-                ack_message_ids=ack_message_ids or [],
-            )
-        except NotFound as err:
-            if err.reason != UNKNOWN_CONVERSATION:
-                raise
-            # Replying never creates or accepts a conversation: unknown is not accepted.
-            raise FailedPrecondition(
-                f"conversation {conversation_id} is not known to this inbox, so it is not "
-                "accepted: reply only into conversations you have accepted",
-                reason="not_accepted",
-                field="conversationId",
-            ) from None
 
     async def attachment(self, message_id: str, index: int) -> Attachment:
         """One attachment of a received message, with its bytes."""
@@ -774,69 +550,5 @@ class Core:
         return await installations.revoke(self.engine, installation_ids, all_except_this)
 
     async def status(self) -> Status:
-        """Health and budgets for operators."""
-        messages = await self.store.read(inbox.message_count)
-        consumers = await self.store.read(inbox.pending_counts)
-        held = await self.store.read(conversations.requests)
-        try:
-            self._budgets = await self.engine.budgets()
-        except ConeError as exc:
-            # Status is answered anyway, with the last figures libxmtp gave.
-            log.info("status: libxmtp's inbox state not read (%s)", exc.message)
-        installations, updates = self._budgets
-        warnings = []
-        if installations >= INSTALLATION_LIMIT - 2:
-            warnings.append(
-                f"the inbox has {installations} of {INSTALLATION_LIMIT} installations: "
-                "revoke unused ones before adding more"
-            )
-        if updates >= UPDATE_LIMIT - 26:
-            warnings.append(f"the inbox has used {updates} of {UPDATE_LIMIT} identity updates")
-        # Asked now (at most STATUS_PROBE_S): whether the node answers is never older
-        # than this call (docs/networks.md).
-        answer = await self.network.check(STATUS_PROBE_S)
-        network = answer.view.value
-        if self.engine.v3_cutover():
-            network = "v3_cutover"
-            warnings.append(
-                "the XMTP node refuses this cone as a V3 client after its cutover to the "
-                "decentralized network (D14N): nothing can be sent; see docs/networks.md"
-            )
-        elif answer.view is NodeView.NO_ANSWER:
-            warnings.append(
-                f"the XMTP network at {self.engine.api_url} cannot be reached "
-                f"({answer.detail}): sends wait in the outbox and cone reconnects by itself"
-            )
-        elif answer.view is NodeView.IDENTITY_UNKNOWN:
-            warnings.append(
-                f"the XMTP node at {self.engine.api_url}: {ADVICE} ({answer.detail}); "
-                "sends fail with identity_unknown"
-            )
-        if self.starting():
-            warnings.append(
-                "cone is starting: it still reads what libxmtp holds and syncs with the "
-                "network; answers come from the store and may lack messages that arrived "
-                "while it was stopped (they enter the inbox when the first sync is done)"
-            )
-        if self.last_sync_error:
-            warnings.append(f"the last sync failed: {self.last_sync_error}")
-        if self.ingestor.healed:
-            warnings.append(
-                f"reconciliation has ingested {self.ingestor.healed} message(s) that ingest "
-                "had missed (see the log); please report it"
-            )
-        return Status(
-            identity=self.identity,
-            streams=self.engine.stream_health(),
-            last_sync_ns=self.last_sync_ns,
-            last_sync_error=self.last_sync_error,
-            inbox_messages=messages,
-            consumers=consumers,
-            requests=len(held),
-            installations=installations,
-            identity_updates=updates,
-            outbox=await self.outbox.unsettled(),
-            warnings=warnings,
-            ingest_healed=self.ingestor.healed,
-            network=network,
-        )
+        """Health and budgets for operators (cone/core/status.py)."""
+        return await self._status.report()

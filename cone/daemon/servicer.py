@@ -284,7 +284,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Send(
         self, request: pb.SendRequest, context: grpc.aio.ServicerContext
     ) -> pb.SendResponse:
-        r = await self.core.send(
+        r = await self.core.sending.send(
             to=request.to,
             content=outgoing(request),
             key=request.key,
@@ -296,7 +296,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Reply(
         self, request: pb.ReplyRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReplyResponse:
-        r = await self.core.reply(
+        r = await self.core.sending.reply(
             conversation_id=request.conversation_id,
             content=outgoing(request),
             key=request.key,
@@ -309,7 +309,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Receive(
         self, request: pb.ReceiveRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReceiveResponse:
-        messages, more = await self.core.receive(
+        messages, more = await self.core.receiving.receive(
             request.consumer,
             request.limit if request.HasField("limit") else None,
             request.wait_ms,
@@ -323,7 +323,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Ack(
         self, request: pb.AckRequest, context: grpc.aio.ServicerContext
     ) -> pb.AckResponse:
-        n = await self.core.ack(request.consumer, list(request.message_ids))
+        n = await self.core.receiving.ack(request.consumer, list(request.message_ids))
         return pb.AckResponse(acknowledged=n)
 
     @_boundary
@@ -406,7 +406,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Peek(
         self, request: pb.PeekRequest, context: grpc.aio.ServicerContext
     ) -> pb.PeekResponse:
-        messages, more, head = await self.core.peek(
+        messages, more, head = await self.core.receiving.peek(
             request.consumer,
             request.after_sequence,
             request.limit if request.HasField("limit") else None,

@@ -15,5 +15,5 @@ async def consent_of(core: Core, conversation_id: str) -> Consent:
 
 async def pending_texts(core: Core) -> list[str | None]:
     """The texts a receive hands the default consumer now (pending until acked)."""
-    messages, _ = await core.receive("", None, 0, [])
+    messages, _ = await core.receiving.receive("", None, 0, [])
     return [m.text for m in messages]

@@ -22,7 +22,7 @@ async def test_a_contact_name_that_looks_like_hex_routes_to_the_contact(
     address, _ = engine.peer("alice")
     contact = await core.connect(address, name)
 
-    sent = await core.send(to=name, content=HI, key="k", reply_to=None)
+    sent = await core.sending.send(to=name, content=HI, key="k", reply_to=None)
 
     assert sent.conversation_id == contact.conversation_id
 
@@ -39,8 +39,8 @@ async def test_known_addresses_resolve_with_the_network_down_and_unknown_ones_do
     engine.online = False  # resolving an address would fail
     engine.fail_publish = [Unavailable("publishing failed: the node is down")] * 2
 
-    to_contact = await core.send(to=contact_address, content=HI, key="a", reply_to=None)
-    to_peer = await core.send(
+    to_contact = await core.sending.send(to=contact_address, content=HI, key="a", reply_to=None)
+    to_peer = await core.sending.send(
         to=peer_address.upper().replace("0X", "0x"), content=HI, key="b", reply_to=None
     )
 
@@ -48,13 +48,13 @@ async def test_known_addresses_resolve_with_the_network_down_and_unknown_ones_do
     assert (to_peer.conversation_id, to_peer.published) == (bob_dm, False)
     assert sorted(o.key for o in await core.outbox.unsettled()) == ["a", "b"]
     with pytest.raises(Unavailable):
-        await core.send(to=stranger, content=HI, key="c", reply_to=None)
+        await core.sending.send(to=stranger, content=HI, key="c", reply_to=None)
 
 
 @pytest.mark.parametrize("to", ["0x123", "two words", "0x" + "ab" * 21, "-dash"])
 async def test_input_that_is_no_destination_is_invalid(core: Core, to: str) -> None:
     with pytest.raises(InvalidArgument) as invalid:
-        await core.send(to=to, content=HI, key="k", reply_to=None)
+        await core.sending.send(to=to, content=HI, key="k", reply_to=None)
 
     assert (invalid.value.reason, invalid.value.field) == ("not_a_destination", "to")
 
@@ -62,7 +62,7 @@ async def test_input_that_is_no_destination_is_invalid(core: Core, to: str) -> N
 async def test_oneself_is_refused_by_send_and_connect(core: Core, engine: FakeEngine) -> None:
     for own in (engine.address, engine.inbox_id):
         with pytest.raises(InvalidArgument) as sent:
-            await core.send(to=own, content=HI, key="k", reply_to=None)
+            await core.sending.send(to=own, content=HI, key="k", reply_to=None)
         with pytest.raises(InvalidArgument) as connected:
             await core.connect(own, None)
         assert (sent.value.reason, connected.value.reason) == ("own_inbox", "own_inbox")
@@ -90,7 +90,7 @@ async def test_a_send_to_a_dm_sent_to_before_neither_resolves_nor_asks_libxmtp(
     ]
     if spelling == "name":
         await core.connect(address, "al")
-    first = await core.send(to=to, content=HI, key="first", reply_to=None)
+    first = await core.sending.send(to=to, content=HI, key="first", reply_to=None)
 
     async def not_asked(*args: object) -> None:
         raise AssertionError("resolved again")
@@ -105,7 +105,7 @@ async def test_a_send_to_a_dm_sent_to_before_neither_resolves_nor_asks_libxmtp(
         return await read(fn, *args)  # type: ignore[arg-type]  # the store's own signature
 
     monkeypatch.setattr(core.store, "read", no_contact_read)
-    again = await core.send(to=to, content=HI, key="again", reply_to=None)
+    again = await core.sending.send(to=to, content=HI, key="again", reply_to=None)
 
     assert again.conversation_id == first.conversation_id and again.published
 
@@ -114,10 +114,10 @@ async def test_a_remembered_dm_blocked_since_is_resolved_again_and_accepted_by_t
     core: Core, engine: FakeEngine
 ) -> None:
     address, _ = engine.peer("alice")
-    first = await core.send(to=address, content=HI, key="first", reply_to=None)
+    first = await core.sending.send(to=address, content=HI, key="first", reply_to=None)
     await core.block(first.conversation_id)
 
-    again = await core.send(to=address, content=HI, key="again", reply_to=None)
+    again = await core.sending.send(to=address, content=HI, key="again", reply_to=None)
 
     assert again.conversation_id == first.conversation_id and again.published
     conv = await core.store.read(conversations.get, first.conversation_id)
@@ -130,12 +130,12 @@ async def test_saving_a_contact_makes_a_name_lead_to_its_new_inbox(
     alice_address, _ = engine.peer("alice")
     bob_address, _ = engine.peer("bob")
     to_alice = await core.connect(alice_address, "friend")
-    assert (await core.send(to="friend", content=HI, key="a", reply_to=None)).conversation_id == (
-        to_alice.conversation_id
-    )
+    assert (
+        await core.sending.send(to="friend", content=HI, key="a", reply_to=None)
+    ).conversation_id == (to_alice.conversation_id)
     await core.connect(alice_address, "alice")  # the name moves away from alice...
     to_bob = await core.connect(bob_address, "friend")  # ...and to bob
 
-    sent = await core.send(to="friend", content=HI, key="b", reply_to=None)
+    sent = await core.sending.send(to="friend", content=HI, key="b", reply_to=None)
 
     assert sent.conversation_id == to_bob.conversation_id != to_alice.conversation_id

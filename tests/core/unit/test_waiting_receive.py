@@ -31,7 +31,7 @@ async def _waiting(core: Core, n: int = 1) -> None:
     """Until `n` receives wait on the core (registered for the next commit)."""
 
     async def registered() -> bool:
-        return len(core._waiters.waiting()) >= n
+        return len(core.receiving.waiters.waiting()) >= n
 
     await until(registered, WAIT_S)
 
@@ -61,7 +61,7 @@ async def test_a_waiting_receive_gets_a_streamed_message_from_the_commit_that_st
 ) -> None:
     core = streaming
     cid, alice = await _accepted_dm(core, engine, "alice")
-    poll = asyncio.create_task(core.receive("bot", None, 30_000, []))
+    poll = asyncio.create_task(core.receiving.receive("bot", None, 30_000, []))
     await _waiting(core)
     writes = _record_writes(core)
     looked_up: list[str] = []
@@ -82,7 +82,7 @@ async def test_a_waiting_receive_gets_a_streamed_message_from_the_commit_that_st
     assert writes == ["_commit_if_recorded"] and looked_up == []
     # Handed out only once committed: it is in the store, pending until acked.
     assert await core.store.read(inbox.message_count) == 1
-    again, _ = await core.receive("bot", None, 0, [])
+    again, _ = await core.receiving.receive("bot", None, 0, [])
     assert [(m.text, m.deliveries) for m in again] == [("hello", 2)]
 
 
@@ -92,7 +92,7 @@ async def test_a_receive_leaving_the_conversation_out_is_not_served_and_keeps_wa
     core = streaming
     busy, alice = await _accepted_dm(core, engine, "alice")
     other, bob = await _accepted_dm(core, engine, "bob")
-    poll = asyncio.create_task(core.receive("bot", None, 30_000, [busy]))
+    poll = asyncio.create_task(core.receiving.receive("bot", None, 30_000, [busy]))
     await _waiting(core)
 
     core.ingestor.accept(engine.incoming(busy, alice, "not now"))
@@ -114,7 +114,7 @@ async def test_a_receive_that_gives_up_while_the_commit_runs_leaves_the_message_
 ) -> None:
     core = streaming
     cid, alice = await _accepted_dm(core, engine, "alice")
-    poll = asyncio.create_task(core.receive("bot", None, 30_000, []))
+    poll = asyncio.create_task(core.receiving.receive("bot", None, 30_000, []))
     await _waiting(core)
     # Hold the store's one thread: the commit (with this waiter in it) queues behind.
     held, release = threading.Event(), threading.Event()
@@ -138,7 +138,7 @@ async def test_a_receive_that_gives_up_while_the_commit_runs_leaves_the_message_
         await poll
 
     async def pending() -> list[Message]:
-        return (await core.receive("bot", None, 0, []))[0]
+        return (await core.receiving.receive("bot", None, 0, []))[0]
 
     messages = await until(pending, WAIT_S)
     assert [m.text for m in messages] == ["late"]  # pending still: nothing was lost

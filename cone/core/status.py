@@ -1,0 +1,121 @@
+"""What the Status RPC reports: health, budgets and warnings for operators."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cone.core.network import ADVICE, STATUS_PROBE_S
+from cone.engine.port import NodeView, StreamHealth
+from cone.errors import ConeError
+from cone.store import conversations, inbox
+from cone.store.outbox import OutboxRecord
+
+if TYPE_CHECKING:
+    from cone.core.service import Core, Identity
+
+log = logging.getLogger(__name__)
+
+INSTALLATION_LIMIT = 10
+UPDATE_LIMIT = 256
+
+
+@dataclass
+class Status:
+    """What the Status RPC reports."""
+
+    identity: Identity
+    streams: list[StreamHealth]
+    last_sync_ns: int | None
+    last_sync_error: str | None
+    inbox_messages: int
+    consumers: list[tuple[str, int]]
+    requests: int
+    installations: int
+    identity_updates: int
+    outbox: list[OutboxRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    ingest_healed: int = 0
+    network: str = "reachable"
+
+
+class StatusReport:
+    """Builds a core's Status; keeps libxmtp's last budget figures for when it cannot
+    read them."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self._budgets = (0, 0)
+
+    async def report(self) -> Status:
+        """Health and budgets for operators."""
+        core = self._core
+        messages = await core.store.read(inbox.message_count)
+        consumers = await core.store.read(inbox.pending_counts)
+        held = await core.store.read(conversations.requests)
+        try:
+            self._budgets = await core.engine.budgets()
+        except ConeError as exc:
+            # Status is answered anyway, with the last figures libxmtp gave.
+            log.info("status: libxmtp's inbox state not read (%s)", exc.message)
+        installations, updates = self._budgets
+        warnings = []
+        if installations >= INSTALLATION_LIMIT - 2:
+            warnings.append(
+                f"the inbox has {installations} of {INSTALLATION_LIMIT} installations: "
+                "revoke unused ones before adding more"
+            )
+        if updates >= UPDATE_LIMIT - 26:
+            warnings.append(f"the inbox has used {updates} of {UPDATE_LIMIT} identity updates")
+        # Asked now (at most STATUS_PROBE_S): whether the node answers is never older
+        # than this call (docs/networks.md).
+        answer = await core.network.check(STATUS_PROBE_S)
+        network = answer.view.value
+        if core.engine.v3_cutover():
+            network = "v3_cutover"
+            warnings.append(
+                "the XMTP node refuses this cone as a V3 client after its cutover to the "
+                "decentralized network (D14N): nothing can be sent; see docs/networks.md"
+            )
+        elif answer.view is NodeView.NO_ANSWER:
+            warnings.append(
+                f"the XMTP network at {core.engine.api_url} cannot be reached "
+                f"({answer.detail}): sends wait in the outbox and cone reconnects by itself"
+            )
+        elif answer.view is NodeView.IDENTITY_UNKNOWN:
+            warnings.append(
+                f"the XMTP node at {core.engine.api_url}: {ADVICE} ({answer.detail}); "
+                "sends fail with identity_unknown"
+            )
+        if core.starting():
+            warnings.append(
+                "cone is starting: it still reads what libxmtp holds and syncs with the "
+                "network; answers come from the store and may lack messages that arrived "
+                "while it was stopped (they enter the inbox when the first sync is done)"
+            )
+        if core.last_sync_error:
+            warnings.append(f"the last sync failed: {core.last_sync_error}")
+        if core.ingestor.healed:
+            warnings.append(
+                f"reconciliation has ingested {core.ingestor.healed} message(s) that ingest "
+                "had missed (see the log); please report it"
+            )
+        return Status(
+            identity=core.identity,
+            streams=core.engine.stream_health(),
+            last_sync_ns=core.last_sync_ns,
+            last_sync_error=core.last_sync_error,
+            inbox_messages=messages,
+            consumers=consumers,
+            requests=len(held),
+            installations=installations,
+            identity_updates=updates,
+            outbox=await core.outbox.unsettled(),
+            warnings=warnings,
+            ingest_healed=core.ingestor.healed,
+            network=network,
+        )
+
+
+__all__ = ["INSTALLATION_LIMIT", "UPDATE_LIMIT", "Status", "StatusReport"]
