@@ -29,6 +29,7 @@ from cone.engine._errors import (
 )
 from cone.engine._offload import Offload
 from cone.engine._probe import cutover_ns, refuses_v3
+from cone.engine._subscriptions import supervised_streams
 from cone.engine.consent import Consent
 from cone.engine.groups import Groups
 from cone.engine.installations import Installations
@@ -39,7 +40,7 @@ from cone.engine.port import (
     StreamHealth,
     XmtpConsent,
 )
-from cone.engine.streams import Opener, StreamHandle, SupervisedStream
+from cone.engine.streams import SupervisedStream
 from cone.errors import V3_CUTOVER, ConeError, FailedPrecondition, StateError, Unavailable
 
 log = logging.getLogger(__name__)
@@ -633,72 +634,15 @@ class Engine:
                 self._watch_cutover(), name="cutover-watch"
             )
 
-        def message(m: Any) -> RawMessage:
-            return _convert.raw(m, bytes(m.conversation_id).hex())
-
-        def conversation(c: Any) -> str:
-            return bytes(c.id()).hex()
-
-        def opener(name: str, open_: Callable[[Any, Any], Awaitable[Any]]) -> Opener:
-            async def ready(cb: Any) -> Any:
-                closer = await open_(self._client.conversations(), cb)
-                await closer.wait_for_ready()
-                if closer.is_closed():
-                    # libxmtp reports "ready" also for a subscription that failed.
-                    raise ConnectionError(
-                        "the subscription failed: the node refused it or cannot be reached"
-                    )
-                return closer
-
-            async def opened(cb: Any) -> StreamHandle:
-                closer: Any = await self._x.call(
-                    lambda: ready(cb), NETWORK_CALL_S, f"opening {name}"
-                )
-                return StreamHandle(
-                    lambda: self._x.call_sync(closer.end, LOCAL_CALL_S, f"ending {name}")
-                )
-
-            return opened
-
-        def supervised(
-            name: str,
-            label: str,
-            open_: Callable[[Any, Any], Awaitable[Any]],
-            convert: Callable[[Any], Any],
-            on_item: Callable[[Any], None],
-        ) -> SupervisedStream:
-            return SupervisedStream(
-                name,
-                opener(f"the {label} stream", open_),
-                convert,
-                on_item,
-                on_restart,
-                self._stream_error,
-            )
-
-        self._streams = [
-            supervised(
-                "messages",
-                "message",
-                lambda c, cb: c.stream_all_messages(cb, None),
-                message,
-                on_message,
-            ),
-            supervised(
-                "conversations",
-                "conversation",
-                lambda c, cb: c.stream(cb),
-                conversation,
-                on_conversation,
-            ),
-            supervised(
-                "consent",
-                "consent",
-                lambda c, cb: c.stream_consent(cb),
-                _convert.consent_updates,
-                on_consent,
-            ),
-        ]
+        self._streams = supervised_streams(
+            lambda: self._client,
+            self._x,
+            on_message=on_message,
+            on_conversation=on_conversation,
+            on_consent=on_consent,
+            on_restart=on_restart,
+            on_error=self._stream_error,
+        )
         await asyncio.gather(*(s.start() for s in self._streams))
 
     def reconnect_streams(self) -> None:
