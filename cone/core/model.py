@@ -3,7 +3,7 @@
 One message type serves Receive, Peek and Messages. The store hands out one record
 for every message it holds (`StoredMessage`); `message_of` is the one mapping from it
 to `Message`. An own message in history is read back from the outbox and decoded by
-the same mapping ingest uses (`ingest.record`), then made the record the inbox would
+the same mapping ingest uses (`arrivals.record`), then made the record the inbox would
 hand out for it (`inbox.as_stored`), so it comes out of `message_of` too: whatever
 `receive` shows of a message, `messages` shows the same.
 
@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cone.core import content
+from cone.core.arrivals import record
 from cone.core.content import Reaction, ReactionAction, ReactionSchema
-from cone.core.ingest import record
 from cone.engine.port import Member, Role, StreamHealth
 from cone.store import (
     AttachmentsKind,

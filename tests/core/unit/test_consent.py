@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cone.core.ingest import initial_consent
+from cone.core.arrivals import initial_consent
 from cone.core.service import Core
 from cone.engine.port import ConsentUpdate, ConversationInfo, XmtpConsent
 from cone.errors import FailedPrecondition
