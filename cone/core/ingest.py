@@ -57,6 +57,8 @@ log = logging.getLogger(__name__)
 READ_MARGIN_NS = 10_000_000_000
 # The least a catch-up reconciliation looks back (libxmtp's stamps run up to 60 s ahead).
 RECONCILE_WINDOW_NS = 10 * 60 * 1_000_000_000
+# The full reconciliation's pauses before it tries its failed conversations again.
+RECONCILE_AGAIN_S = (5.0, 30.0, 120.0)
 # Streamed messages held for one conversation before falling back to a read.
 MAX_HELD = 1000
 # How soon a conversation whose ingest failed is tried again, and the most it waits.
@@ -353,14 +355,33 @@ class Ingestor:
         conversations = await self._engine.conversations()
         log.info("full reconciliation of %d conversations started", len(conversations))
         healed = compared = 0
-        for info in conversations:
-            try:
-                found, read = await self._reconcile_all_of(info)
-            except Exception as exc:  # the next start tries again; others go on
-                log.warning("reconciling %s failed: %s", info.id, exc)
-                continue
-            healed += found
-            compared += read
+        pending = conversations
+        # The first pass, then the conversations whose pass failed, after a pause: a
+        # page read that overran its bound while libxmtp was busy (the start's first
+        # sync of every group) is read again once it is not.
+        for pause in (None, *RECONCILE_AGAIN_S):
+            if not pending:
+                break
+            if pause is not None:
+                log.info("reconciling %d conversation(s) again in %.0f s", len(pending), pause)
+                await asyncio.sleep(pause)
+            failed = []
+            for info in pending:
+                try:
+                    found, read = await self._reconcile_all_of(info)
+                except Exception as exc:  # tried again later in the pass; others go on
+                    log.warning("reconciling %s failed: %s", info.id, exc)
+                    failed.append(info)
+                    continue
+                healed += found
+                compared += read
+            pending = failed
+        if pending:
+            log.warning(
+                "%d conversation(s) could not be reconciled (%s); the next start tries again",
+                len(pending),
+                ", ".join(info.id for info in pending[:3]) + (", …" if len(pending) > 3 else ""),
+            )
         log.info(
             "full reconciliation done in %.1f s: %d conversations, %d messages compared, %d healed",
             time.monotonic() - started,
