@@ -2,14 +2,15 @@
 
     python -m bench._rawreceiver URL DIRECTORY
 
-Registers a new inbox on URL (its database in DIRECTORY), prints its inbox id, then
-runs as an app would: its message stream and conversation stream open; a
-`sync_all_conversations` once a burst of new conversations has gathered for a second
-(once more if more came meanwhile), and every five seconds besides (a first message
-sent while the message stream resubscribed reaches it only by a sync); its listing
-read after each sync for first messages the stream skipped. For each conversation whose first message from another inbox it
-takes in, it prints `taken CONVERSATION_ID MONOTONIC_SECONDS` (CLOCK_MONOTONIC, which
-the bench process shares); libxmtp writes its own log lines to stdout too. It runs until stdin closes.
+Registers a new inbox on URL (its database in DIRECTORY), prints `inbox INBOX_ID`,
+then runs as an app would: its message stream and conversation stream open; a
+`sync_all_conversations` (bounded) once a burst of new conversations has gathered for
+a second (once more if more came meanwhile), and every five seconds besides (a first
+message sent while the message stream resubscribed reaches it only by a sync); its
+listing read after each sync for first messages the stream skipped. For each
+conversation whose first message from another inbox it takes in, it prints `taken
+CONVERSATION_ID MONOTONIC_SECONDS` (CLOCK_MONOTONIC, which the bench process shares);
+libxmtp writes its own log lines to stdout too. It runs until stdin closes.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from support.peers import Peer, text_of
 
 GATHER_S = 1.0
 SAFETY_SYNC_S = 5.0
+SYNC_BOUND_S = 120.0
 
 
 class _Callback(ffi.FfiMessageCallback, ffi.FfiConversationCallback):
@@ -78,7 +80,10 @@ async def run(url: str, directory: Path) -> None:
             except TimeoutError:
                 pass
             wanted.clear()
-            await convs.sync_all_conversations(None)
+            try:  # bounded, as cone bounds its syncs
+                await asyncio.wait_for(convs.sync_all_conversations(None), SYNC_BOUND_S)
+            except TimeoutError:
+                print(f"sync_all_conversations not done in {SYNC_BOUND_S} s", file=sys.stderr)
             for item in convs.list(_convert.every_conversation()):
                 last = item.last_message()
                 if last is not None:
