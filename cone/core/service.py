@@ -20,6 +20,7 @@ from cone.core import installations
 from cone.core.attachments import Fetcher
 from cone.core.backup import BackupMaker
 from cone.core.destinations import Destinations
+from cone.core.followups import FollowUps
 from cone.core.groups import Groups
 from cone.core.history import ConversationView, History
 from cone.core.ingest import Ingestor
@@ -57,8 +58,6 @@ from cone.store import (
 
 log = logging.getLogger(__name__)
 
-# When a new conversation is synced again after it appears (seconds between).
-FOLLOW_UP_S = (1.0, 2.0, 5.0)
 #: The store's meta key recording the backend this identity moved to at the V3
 #: cutover (`d14n`): later starts open libxmtp there at once.
 BACKEND_KEY = "backend"
@@ -141,6 +140,10 @@ class Core:
         self._started = False
         # libxmtp's last conversation listing and when it was taken (`_list`).
         self._listing: tuple[float, list[ConversationInfo]] | None = None
+        # New conversations synced again soon, and their settings read (cone/core/followups.py).
+        self._follow_ups = FollowUps(engine.sync_conversation, self.ingestor.mark)
+        self._unread_settings: set[str] = set()
+        self._settings_reader: asyncio.Task[None] | None = None
         self.last_sync_ns: int | None = None
         self.last_sync_error: str | None = None
         self._status = StatusReport(self)
@@ -232,6 +235,7 @@ class Core:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await self._follow_ups.stop()
         await self.outbox.stop()
         await self.fetcher.stop()
         await self.retention.stop()
@@ -331,8 +335,13 @@ class Core:
         self.destinations.forget()
         self.ingestor.mark(conversation_id)
         self._follow_up(conversation_id)
-        # A new conversation may come with a disappearing setting already on.
-        self._in_background(self.retention.refresh_quietly([conversation_id]))
+        # A new conversation may come with a disappearing setting already on: a burst's
+        # new conversations have theirs read together, by one task.
+        self._unread_settings.add(conversation_id)
+        if self._settings_reader is None or self._settings_reader.done():
+            self._settings_reader = asyncio.get_running_loop().create_task(self._read_settings())
+            self._background.add(self._settings_reader)
+            self._settings_reader.add_done_callback(self._background.discard)
 
     def _on_created(self, conversation_id: str) -> None:
         # A group this identity made: read it soon, as a new conversation.
@@ -349,22 +358,19 @@ class Core:
         task.add_done_callback(self._background.discard)
 
     def _follow_up(self, conversation_id: str) -> None:
-        """Sync a new conversation a few times soon after it appears.
+        """Sync a new conversation a few times soon after it appears, then read it.
 
         libxmtp's message stream resubscribes to include a new conversation, and a
         message sent in that gap reaches the local database only by a sync; waiting
-        for the periodic catch-up would delay it by up to a whole period.
+        for the periodic catch-up would delay it by up to a whole period. A burst's
+        follow-ups are one set drained by one task (cone/core/followups.py).
         """
-        self._in_background(self._sync_new(conversation_id))
+        self._follow_ups.add(conversation_id)
 
-    async def _sync_new(self, conversation_id: str) -> None:
-        for delay in FOLLOW_UP_S:
-            await asyncio.sleep(delay)
-            try:
-                await self.engine.sync_conversation(conversation_id)
-            except Unavailable as exc:
-                log.info("follow-up sync of %s failed: %s", conversation_id, exc)
-            self.ingestor.mark(conversation_id)
+    async def _read_settings(self) -> None:
+        while self._unread_settings:
+            ids, self._unread_settings = sorted(self._unread_settings), set()
+            await self.retention.refresh_quietly(ids)
 
     async def _apply_consent(self, updates: list[ConsentUpdate]) -> None:
         now = time.time_ns()

@@ -435,14 +435,20 @@ class Engine:
     # --- network ----------------------------------------------------------------
 
     async def sync_all(self) -> None:
-        """Welcomes, conversations, messages and consent; Unavailable when it fails."""
+        """Welcomes, conversations, messages and consent; Unavailable when it fails.
+
+        `sync_all_conversations` takes in the welcomes first (a separate welcome sync
+        before it processed a burst's welcomes twice over). It runs on a worker thread
+        of its own, not on the lane: taking in hundreds of welcomes is minutes of
+        libxmtp's work done inside the polls of that one call, and on the lane every
+        other asynchronous call (ingest's reads of new conversations) waited behind it."""
         conversations = self._client.conversations
         try:
-            await self._x.call(lambda: conversations().sync(), NETWORK_CALL_S, "syncing welcomes")
-            await self._x.call(
+            await self._x.call_sync(
+                # An async call on a worker's own loop (the offload awaits it there).
                 lambda: conversations().sync_all_conversations(None),
                 NETWORK_CALL_S,
-                "syncing conversations",
+                "syncing welcomes and conversations",
             )
             await self._x.call(self._client.sync_preferences, NETWORK_CALL_S, "syncing consent")
         except ConeError as err:

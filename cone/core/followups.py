@@ -1,0 +1,106 @@
+"""Follow-up syncs of new conversations, coalesced: one task, a bounded number at once.
+
+libxmtp's message stream resubscribes to take in a new conversation, and a message
+sent in that moment reaches its database only by a sync of the conversation. So each
+new conversation is synced again a few times soon after it appears (`DELAYS_S`
+after it, measured from when it appeared), instead of waiting for the next catch-up.
+
+A burst of new conversations is one set of pending ids with their next due time,
+drained by one task that syncs at most `PARALLEL` at once: not three timed tasks per
+conversation (a burst of 500 made 1,500 tasks, all syncing at once, and the reads
+ingest needed queued behind them). A conversation that appears again while pending
+keeps its schedule. What is pending is bounded by the conversations that appeared in
+the last `DELAYS_S[-1]` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from cone.errors import Unavailable
+
+log = logging.getLogger(__name__)
+
+#: When a new conversation is synced again, in seconds after it appeared.
+DELAYS_S = (1.0, 3.0, 8.0)
+#: Follow-up syncs in flight at most.
+PARALLEL = 4
+
+
+class FollowUps:
+    """Syncs each new conversation at `delays` after it appears, by one worker task;
+    `synced` is told each conversation after each of its syncs (failed or not)."""
+
+    def __init__(
+        self,
+        sync: Callable[[str], Awaitable[None]],
+        synced: Callable[[str], None],
+        delays: tuple[float, ...] = DELAYS_S,
+        parallel: int = PARALLEL,
+    ) -> None:
+        self._sync = sync
+        self._synced = synced
+        self._delays = delays
+        self._parallel = parallel
+        # (due, conversation id, step): the next sync of each pending conversation.
+        self._queue: list[tuple[float, str, int]] = []
+        self._pending: set[str] = set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def add(self, conversation_id: str) -> None:
+        """Schedule a new conversation's syncs (no-op while it is pending)."""
+        if conversation_id in self._pending:
+            return
+        self._pending.add(conversation_id)
+        appeared = time.monotonic()
+        heapq.heappush(self._queue, (appeared + self._delays[0], conversation_id, 0))
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="follow-ups")
+        self._wake.set()
+
+    def pending(self) -> int:
+        """How many conversations wait for a follow-up sync."""
+        return len(self._pending)
+
+    async def stop(self) -> None:
+        """Stop the worker; what was pending is dropped (a start reads every conversation)."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        while self._queue:
+            wait = self._queue[0][0] - time.monotonic()
+            if wait > 0:
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                except TimeoutError:
+                    pass
+                continue
+            now = time.monotonic()
+            due: list[tuple[float, str, int]] = []
+            while self._queue and self._queue[0][0] <= now:
+                due.append(heapq.heappop(self._queue))
+            gate = asyncio.Semaphore(self._parallel)
+            await asyncio.gather(*(self._one(gate, *item) for item in due))
+
+    async def _one(self, gate: asyncio.Semaphore, due: float, cid: str, step: int) -> None:
+        async with gate:
+            try:
+                await self._sync(cid)
+            except Unavailable as exc:
+                log.info("follow-up sync of %s failed: %s", cid, exc)
+        self._synced(cid)
+        if step + 1 < len(self._delays):
+            # Measured from when it appeared: a late sync does not push the next back.
+            appeared = due - self._delays[step]
+            heapq.heappush(self._queue, (appeared + self._delays[step + 1], cid, step + 1))
+        else:
+            self._pending.discard(cid)

@@ -1,0 +1,74 @@
+"""The follow-up syncs' scheduler (cone/core/followups.py), over a fake sync."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+from cone.core.followups import FollowUps
+from cone.errors import Unavailable
+from support.waiting import until
+
+
+async def test_a_burst_is_synced_by_one_task_each_conversation_once_per_step_a_few_at_once() -> (
+    None
+):
+    synced: Counter[str] = Counter()
+    marked: Counter[str] = Counter()
+    running = 0
+    most = 0
+    release = asyncio.Event()
+
+    async def sync(cid: str) -> None:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await release.wait()
+        running -= 1
+        synced[cid] += 1
+
+    follow = FollowUps(sync, lambda cid: marked.update([cid]), delays=(0.0, 0.01, 0.02), parallel=3)
+    before = len(asyncio.all_tasks())
+    ids = [f"{i:02x}" for i in range(40)]
+    for cid in ids + ids[:10]:  # a conversation reported twice keeps one schedule
+        follow.add(cid)
+    assert follow.pending() == 40
+    assert len(asyncio.all_tasks()) == before + 1  # one worker for the whole burst
+
+    async def busy() -> bool:
+        await asyncio.sleep(0)
+        return running == 3
+
+    await until(busy)
+    release.set()
+
+    async def drained() -> bool:
+        return follow.pending() == 0
+
+    await until(drained)
+    assert most == 3
+    assert synced == dict.fromkeys(ids, 3)
+    assert marked == dict.fromkeys(ids, 3)
+    await follow.stop()
+
+
+async def test_a_failed_follow_up_sync_still_reads_the_conversation_and_goes_on() -> None:
+    marked: list[str] = []
+    calls = 0
+
+    async def sync(cid: str) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise Unavailable("syncing a conversation did not finish in 120 s")
+
+    follow = FollowUps(sync, marked.append, delays=(0.0, 0.01))
+    follow.add("ab")
+
+    async def drained() -> bool:
+        return follow.pending() == 0
+
+    await until(drained)
+    assert calls == 2
+    assert marked == ["ab", "ab"]
+    await follow.stop()
