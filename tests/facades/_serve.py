@@ -16,6 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from support.waiting import until
+
 #: Seconds to wait for an answer; the first one in embed mode includes starting the core.
 ANSWER_S = 60.0
 
@@ -118,6 +120,17 @@ class ServeProcess:
         if "error" in answer:
             raise RpcError(answer["error"])
         return answer["result"]
+
+    async def settled(self) -> None:
+        """Wait until answers from the store are no longer `stale` (a fresh start's
+        first sync is done: docs/guarantees.md), then forget the answers that asked."""
+
+        async def fresh() -> bool:
+            return "stale" not in await self.call("requests")
+
+        await until(fresh, ANSWER_S)
+        self.answers.clear()
+        self._unclaimed.clear()
 
     async def close(self, timeout: float = 30.0) -> int:
         """Close stdin and wait for exit; returns the exit code."""

@@ -113,6 +113,9 @@ async def test_the_transcript_replays_against_a_live_serve(
 ) -> None:
     bound: dict[str, Any] = {"aliceAddress": alice.address, "aliceInboxId": alice.inbox_id}
     async with ServeProcess(home, devnet) as serve:
+        # A transcript shows a settled session: until the start's first sync is done,
+        # answers from the store carry `stale` (docs/guarantees.md).
+        await serve.settled()
         for step in load(path):
             (kind, value), *_ = step.items()
             if kind == "send":
