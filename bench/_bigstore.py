@@ -53,6 +53,7 @@ from cone.engine import _client
 from cone.store import Consent, IncomingMessage, Store, inbox
 from support import daemons
 from support.daemons import DaemonProcess
+from support.peers import plain_group_options
 from support.state import open_xmtp, open_xmtp_db, store_key
 from support.waiting import until
 
@@ -126,14 +127,6 @@ class Layout:
         return Layout(target)
 
 
-def _group_options() -> Any:
-    return ffi.FfiCreateGroupOptions(
-        permissions=None, group_name=None, group_image_url_square=None,
-        group_description=None, custom_permission_policy_set=None,
-        message_disappearing_settings=None, app_data=None,
-    )  # fmt: skip
-
-
 async def _peer_conversations(client: Any, cone_inbox: str, n: int) -> list[str]:
     """A DM and n-1 groups with cone, one text sent into each."""
     dm = await client.conversations().find_or_create_dm(
@@ -141,7 +134,7 @@ async def _peer_conversations(client: Any, cone_inbox: str, n: int) -> list[str]
     )
     made = [dm]
     for _ in range(n - 1):
-        made.append(await client.conversations().create_group([cone_inbox], _group_options()))
+        made.append(await client.conversations().create_group([cone_inbox], plain_group_options()))
     ids = []
     for i, conv in enumerate(made):
         await conv.send_text(f"first message {i}")

@@ -43,7 +43,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -54,7 +53,7 @@ from cone.store._db import open_database
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, short_home
 from support.devnet_process import DevnetProcess
-from support.peers import Peer
+from support.peers import Peer, plain_group_options
 from support.state import store_key
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,14 +103,6 @@ class Burst:
         )
 
 
-def _group_options() -> Any:
-    return ffi.FfiCreateGroupOptions(
-        permissions=None, group_name=None, group_image_url_square=None,
-        group_description=None, custom_permission_policy_set=None,
-        message_disappearing_settings=None, app_data=None,
-    )  # fmt: skip
-
-
 async def _make(peers: list[Peer], inbox_id: str, n: int, inflight: int, burst: Burst) -> None:
     """The peers make `n` conversations with `inbox_id` (each peer its DM first), one
     first text in each, `inflight` at a time per peer, all peers at once."""
@@ -125,7 +116,7 @@ async def _make(peers: list[Peer], inbox_id: str, n: int, inflight: int, burst: 
                 inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
             )
         else:
-            conv = await convs.create_group([inbox_id], _group_options())
+            conv = await convs.create_group([inbox_id], plain_group_options())
         sending = time.monotonic()  # a receiver may see it before send_text returns
         await conv.send_text(f"first message {next(counter)}")
         burst.published[bytes(conv.id()).hex()] = sending

@@ -17,7 +17,7 @@ from xmtp_bindings import xmtpv3 as ffi
 from cone.devnet import Devnet
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
-from support.peers import Peer
+from support.peers import Peer, plain_group_options
 from support.waiting import receive_n, until
 
 NO_CATCH_UP = {"CONE_CATCHUP_S": "3600"}
@@ -38,7 +38,7 @@ async def _open(peer: Peer, inbox_id: str, groups: int) -> list[tuple[str, str]]
         if i == 0:
             conv = await peer.client.conversations().find_or_create_dm(inbox_id, _dm_options())
         else:
-            conv = await peer.client.conversations().create_group([inbox_id], _group_options())
+            conv = await peer.client.conversations().create_group([inbox_id], plain_group_options())
         text = f"{peer.name} first {i}"
         await peer.send(conv, text)
         return bytes(conv.id()).hex(), text
@@ -117,11 +117,3 @@ async def test_first_messages_sent_while_the_message_stream_is_down_arrive_by_fo
 
 def _dm_options() -> ffi.FfiCreateDmOptions:
     return ffi.FfiCreateDmOptions(message_disappearing_settings=None)
-
-
-def _group_options() -> ffi.FfiCreateGroupOptions:
-    return ffi.FfiCreateGroupOptions(
-        permissions=None, group_name=None, group_image_url_square=None,
-        group_description=None, custom_permission_policy_set=None,
-        message_disappearing_settings=None, app_data=None,
-    )  # fmt: skip

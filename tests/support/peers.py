@@ -87,6 +87,15 @@ class _Callback(ffi.FfiMessageCallback):
         self._loop.call_soon_threadsafe(self._stream.closed.set)
 
 
+def plain_group_options() -> Any:
+    """libxmtp's options for a group with no name, settings or permissions of its own."""
+    return ffi.FfiCreateGroupOptions(
+        permissions=None, group_name=None, group_image_url_square=None,
+        group_description=None, custom_permission_policy_set=None,
+        message_disappearing_settings=None, app_data=None,
+    )  # fmt: skip
+
+
 @dataclass
 class Peer:
     """One real libxmtp client with its wallet and database."""
@@ -131,13 +140,10 @@ class Peer:
 
     async def group_with(self, *others: Peer) -> Any:
         """Create a group with `others`, resolving them by address."""
-        opts = ffi.FfiCreateGroupOptions(
-            permissions=None, group_name=None, group_image_url_square=None,
-            group_description=None, custom_permission_policy_set=None,
-            message_disappearing_settings=None, app_data=None,
-        )  # fmt: skip
         ids = [o.identifier() for o in others]
-        return await self.client.conversations().create_group_by_identity(ids, opts)
+        return await self.client.conversations().create_group_by_identity(
+            ids, plain_group_options()
+        )
 
     async def send(self, conversation: Any, text: str) -> bytes:
         """Send a text message; returns its id once the node has it."""
