@@ -22,7 +22,8 @@ from typing import cast
 log = logging.getLogger(__name__)
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-_CHUNK = 256 * 1024
+# More than a stream reader ever buffers: `read` of it returns the whole buffer.
+_EVERYTHING = 1 << 30
 # Once a connection has begun the HTTP/2 preface, the rest must follow within this:
 # a client that stops part-way is closed rather than held forever. (Before its first
 # byte a connection may idle: a JSON-RPC client may open the socket and talk later.)
@@ -160,9 +161,10 @@ class SocketFront:
         await loop.create_unix_connection(lambda: up, str(self.grpc_path))
         try:
             # An HTTP/2 client follows its preface with a SETTINGS frame at once, so
-            # this read does not wait on the client: it takes what the stream has
-            # buffered, and the relay takes the connection from there.
-            rest = await reader.read(_CHUNK)
+            # this read does not wait on the client: it takes everything the stream has
+            # buffered (which one burst can take past a chunk; nothing may stay behind
+            # in it), and the relay takes the connection from there.
+            rest = await reader.read(_EVERYTHING)
             assert up.transport is not None
             transport.set_protocol(down)
             up.transport.write(head + rest)
