@@ -116,18 +116,21 @@ async def test_a_reply_acknowledges_what_it_answers_and_a_retry_acknowledges_not
 async def test_a_refused_reply_acknowledges_nothing(daemon: DaemonProcess, alice: Peer) -> None:
     cid, (q1, q2) = await _asked(daemon, alice, "one", "two")
     acks = {"ack_consumer": "turns", "ack_message_ids": [q1, q2]}
+
+    async def refused_with(second_id: str) -> None:
+        await _reply(daemon, conversation_id=cid, text="t", key="k", ack_consumer="turns",
+                     ack_message_ids=[q1, second_id])  # fmt: skip
+
     # Refused by the proto's rules at the edge.
     with pytest.raises(InvalidArgument) as bad:
-        await _reply(daemon, conversation_id=cid, text="t", key="k", ack_consumer="turns",
-                     ack_message_ids=[q1, "NOT-HEX"])  # fmt: skip
+        await refused_with("NOT-HEX")
     assert bad.value.field == "ackMessageIds"
     # Refused by the core before the claim (data that is not JSON, over gRPC).
     with pytest.raises(InvalidArgument):
         await _reply(daemon, conversation_id=cid, data_json="{not json", key="k", **acks)
     # An id never received refuses the whole call: nothing acknowledged, no key claimed.
     with pytest.raises(NotFound) as unknown:
-        await _reply(daemon, conversation_id=cid, text="t", key="k",
-                     ack_consumer="turns", ack_message_ids=[q1, "ab" * 32])  # fmt: skip
+        await refused_with("ab" * 32)
     assert unknown.value.reason == "unknown_message"
     assert await _pending(daemon, "turns") == [q1, q2]
     assert not (await daemon.status()).outbox
