@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
@@ -20,15 +19,9 @@ from cone import _failpoints
 from cone.engine import _convert, deletions
 from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls, answered
 from cone.engine._client import open_client, wallet_address
-from cone.engine._errors import (
-    cutover_refusal,
-    detail,
-    is_absent,
-    is_damaged_database,
-    is_v3_cutover,
-)
+from cone.engine._cutover import Cutover
+from cone.engine._errors import detail, is_absent, is_damaged_database
 from cone.engine._offload import Offload
-from cone.engine._probe import cutover_ns, refuses_v3
 from cone.engine._subscriptions import supervised_streams
 from cone.engine.consent import Consent
 from cone.engine.groups import Groups
@@ -41,7 +34,7 @@ from cone.engine.port import (
     XmtpConsent,
 )
 from cone.engine.streams import SupervisedStream
-from cone.errors import V3_CUTOVER, ConeError, FailedPrecondition, StateError, Unavailable
+from cone.errors import ConeError, FailedPrecondition, StateError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +45,9 @@ PAGE: Final = 500
 LIST_S_PER_CONVERSATION: Final = 0.003
 # What status waits for libxmtp's view of the inbox before reporting it unknown.
 STATUS_CALL_S: Final = 5.0
-# At most one direct cutover probe this often for failing streams (publishes that
-# fail always probe: they are rare and slow already).
-PROBE_EVERY_S: Final = 60.0
 # Registering a new installation is a handful of node calls; against an unreachable
 # node libxmtp gives up after about 2 s, this bounds a node that never answers.
 REGISTER_S: Final = 60.0
-# Between attempts to move to D14N when reopening libxmtp there fails (seconds).
-SWITCH_RETRY_S: Final = 30.0
 
 
 class Engine:
@@ -77,27 +65,16 @@ class Engine:
     ) -> None:
         self._client = client
         self._wallet_key = wallet_key
-        self._x = Calls(offload, noted=self._noted)
+        self._cut = Cutover(api_url, on_d14n=gateway_url is not None)
+        self._x = Calls(offload, noted=self._cut.noted)
         self.inbox_id = inbox_id
         self.installation_id = installation_id
         self.address: str = wallet_address(wallet_key)
         self.api_url = api_url
         self.gateway_url = gateway_url
-        #: `d14n` when libxmtp runs on XMTP's decentralized network, else `v3`.
-        self.backend = "d14n" if gateway_url else "v3"
         self._streams: list[SupervisedStream] = []
         self._listed = 0  # conversations in the last listing (scales its bound)
         self._reconnecting: asyncio.Task[None] | None = None
-        self._cutover = False
-        self._probed_at = -PROBE_EVERY_S
-        self._probes: set[asyncio.Task[bool]] = set()
-        # Opens libxmtp on D14N through a gateway, over the same database (None: this
-        # engine cannot move, and stays in the v3_cutover state at the cutover).
-        self._reopen: Callable[[], Awaitable[Any]] | None = None
-        self.cutover_gateway: str | None = None
-        self._switching: asyncio.Task[None] | None = None
-        self._watching: asyncio.Task[None] | None = None
-        self._on_switch: Callable[[], Awaitable[None]] | None = None
         self._handlers: dict[str, Any] = {}
         self._attach(client)
 
@@ -166,100 +143,35 @@ class Engine:
             )
         engine = cls(client, wallet_key, offload, inbox_id, installation_id, api_url, gateway_url)
         if cutover_gateway and not gateway_url:
-            engine._reopen = functools.partial(reopen, cutover_gateway)
-            engine.cutover_gateway = cutover_gateway
+            move = functools.partial(engine._move_to_d14n, cutover_gateway, reopen)
+            engine._cut.can_move(cutover_gateway, move)
         return engine
 
-    # --- the V3 cutover -------------------------------------------------------------
+    # --- the V3 cutover (cone/engine/_cutover.py) -----------------------------------
 
-    def _noted(self, err: ConeError) -> None:
-        """Every translated libxmtp error passes here: the V3 cutover is logged once
-        and reported by status."""
-        if err.reason == V3_CUTOVER:
-            self._saw_cutover()
-
-    async def _unless_cutover(self, err: Unavailable, doing: str) -> ConeError:
-        """The error for a failed publication: the V3 cutover when the node refuses
-        this client. libxmtp 1.10 reports that refusal only as "Sync failed to wait
-        for intent", so the node is asked directly (`_probe`); a call that overran
-        its bound is reported as it is."""
-        if answered(err) and (self._cutover or await self._probe()):
-            return cutover_refusal(doing)
-        return err
-
-    async def _probe(self) -> bool:
-        self._probed_at = time.monotonic()
-        # On D14N there is no V3 node to ask (and no V3 cutover to meet).
-        if self.gateway_url is None and await refuses_v3(self.api_url):
-            self._saw_cutover()
-        return self._cutover
-
-    def _saw_cutover(self) -> None:
-        if self.backend == "d14n":
-            return  # a late answer to the V3 client this engine has left
-        if self._reopen is not None:
-            self._cutover = True
-            if self._switching is None or self._switching.done():
-                self._switching = asyncio.get_running_loop().create_task(
-                    self._switch_until_done(), name="d14n-switch"
-                )
-            return
-        if not self._cutover:
-            self._cutover = True
-            log.error(
-                "the XMTP node at %s has cut over to XMTP's decentralized network (D14N) "
-                "and refuses publishes and new subscriptions from this cone (libxmtp 1.10, "
-                "an XMTP V3 client). Sends wait in the outbox and fail with reason "
-                "v3_cutover; what the node holds can still be read. cone knows no D14N "
-                "gateway for this network, so it cannot move there by itself: to send "
-                "again, restart this identity with --gateway-url (CONE_GATEWAY_URL: its "
-                "network's gateway), or point --network/--api-url at a node that still "
-                "serves V3 (docs/networks.md).",
-                self.api_url or "?",
-            )
+    @property
+    def backend(self) -> str:
+        """`d14n` when libxmtp runs on XMTP's decentralized network, else `v3`."""
+        return "d14n" if self._cut.on_d14n else "v3"
 
     def on_switch(self, handler: Callable[[], Awaitable[None]]) -> None:
         """Have `handler` run once libxmtp has moved to D14N at the cutover."""
-        self._on_switch = handler
+        self._cut.on_moved(handler)
 
-    async def _switch_until_done(self) -> None:
-        while True:
-            try:
-                await self._switch()
-                break
-            except StateError as exc:  # another installation: moving cannot help
-                log.error("not moving to D14N: %s", exc)
-                return
-            except ConeError as exc:
-                log.warning(
-                    "moving to D14N through the gateway at %s failed (%s); trying again in %.0f s",
-                    self.cutover_gateway,
-                    exc,
-                    SWITCH_RETRY_S,
-                )
-            await asyncio.sleep(SWITCH_RETRY_S)
-        await _failpoints.reached("d14n_swapped")  # moved but not recorded: moves again
-        if self._on_switch is not None:
-            try:
-                await self._on_switch()
-            except Exception:  # the task's boundary: the move itself is done
-                log.exception("recording the move to D14N failed; the next start moves again")
+    def v3_cutover(self) -> bool:
+        """Whether the node has refused this client as a V3 client (a publication or
+        a subscription) since the last publication it accepted."""
+        return self._cut.refused
 
-    async def _switch(self) -> None:
+    async def _move_to_d14n(self, gateway: str, reopen: Callable[[str], Awaitable[Any]]) -> None:
         """Move libxmtp to D14N over the same database: open the D14N client, stop
         the V3 streams, swap the clients, reopen the streams, let the V3 client go;
-        then (`_switch_until_done`) the core is told: it records the move, catches up
-        and publishes what waits.
-        Until the D14N client is open nothing changes: a failure leaves the V3 client
-        in the v3_cutover state and is tried again."""
-        assert self._reopen is not None
-        log.warning(
-            "the XMTP node at %s has cut over to XMTP's decentralized network (D14N): "
-            "moving this identity to D14N through the gateway at %s, on the same databases",
-            self.api_url,
-            self.cutover_gateway,
+        then the core is told (`on_switch`): it records the move, catches up and
+        publishes what waits. Until the D14N client is open nothing changes: a
+        failure leaves the V3 client in the v3_cutover state and is tried again."""
+        client = await self._x.call(
+            lambda: reopen(gateway), REGISTER_S, "reopening the XMTP client on D14N"
         )
-        client = await self._x.call(self._reopen, REGISTER_S, "reopening the XMTP client on D14N")
         same = await self._x.call_sync(
             lambda: (
                 client.signature_request() is None
@@ -279,8 +191,8 @@ class Engine:
         for stream in self._streams:
             await stream.stop()
         self._attach(client)
-        self.gateway_url, self.backend = self.cutover_gateway, "d14n"
-        self._cutover, self._reopen = False, None
+        self.gateway_url = gateway
+        self._cut.on_d14n = True
         if self._handlers:
             await self.start_streams(**self._handlers)
         try:
@@ -289,32 +201,6 @@ class Engine:
             )
         except ConeError as exc:
             log.warning("releasing the V3 client's database: %s", exc)
-        log.warning("this identity now runs on D14N through the gateway at %s", self.gateway_url)
-
-    async def _watch_cutover(self) -> None:
-        """Ask the node when it cuts over (FetchD14nCutover) and move at that time."""
-        while self.backend == "v3":
-            at = await cutover_ns(self.api_url)
-            now = time.time_ns()
-            if at is not None and now >= at:
-                self._saw_cutover()
-                return
-            wait = PROBE_EVERY_S if at is None else min(PROBE_EVERY_S, (at - now) / 1e9)
-            await asyncio.sleep(max(wait, 0.1))
-
-    def _stream_error(self, error: str) -> None:
-        if is_v3_cutover(error):
-            self._saw_cutover()
-        elif not self._cutover and time.monotonic() - self._probed_at >= PROBE_EVERY_S:
-            # A subscription refused after the cutover closes without the text.
-            task = asyncio.get_running_loop().create_task(self._probe())
-            self._probes.add(task)
-            task.add_done_callback(self._probes.discard)
-
-    def v3_cutover(self) -> bool:
-        """Whether the node has refused this client as a V3 client (a publication or
-        a subscription) since the last publication it accepted."""
-        return self._cutover
 
     # --- conversations and messages (local database) -------------------------
 
@@ -527,7 +413,7 @@ class Engine:
         try:
             return await self._x.call(dm, NETWORK_CALL_S, doing)
         except Unavailable as err:
-            raise await self._unless_cutover(err, doing) from err.__cause__
+            raise await self._cut.unless_refused(err, doing) from err.__cause__
 
     async def budgets(self) -> tuple[int, int]:
         """(active installations, identity updates) of this inbox, from local state."""
@@ -594,9 +480,9 @@ class Engine:
             err = self._x.error(exc, "publishing a message")
             err.__cause__ = exc
             if isinstance(err, Unavailable):
-                err = await self._unless_cutover(err, "publishing a message")
+                err = await self._cut.unless_refused(err, "publishing a message")
             raise err from exc
-        self._cutover = False
+        self._cut.accepted()
         return message_id
 
     async def publish(self, conversation_id: str, message_id: str) -> None:
@@ -610,8 +496,8 @@ class Engine:
                 doing,
             )
         except Unavailable as err:
-            raise await self._unless_cutover(err, doing) from err.__cause__
-        self._cutover = False
+            raise await self._cut.unless_refused(err, doing) from err.__cause__
+        self._cut.accepted()
 
     # --- streams ----------------------------------------------------------------
 
@@ -635,11 +521,7 @@ class Engine:
             "on_consent": on_consent,
             "on_restart": on_restart,
         }
-        if self._reopen is not None and self._watching is None:
-            self._watching = asyncio.get_running_loop().create_task(
-                self._watch_cutover(), name="cutover-watch"
-            )
-
+        self._cut.watch()
         self._streams = supervised_streams(
             lambda: self._client,
             self._x,
@@ -647,7 +529,7 @@ class Engine:
             on_conversation=on_conversation,
             on_consent=on_consent,
             on_restart=on_restart,
-            on_error=self._stream_error,
+            on_error=self._cut.stream_error,
         )
         await asyncio.gather(*(s.start() for s in self._streams))
 
@@ -700,14 +582,7 @@ class Engine:
         if self._reconnecting is not None:
             self._reconnecting.cancel()
             await asyncio.gather(self._reconnecting, return_exceptions=True)
-        for task in [*self._probes, self._switching, self._watching]:
-            if task is not None:
-                task.cancel()
-        await asyncio.gather(
-            *self._probes,
-            *(t for t in (self._switching, self._watching) if t is not None),
-            return_exceptions=True,
-        )
+        await self._cut.close()
         for s in self._streams:
             await s.stop()
         self._streams = []

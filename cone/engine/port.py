@@ -187,14 +187,17 @@ class EnginePort(Protocol):
     """What the core uses of the engine."""
 
     #: This identity's inbox id, its installation's id (hex), its Ethereum address,
-    #: the URL of the XMTP node it talks to, the backend libxmtp runs on (`v3`, or
-    #: `d14n` through a gateway), and that gateway's URL (None on V3).
+    #: the URL of the XMTP node it talks to, and the D14N gateway's URL (None on V3).
     inbox_id: str
     installation_id: str
     address: str
     api_url: str
-    backend: str
     gateway_url: str | None
+
+    @property
+    def backend(self) -> str:
+        """The backend libxmtp runs on: `v3`, or `d14n` through a gateway."""
+        ...
 
     @property
     def groups(self) -> GroupsPort:
