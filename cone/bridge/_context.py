@@ -79,17 +79,25 @@ class Context:
         out = sorted((m for i, m in merged.items() if i not in addressed), key=lambda m: m.sequence)
         return out[-self.cap :] if self.cap else []
 
-    async def consumed(self, turn: Turn) -> None:
-        """The turn ended: ack its messages and the context it was handed (all held
-        messages up to its last one) on the context consumer."""
-        used = self._before(turn)
-        ids = {m.message_id for m in used}
+    def to_ack(self, turn: Turn) -> list[str]:
+        """What `turn` acknowledges on the context consumer: its messages and the
+        context it is handed (all held messages up to its last one)."""
+        return [*turn.ack_ids, *(m.message_id for m in self._before(turn))]
+
+    def forget(self, turn: Turn) -> None:
+        """The turn ended: stop holding the context it was handed."""
+        ids = {m.message_id for m in self._before(turn)}
         rest = [m for m in self.held.get(turn.conversation_id, []) if m.message_id not in ids]
         if rest:
             self.held[turn.conversation_id] = rest
         else:
             self.held.pop(turn.conversation_id, None)
-        await ack(self.caller, [*turn.ack_ids, *ids], self.consumer)
+
+    async def consumed(self, turn: Turn) -> None:
+        """The turn ended: forget its context and ack `to_ack` on the context consumer."""
+        ids = self.to_ack(turn)
+        self.forget(turn)
+        await ack(self.caller, ids, self.consumer)
 
     async def recover(self) -> None:
         """Load the context consumer's pending group messages (after a restart)."""

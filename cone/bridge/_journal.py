@@ -8,8 +8,9 @@ Under `HOME/bridge/CONSUMER/` (directory 0700, files 0600):
   formed from, its turn id, and how many attempts have started. Each change appends
   the whole state as one line (`CRC32 JSON`) and fsyncs the file once, before each
   attempt's command starts; the entry is removed once the turn's messages are
-  acknowledged. The last line whose checksum holds is the state: a line torn by a
-  crash is one whose save never returned. At start, and once the file passes
+  acknowledged (that line is not fsynced: see `Journal.finish`). The last line whose
+  checksum holds is the state: a line torn by a crash is one whose save never
+  returned, or an unsynced removal, either way one the state before it stands for. At start, and once the file passes
   `LOG_MAX_BYTES`, it is rewritten as one line (a new file, fsynced, renamed into
   place, the directory fsynced), so that appends only ever go to a file whose name is
   durable. After a crash, the first turn in that conversation is formed from the same
@@ -245,14 +246,16 @@ class Journal:
     def _state(self) -> dict[str, Any]:
         return {"turns": {c: asdict(t) for c, t in self.open_turns.items()}}
 
-    def _save(self) -> None:
-        """Append the state and fsync once: durable when this returns."""
+    def _save(self, sync: bool = True) -> None:
+        """Append the state and fsync once: durable when this returns (with `sync`;
+        else in the kernel's hands, and durable with the next save that syncs)."""
         if self._log_fd is None or self._log_size > LOG_MAX_BYTES:
             self._compact()
             return
         line = _line(self._state())
         _write_all(self._log_fd, line)
-        os.fsync(self._log_fd)
+        if sync:
+            os.fsync(self._log_fd)
         self._log_size += len(line)
 
     def _compact(self) -> None:
@@ -300,9 +303,12 @@ class Journal:
             self._save()
 
     def finish(self, conversation_id: str) -> None:
-        """The turn's messages are acknowledged: forget it."""
+        """The turn's messages are acknowledged: forget it. Not fsynced: losing this
+        line to an OS crash leaves an open turn whose messages are acknowledged, which
+        the next batch of its conversation finds stale (`_turns.plan`), the same as
+        a crash just before it; the next save that syncs makes it durable too."""
         if self.open_turns.pop(conversation_id, None) is not None:
-            self._save()
+            self._save(sync=False)
 
     def park(self, record: Parked) -> None:
         """Append `record` to the parked list (fsynced). The caller acks, then `finish`es:

@@ -5,7 +5,10 @@ conversation with a turn in progress (running, or waiting to retry) is left out 
 the long poll (`excludeConversationIds`), so its turns never overlap. When a turn's
 messages are acknowledged, the outstanding long poll is cancelled (its messages stay
 pending) and a new one starts with the updated exclusions: the conversation is polled
-again at once, while the turn's last bookkeeping (the context consumer's ack) goes on.
+again at once, while the turn's last bookkeeping (a group turn's ack on the context
+consumer) goes on. A DM turn does that ack as its command starts instead, so that
+nothing of the turn but the journal's (unsynced) line is left where the conversation's
+next message is ingested and polled.
 
 A turn that exits 0 is answered with `Reply` under the key `reply:<turn id>`, and the
 turn's messages are acknowledged by that same call (`ackMessageIds`; with several
@@ -31,6 +34,7 @@ import logging
 import os
 import random
 import time
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,7 +285,7 @@ class Bridge:
                         stdin,
                         self._env(turn, attempt, directory),
                         self.config.timeout_s,
-                        lambda pid: self.journal.running(turn.turn_id, pid),
+                        lambda pid: self._started(turn, pid),
                         self._threads,
                     )
                 except asyncio.CancelledError:
@@ -325,6 +329,30 @@ class Bridge:
             self.files.remove(turn.turn_id)
             self._release(cid)
 
+    def _started(self, turn: Turn, pid: int) -> None:
+        """The turn's command runs as `pid`. A DM turn's messages are acknowledged on
+        the context consumer now, not when the turn ends: that consumer keeps group
+        context only (nothing of a DM is read back from it after a crash), and the end
+        of a turn is where the conversation's next message is ingested and polled."""
+        self.journal.running(turn.turn_id, pid)
+        if turn.conversation_type == "dm" and not turn.context_acked:
+            turn.context_acked = True
+            self._background(self._ack_context(self.context.to_ack(turn)))
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _ack_context(self, ids: list[str]) -> None:
+        consumer = self.config.context_consumer
+        try:
+            await self._transient("ack context", lambda: ack(self.caller, ids, consumer))
+        except ConeError as err:  # deterministic: stop the bridge with it
+            log.error("acknowledging context refused (%s: %s); stopping", err.reason, err.message)
+            self._fatal = err
+            self._changed.set()
+
     def _release(self, cid: str) -> None:
         """This task's turn no longer holds the conversation: poll it again."""
         if self.running.get(cid) is asyncio.current_task():
@@ -366,9 +394,13 @@ class Bridge:
             )
         # Acknowledged: the turn is done with, and its conversation may be polled again
         # (its next turn can begin before the context consumer's ack below returns;
-        # `consumed` updated the held context before it awaits).
+        # `consumed` updated the held context before it awaits). The journal's line is
+        # not fsynced (`Journal.finish`).
         self.journal.finish(turn.conversation_id)
         self._release(turn.conversation_id)
+        if turn.context_acked:  # a DM's, as its command started
+            self.context.forget(turn)
+            return
         await self._transient("ack context", lambda: self.context.consumed(turn))
 
     async def _park(self, turn: Turn, attempts: int, reason: str) -> None:

@@ -46,6 +46,8 @@ class Turn:
     inline_context: list[pb.Message] = field(default_factory=list)
     #: The turn id when the journal fixed it (a turn formed again after a crash).
     fixed_id: str | None = None
+    #: A DM turn's messages are acknowledged on the context consumer (see `_loop`).
+    context_acked: bool = False
 
     @property
     def turn_id(self) -> str:

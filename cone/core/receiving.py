@@ -77,7 +77,11 @@ class Receiving:
     ) -> tuple[list[StoredMessage], bool, int]:
         """The pending batch, or when there is none, the inbox's head (see waiters)."""
         try:
-            return await self._store.write(take_or_head, consumer, limit, exclude, time.time_ns())
+            # Apart from the outbox's queued settle records: they wait for the next
+            # message's commit instead of a sync of their own here.
+            return await self._store.write_apart(
+                take_or_head, consumer, limit, exclude, time.time_ns()
+            )
         except StateError as exc:
             if exc.reason != "storage_full":
                 raise

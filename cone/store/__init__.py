@@ -77,12 +77,20 @@ class Store:
         return cls(conn, path)
 
     def _write_sync(
-        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+        self,
+        queued: bool,
+        fn: Callable[Concatenate[Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
     ) -> T:
         try:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                result = fn(self._conn, *args, **kwargs)
+                soon = self.group.take_soon() if queued else []
+                if soon:
+                    result = self._with_soon(soon, fn, *args, **kwargs)
+                else:
+                    result = fn(self._conn, *args, **kwargs)
                 self._conn.execute("COMMIT")
             finally:
                 # A failed statement or COMMIT (a full disk) may leave the transaction
@@ -91,6 +99,39 @@ class Store:
                     self._conn.execute("ROLLBACK")
         except DatabaseError as exc:
             raise _translated(exc) from exc
+        return result
+
+    def _with_soon(
+        self,
+        soon: list[Callable[[Connection], object]],
+        fn: Callable[Concatenate[Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """In the open transaction: the queued `write_soon` records (each in a
+        savepoint: one's error is logged, as in a group), then `fn` in a savepoint of
+        its own, whose error rolls back only `fn` (the records still commit)."""
+        conn = self._conn
+        for write in soon:
+            conn.execute("SAVEPOINT soon")
+            try:
+                write(conn)
+            except Exception as exc:
+                conn.execute("ROLLBACK TO soon")
+                log.error("a queued store write failed: %s", exc)
+            conn.execute("RELEASE soon")
+        conn.execute("SAVEPOINT own")
+        try:
+            result = fn(conn, *args, **kwargs)
+        except BaseException:
+            conn.execute("ROLLBACK TO own")
+            conn.execute("RELEASE own")
+            try:
+                conn.execute("COMMIT")
+            except DatabaseError as exc:  # fn's error is the one its caller learns
+                log.error("queued store writes failed: %s", exc)
+            raise
+        conn.execute("RELEASE own")
         return result
 
     def _rolled_back_sync(
@@ -117,10 +158,25 @@ class Store:
     async def write(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run `fn(conn, ...)` in one write transaction; durable when this returns."""
-        self.group.flush()
+        """Run `fn(conn, ...)` in one write transaction; durable when this returns.
+        Records queued with `write_soon` are committed in that transaction, ahead of
+        `fn` (so `fn` sees them, and one commit syncs both)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, lambda: self._write_sync(fn, *args, **kwargs))
+        return await loop.run_in_executor(
+            self._pool, lambda: self._write_sync(True, fn, *args, **kwargs)
+        )
+
+    async def write_apart(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """`write` for a transaction that reads nothing `write_soon` queues (the
+        outbox's settle records): it leaves them queued to share a later commit, so
+        that a write with nothing to write (a long poll finding nothing pending) syncs
+        nothing."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._pool, lambda: self._write_sync(False, fn, *args, **kwargs)
+        )
 
     async def read(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -154,8 +210,8 @@ class Store:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> None:
         """Queue a write without waiting for it; later reads and writes see it (they
-        commit it first). It joins the next group commit (synced as any), within
-        milliseconds. Only for records whose loss in a crash before that commit is
+        commit it first, a write in its own transaction; `write_apart` excepted). It
+        joins the next group commit or write (synced as any), within milliseconds. Only for records whose loss in a crash before that commit is
         already healed."""
         self.group.write_soon(lambda conn: fn(conn, *args, **kwargs))
 
@@ -163,8 +219,7 @@ class Store:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """The synchronous `write`, for start-up code that runs before the loop serves."""
-        self.group.flush()
-        return self._pool.submit(lambda: self._write_sync(fn, *args, **kwargs)).result()
+        return self._pool.submit(lambda: self._write_sync(True, fn, *args, **kwargs)).result()
 
     def read_now(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs

@@ -13,8 +13,10 @@ Writes queued with `write_soon` (the outbox's settle record) are committed and
 synced like any other, but nobody waits for them: they wait up to `SOON_S` for a
 durable write to share its group (a sequential sender's next claim comes within a
 few milliseconds, and takes the last settle along: one fsync per send, not two),
-or for any other store call, which commits them first (`flush`), so that later reads
-and writes see them.
+or for any other store call, so that later reads and writes see them: a read commits
+them first (`flush`), a plain write in its own transaction (`take_soon`; the next
+message's ingest after a reply, say: one fsync for both). A long poll's take, which
+reads nothing they change, leaves them queued (`Store.write_apart`).
 
 The failpoint `group_commit` (cone._failpoints) stops the store's thread right after
 a group of at least `CONE_FAILPOINT_GROUP` durable writes (default 2) is committed,
@@ -112,6 +114,15 @@ class GroupCommit:
             asyncio.get_running_loop().call_later(SOON_S, self.flush)
         except RuntimeError:  # no loop here: commit it now
             self.flush()
+
+    def take_soon(self) -> list[Callable[[Connection], Any]]:
+        """On the store's thread: the queued writes nobody waits for, taken out of
+        the queue (`Store.write` commits them in its own transaction)."""
+        with self._lock:
+            soon = [w.fn for w in self._queued if not w.durable]
+            if soon:
+                self._queued = [w for w in self._queued if w.durable]
+        return soon
 
     def flush(self) -> None:
         """Have what is queued committed ahead of whatever the store runs next."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from conepb.v1 import cone_pb2 as pb
 from support.peers import Peer
 from support.waiting import until
 
@@ -12,6 +14,29 @@ from ._helpers import accept, alive, dm_to, now, parked, settled, texts_when
 from .conftest import Agent, BridgeProcess
 
 FAST = ["--backoff", "0.05", "-v"]
+
+
+async def _restart_then_each_turn_answers_once(
+    bridge: BridgeProcess, alice: Peer, dm: Any, agent: Agent, answered_on: int = 1
+) -> None:
+    """Restart the crashed bridge: the turn of "question" ends answered once (its
+    answer from attempt `answered_on`), and the next message is a turn of its own,
+    answered once."""
+    await bridge.restart()
+    await settled(bridge)
+    await alice.send(dm, "next")
+    texts = await texts_when(alice, dm, 4)
+    assert texts == ["question", f"answer number {answered_on}", "next", "answer number 1"]
+    ends = [(e["texts"], e["attempt"]) for e in agent.events("end")]
+    assert ends == [(["question"], answered_on), (["next"], 1)]
+    await settled(bridge)
+    assert len(await alice.texts(bytes(dm.id()))) == 4
+
+
+async def context_pending(bridge: BridgeProcess, n: int) -> bool:
+    """Whether the bridge's context consumer is known and has `n` messages pending."""
+    status = await bridge.client.call("Status", pb.StatusRequest())
+    return any(c.consumer == "bridge.context" and c.pending == n for c in status.consumers)
 
 
 async def test_a_command_that_fails_twice_then_succeeds_replies_once(
@@ -115,17 +140,9 @@ async def test_a_crash_right_after_the_acknowledging_reply_neither_reruns_nor_lo
         await until(lambda: now(proc.poll() is not None))
         assert proc.returncode == 70  # the hook: replied and acknowledged, journal not told
         del bridge.env["CONE_BRIDGE_TEST_CRASH"]
-        await bridge.restart()
-        await settled(bridge)
-        await alice.send(dm, "next")
-        # The turn did not run again; the next message starts a turn of its own (the
-        # journal's entry for the first is found stale and dropped).
-        texts = await texts_when(alice, dm, 4)
-        assert texts == ["question", "answer number 1", "next", "answer number 1"]
-        ends = regenerating.events("end")
-        assert [(e["texts"], e["attempt"]) for e in ends] == [(["question"], 1), (["next"], 1)]
-        await settled(bridge)
-        assert len(await alice.texts(bytes(dm.id()))) == 4
+        # The turn does not run again (the journal's entry for it is found stale and
+        # dropped when the next message comes).
+        await _restart_then_each_turn_answers_once(bridge, alice, dm, regenerating)
 
 
 async def test_a_crash_between_a_turns_replies_runs_it_again_and_sends_each_once(
@@ -185,15 +202,35 @@ async def test_a_kill9_right_after_the_turns_reply_commits_keeps_the_reply_and_t
         bridge.kill9()
         for name in env:
             bridge.env.pop(name)
-        await bridge.restart()
-        await settled(bridge)  # acknowledged, and the outbox delivered the reply
-        await alice.send(dm, "next")
-        texts = await texts_when(alice, dm, 4)
-        assert texts == ["question", "answer number 1", "next", "answer number 1"]
-        ends = regenerating.events("end")
-        assert [(e["texts"], e["attempt"]) for e in ends] == [(["question"], 1), (["next"], 1)]
-        await settled(bridge)
-        assert len(await alice.texts(bytes(dm.id()))) == 4
+        # Acknowledged, and the outbox delivers the reply.
+        await _restart_then_each_turn_answers_once(bridge, alice, dm, regenerating)
+
+
+async def test_a_kill9_after_a_dms_context_ack_at_its_start_runs_the_turn_again_once(
+    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+) -> None:
+    # A DM turn's messages are acknowledged on the context consumer as its command
+    # starts; the bridge is killed after that ack has committed, the command still
+    # running (the turn unanswered, unacknowledged for the bridge).
+    stuck_once = agent(
+        """\
+        marker = os.path.join(os.path.dirname(LOG), "ran-once")
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            time.sleep(3600)  # killed when the bridge restarts
+        note("end")
+        print("answer number %d" % turn["attempt"])
+        """
+    )
+    bridge = BridgeProcess(home, devnet, stuck_once.argv, FAST)
+    async with bridge:
+        dm = await dm_to(alice, bridge)
+        await alice.send(dm, "question")
+        await accept(bridge, dm)
+        await until(lambda: now(stuck_once.events("start")))
+        await until(lambda: context_pending(bridge, 0))
+        bridge.kill9()
+        await _restart_then_each_turn_answers_once(bridge, alice, dm, stuck_once, answered_on=2)
 
 
 async def test_stopping_the_bridge_mid_turn_stops_the_command_and_costs_no_attempt(

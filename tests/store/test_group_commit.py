@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cone.errors import Conflict
-from cone.store import Connection, Consent, Kind, Store, conversations, meta
+from cone.store import Connection, Consent, Kind, Store, _group, conversations, meta
 from cone.store import outbox as outbox_store
 
 KEY = bytes(range(32))
@@ -136,4 +136,37 @@ async def test_a_write_nobody_waits_for_shares_the_commit_of_the_next_durable_wr
     assert store.group.waiting == 1  # it waits for company
     assert await store.write_grouped(_put, "claim", b"c") == "claim"  # the next send's claim
     assert store.group.groups - groups == 1
+    assert await store.read(meta.get, "settle") == b"s"
+
+
+async def test_a_write_commits_the_records_queued_before_it_in_its_own_transaction(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_group, "SOON_S", 60.0)  # no flush by the clock meanwhile
+    groups = store.group.groups
+    store.write_soon(_put, "settle", b"s")
+    assert await store.write(_put, "ingested", b"i") == "ingested"  # as ingest's commit
+    assert store.group.waiting == 0  # taken along, not left for a group of its own
+    assert store.group.groups == groups
+    assert await store.read(meta.get, "settle") == b"s"
+
+    store.write_soon(_put, "settle2", b"t")
+    with pytest.raises(Conflict):
+        await store.write(_refuse, "refused")
+    assert store.group.waiting == 0
+    assert await store.read(meta.get, "settle2") == b"t"  # the record commits regardless
+    assert await store.read(meta.get, "refused") is None  # the refused write does not
+
+
+async def test_a_write_apart_leaves_the_queued_records_for_a_later_commit(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_group, "SOON_S", 60.0)
+    groups = store.group.groups
+    store.write_soon(_put, "settle", b"s")
+    assert await store.write_apart(_put, "taken", b"t") == "taken"  # as a long poll's take
+    assert store.group.waiting == 1  # still waiting for company
+    assert await store.write(_put, "ingested", b"i") == "ingested"
+    assert store.group.waiting == 0
+    assert store.group.groups == groups
     assert await store.read(meta.get, "settle") == b"s"
