@@ -117,19 +117,22 @@ class Store:
             try:
                 write(conn)
             except Exception as exc:
-                conn.execute("ROLLBACK TO soon")
                 log.error("a queued store write failed: %s", exc)
+                if not conn.in_transaction:  # its error ended the transaction (a full disk)
+                    raise
+                conn.execute("ROLLBACK TO soon")
             conn.execute("RELEASE soon")
         conn.execute("SAVEPOINT own")
         try:
             result = fn(conn, *args, **kwargs)
         except BaseException:
-            conn.execute("ROLLBACK TO own")
-            conn.execute("RELEASE own")
-            try:
-                conn.execute("COMMIT")
-            except DatabaseError as exc:  # fn's error is the one its caller learns
-                log.error("queued store writes failed: %s", exc)
+            if conn.in_transaction:  # else fn's error ended it, the records with it
+                try:
+                    conn.execute("ROLLBACK TO own")
+                    conn.execute("RELEASE own")
+                    conn.execute("COMMIT")
+                except DatabaseError as exc:  # fn's error is the one its caller learns
+                    log.error("queued store writes failed: %s", exc)
             raise
         conn.execute("RELEASE own")
         return result

@@ -163,7 +163,7 @@ class GroupCommit:
     def _run(self) -> None:
         """On the store's thread: commit everything queued now as one group."""
         writes = self._take()
-        if writes is None:
+        if not writes:  # gathering, or a write took them along (`take_soon`)
             return
         durable = sum(w.durable for w in writes)
         try:
