@@ -22,8 +22,9 @@ sizes compare with each other (the growth), on the same machine load:
 - ingest: the peers send one message into each of `--active` conversations at once
   (ten peers in parallel); time until all are in cone's inbox, against the time the
   peers' raw libxmtp took to publish them (the baseline).
-- memory: the daemon's resident set (VmRSS) after start, its peak (VmHWM) over the
-  whole run.
+- memory: the daemon's resident set (VmRSS) after start and after the
+  reconciliation, its peak (VmHWM) before the ingest burst, its resident set right
+  after the burst, and its peak over the whole run.
 """
 
 from __future__ import annotations
