@@ -22,8 +22,9 @@ sizes compare with each other (the growth), on the same machine load:
 - ingest: the peers send one message into each of `--active` conversations at once
   (ten peers in parallel); time until all are in cone's inbox, against the time the
   peers' raw libxmtp took to publish them (the baseline).
-- memory: the daemon's resident set (VmRSS) after start, its peak (VmHWM) over the
-  whole run.
+- memory: the daemon's resident set (VmRSS) after start and after the
+  reconciliation, its peak (VmHWM) before the ingest burst, its resident set right
+  after the burst, and its peak over the whole run.
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ def _kib(pid: int, field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1])
     return 0
+
+
+def _phase(name: str) -> None:
+    """A phase's start on stdout, with the wall-clock time (to line up with the daemon's log)."""
+    print(f"  phase {name} at {time.time():.1f}", flush=True)
 
 
 async def _p50(call: Callable[[], Awaitable[Any]], n: int) -> float:
@@ -107,9 +113,15 @@ async def run_size(
                 lambda: d.client.receive(limit=100, wait_ms=0), 10
             )
             out["rss_reconciled_mib"] = _kib(pid, "VmRSS") / 1024
+            _phase("conversations")
             out.update(await _conversations(d))
+            _phase("drain")
             out.update(await _drain(d))
+            # The peak so far, then the ingest burst's own (VmHWM only grows).
+            out["hwm_before_ingest_mib"] = _kib(pid, "VmHWM") / 1024
+            _phase("ingest")
             out.update(await _ingest(d, copy, url, active))
+            out["rss_after_ingest_mib"] = _kib(pid, "VmRSS") / 1024
             out["rss_peak_mib"] = _kib(pid, "VmHWM") / 1024
         finally:
             await d.stop()
@@ -201,6 +213,8 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         ("ingest, all in cone's inbox (s)", "ingest_s", "{:.2f}"),
         ("RSS after start (MiB)", "rss_start_mib", "{:.0f}"),
         ("RSS after reconciliation (MiB)", "rss_reconciled_mib", "{:.0f}"),
+        ("RSS peak before the ingest burst (MiB)", "hwm_before_ingest_mib", "{:.0f}"),
+        ("RSS after the ingest burst (MiB)", "rss_after_ingest_mib", "{:.0f}"),
         ("RSS peak (MiB)", "rss_peak_mib", "{:.0f}"),
     ]
     print(

@@ -25,6 +25,10 @@ def run_loop(main: Coroutine[Any, Any, None], *, hosting: bool) -> None:
     if hosting:
         import uvloop
 
+        from cone import _malloc
+
+        # Before the loop and libxmtp's threads: few malloc arenas (cone/_malloc.py).
+        _malloc.limit_arenas()
         uvloop.run(main)
     else:
         asyncio.run(main)

@@ -104,6 +104,8 @@ class Ingestor:
         # Called after each commit with the messages read for a conversation (deletions
         # and disappearing settings, cone/core/retention.py); None: nothing to call.
         self.after_commit: Callable[[str, list[RawMessage]], Awaitable[None]] | None = None
+        # libxmtp's conversation listing, fresh (the core's: one listing at a time).
+        self.lister: Callable[[], Awaitable[list[ConversationInfo]]] = engine.conversations
 
     async def start(self) -> None:
         """Load the healed count and start the worker."""
@@ -144,7 +146,7 @@ class Ingestor:
             self._wake.clear()
             if self._all:
                 try:
-                    self._to_read |= {info.id for info in await self._engine.conversations()}
+                    self._to_read |= {info.id for info in await self.lister()}
                     self._all = False  # cleared only once libxmtp listed them
                 except Exception as exc:  # listing failed: try again shortly
                     log.warning("listing conversations for ingest failed: %s", exc)
@@ -203,7 +205,7 @@ class Ingestor:
         newest by its sender) is left to the reconciliation: the catch-up's window
         check right after the sync, or the start's full pass (docs/guarantees.md)."""
         if listing is None:
-            listing = await self._engine.conversations()
+            listing = await self.lister()
         listed = {info.id: info for info in listing}
         wanted: Collection[str] = listed.keys()
         if changed_only:
@@ -330,7 +332,7 @@ class Ingestor:
         healed = 0
         quiet: dict[str, int] = {}  # read points moved in one write at the end
         if listing is None:
-            listing = await self._engine.conversations()
+            listing = await self.lister()
         for info in listing:
             try:
                 async with self._lock:
@@ -352,7 +354,7 @@ class Ingestor:
         send go on meanwhile. What is missing is ingested and reported as healed, and
         wakes receivers at once. Returns how many messages were healed."""
         started = time.monotonic()
-        conversations = await self._engine.conversations()
+        conversations = await self.lister()
         log.info("full reconciliation of %d conversations started", len(conversations))
         healed = compared = 0
         pending = conversations

@@ -108,6 +108,7 @@ class Core:
         # Receive, Peek, Ack (cone/core/receiving.py).
         self.receiving = Receiving(store, self._unreachable)
         self.ingestor = Ingestor(store, engine, self._notify, self.receiving.waiters)
+        self.ingestor.lister = self._list  # its listings too, one at a time
         self.outbox = Outbox(store, engine, self.network)
         self.fetcher = Fetcher(store, self.receiving.wake)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
@@ -138,8 +139,10 @@ class Core:
         self._starting: asyncio.Task[None] | None = None
         self._began = time.monotonic()
         self._started = False
-        # libxmtp's last conversation listing and when it was taken (`_list`).
+        # libxmtp's last conversation listing and when it was asked for (`_list`);
+        # one listing at a time.
         self._listing: tuple[float, list[ConversationInfo]] | None = None
+        self._listing_lock = asyncio.Lock()
         # New conversations synced again soon, and their settings read (cone/core/followups.py).
         self._follow_ups = FollowUps(engine.sync_conversation, self.ingestor.mark)
         self._unread_settings: set[str] = set()
@@ -273,20 +276,32 @@ class Core:
         return self._reconciling is not None and not self._reconciling.done()
 
     async def _conversation_ids(self) -> list[str]:
-        # The retention's settings refresh: the catch-up's listing of this period.
-        return [c.id for c in await self._list(max_age_s=self._catchup_interval_s)]
+        # The retention's settings refresh: the conversations cone records (the
+        # messages it expires are in its store), not a libxmtp listing of its own.
+        # It runs on its own period, which drifts from the catch-up's: sharing the
+        # catch-up's listing left it a second listing most periods, often at once.
+        return [c.id for c in await self.store.read(conversations.all_conversations)]
 
     async def _list(self, expected: int = 0, max_age_s: float = 0.0) -> list[ConversationInfo]:
-        """libxmtp's conversation listing: the last one when it is at most `max_age_s`
-        old, else a new one. The catch-up's sync lists once a period; its window
-        check and the retention's settings refresh take that listing (at 10,000
-        conversations a listing costs seconds)."""
-        now = time.monotonic()
-        if self._listing is not None and now - self._listing[0] <= max_age_s:
-            return self._listing[1]
-        listing = await self.engine.conversations(expected)
-        self._listing = (now, listing)
-        return listing
+        """libxmtp's conversation listing: the last one when it was asked for at most
+        `max_age_s` before this call, else a new one; one at a time. The catch-up's
+        sync lists once a period and its window check takes that listing.
+
+        libxmtp 1.10 finds each conversation's newest message by reading every stored
+        message: at 10,000 conversations and 100,000 messages a listing costs seconds,
+        tens of MiB of libxmtp's memory while it runs, and up to 120 MiB of its
+        database mapped into the daemon by the connection that ran it. Two at once
+        (the catch-up's and the settings refresh's, or ingest's after a stream restart)
+        cost that twice. A caller that waited for the one running reuses it when it was
+        asked for after this call, which is as fresh as a listing of its own."""
+        asked = time.monotonic()
+        async with self._listing_lock:
+            if self._listing is not None and self._listing[0] >= asked - max_age_s:
+                return self._listing[1]
+            started = time.monotonic()
+            listing = await self.engine.conversations(expected)
+            self._listing = (started, listing)
+            return listing
 
     def _on_stream_restart(self) -> None:
         # Whatever the gap skipped is read back from libxmtp's database; a stream that

@@ -8,6 +8,7 @@ libxmtp errors are translated here, once, into ConeErrors.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,7 +16,7 @@ from typing import Any, Final
 
 from xmtp_bindings import xmtpv3 as ffi
 
-from cone import _failpoints
+from cone import _failpoints, _malloc
 from cone.engine import _convert, deletions
 from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls, answered
 from cone.engine._client import open_client, wallet_address
@@ -214,7 +215,12 @@ class Engine:
 
         def listed() -> list[ConversationInfo]:
             items = self._client.conversations().list(_convert.every_conversation())
-            return [_convert.listed(item) for item in items]
+            found = [_convert.listed(item) for item in items]
+            del items  # libxmtp's objects, freed before the trim
+            # The listing allocates tens of MiB at 10,000 conversations: give the
+            # freed part back now (cone/_malloc.py).
+            _malloc.trim()
+            return found
 
         self._listed = max(self._listed, expected)
         bound = LOCAL_CALL_S + LIST_S_PER_CONVERSATION * self._listed
@@ -340,6 +346,10 @@ class Engine:
         except ConeError as err:
             # A sync is a sync failure whatever refused it (the cutover is in status).
             raise Unavailable(err.message, reason="sync_failed") from err.__cause__
+        # Syncing every group allocates in libxmtp's threads: give back what it freed
+        # (cone/_malloc.py); the sync is done whether or not this finishes in time.
+        with contextlib.suppress(ConeError):
+            await self._x.call_sync(_malloc.trim, LOCAL_CALL_S, "returning freed memory")
 
     async def sync_conversation(self, conversation_id: str) -> None:
         """Fetch one conversation's new messages into libxmtp's database."""

@@ -1,16 +1,18 @@
 """What a sync reads: only conversations whose newest listed message changed since
-cone last read them; one listing shared by a catch-up period's readers; the full
-reconciliation reads a conversation whose pass failed again."""
+cone last read them; libxmtp's listing one at a time, shared by the callers that
+waited for it, and none for the settings refresh; the full reconciliation reads a
+conversation whose pass failed again."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
 from cone.core import ingest
 from cone.core.service import Core
-from cone.engine.port import RawMessage
+from cone.engine.port import ConversationInfo, RawMessage
 from cone.errors import Unavailable
 from cone.store import inbox
 from support.fake_engine import FakeEngine
@@ -46,15 +48,69 @@ async def test_a_new_conversation_is_read_by_the_next_sync(core: Core, engine: F
     assert await core.store.read(inbox.known_count, cid) == 1
 
 
-async def test_the_window_check_and_the_settings_refresh_share_a_period_s_listing(
+async def test_the_settings_refresh_reads_cone_s_conversations_without_a_listing(
     core: Core, engine: FakeEngine
 ) -> None:
     _, alice = engine.peer("alice")
-    engine.dm(alice)
+    cid = engine.dm(alice)
+    engine.incoming(cid, alice, "hello")
     await core.sync()  # lists once (its read), as each catch-up period does
     listed = engine.listings
-    await core.retention.refresh_quietly(await core._conversation_ids())
+    # Its own period drifts from the catch-up's: long after the sync's listing, it
+    # still lists nothing (a libxmtp listing reads every stored message).
+    core._listing = None
+    assert await core._conversation_ids() == [cid]
     assert engine.listings == listed
+
+
+class _GatedListing:
+    """The engine's listing held open until released; counts how many run at once."""
+
+    def __init__(self, engine: FakeEngine) -> None:
+        self._list = engine.conversations
+        self.release = asyncio.Event()
+        self.running = self.most = self.calls = 0
+
+    async def __call__(self, expected: int = 0) -> list[ConversationInfo]:
+        self.calls += 1
+        self.running += 1
+        self.most = max(self.most, self.running)
+        try:
+            await self.release.wait()
+            return await self._list(expected)
+        finally:
+            self.running -= 1
+
+
+async def _settle() -> None:
+    """Let every ready task run to where it waits (no time passes: the loop's turns)."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_listings_run_one_at_a_time_and_a_waiting_caller_shares_the_next(
+    core: Core, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, alice = engine.peer("alice")
+    engine.dm(alice)
+    gated = _GatedListing(engine)
+    monkeypatch.setattr(engine, "conversations", gated)
+    # The catch-up's sync, ingest after a stream restart and the full pass, at once.
+    first = asyncio.create_task(core._list())
+    await _settle()
+    assert gated.running == 1
+    others = [
+        asyncio.create_task(core.ingestor.ingest_all()),
+        asyncio.create_task(core.ingestor.reconcile_all()),
+        asyncio.create_task(core._list()),
+    ]
+    await _settle()  # each has asked for its listing by now
+    assert gated.most == 1
+    gated.release.set()
+    await asyncio.gather(first, *others)
+    # Each caller after the first asked while it ran: one fresh listing serves them all.
+    assert gated.most == 1
+    assert gated.calls == 2
 
 
 async def test_the_full_reconciliation_reads_a_failed_conversation_again(
