@@ -13,7 +13,8 @@ same queries on plain SQLite in the same run.
 
 Each walk runs `rounds` times, cone's and the baseline's in turn, so both see the same
 load; each figure is the round with the median total time. A last line times the parts
-of a page in process (store read on SQLCipher and on plain SQLite, core mapping, proto).
+of a page in process (store read on SQLCipher, on the store's thread, and on plain
+SQLite, the hop to the store's thread and back, core mapping, proto).
 """
 
 from __future__ import annotations
@@ -218,6 +219,7 @@ async def _main(args: argparse.Namespace) -> None:
         store = Store.open(home / "cone.db", store_key(home))
         try:
             parts = _breakdown(store, plain, page)
+            parts["the hop to the store's thread and back (median)"] = await _hop(store, page)
         finally:
             store.close()
         plain.close()
@@ -261,6 +263,14 @@ def _breakdown(store: Store, plain: sqlite3.Connection, page: int) -> dict[str, 
     def plain_read(fn: Callable[..., Any], **kw: Any) -> Any:
         return fn(plain, **kw)
 
+    def on_its_thread() -> None:
+        """Every page read on the store's thread in one call: SQLCipher's own part."""
+
+        def walk(conn: Connection) -> None:
+            pages(lambda fn, **kw: fn(conn, **kw))
+
+        store.read_now(walk)
+
     def mapped(rows: list[StoredMessage | OwnMessage]) -> list[Message]:
         return [
             own_message(r, OWN, 0) if isinstance(r, OwnMessage) else message_of(r) for r in rows
@@ -277,12 +287,41 @@ def _breakdown(store: Store, plain: sqlite3.Connection, page: int) -> dict[str, 
     stored = pages(store.read_now)
     messages = [mapped(rows) for rows in stored]
     n = len(stored)
+    sqlcipher = best(on_its_thread, n)
     return {
-        "store read on SQLCipher (via its thread)": best(lambda: pages(store.read_now), n),
+        "store read on SQLCipher": sqlcipher,
         "on plain SQLite": best(lambda: pages(plain_read), n),
         "core mapping": best(lambda: [mapped(rows) for rows in stored], n),
         "proto and its bytes": best(lambda: [_response(found) for found in messages], n),
     }
+
+
+async def _hop(store: Store, page: int) -> float:
+    """What a page pays on top of its read for crossing to the store's thread and
+    back, awaited as the daemon awaits it (`Store.read`): the median over 3 walks'
+    pages of each page's await less its read on the thread, in ms."""
+    hops = []
+    for _ in range(3):
+        cursor, more = None, True
+        while more:
+            inside = 0.0
+
+            def timed(conn: Connection, before: str | None) -> Any:
+                nonlocal inside
+                start = time.perf_counter()
+                try:
+                    return history.messages(
+                        conn, conversation_id=BIG, before=before, after=None, limit=page,
+                        oldest_first=False,
+                    )  # fmt: skip
+                finally:
+                    inside = time.perf_counter() - start
+
+            start = time.perf_counter()
+            rows, more = await store.read(timed, cursor)
+            hops.append(time.perf_counter() - start - inside)
+            cursor = rows[-1].id if rows else None
+    return statistics.median(hops) * 1000
 
 
 def _response(found: list[Message]) -> bytes:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import threading
 from pathlib import Path
 
 import pytest
@@ -175,3 +177,33 @@ def test_take_pending_after_a_seq_looks_only_past_it(store: Store) -> None:
 
     assert [m.id for m in later] == ["m0004"] and not more
     assert [m.id for m in every] == ["m0000", "m0001", "m0002", "m0003", "m0004"]
+
+
+async def test_a_read_hands_back_its_result_its_error_and_survives_its_caller_leaving(
+    store: Store,
+) -> None:
+    assert (await store.read(conversations.require, "c1")).id == "c1"
+    with pytest.raises(NotFound):
+        await store.read(conversations.require, "nope")
+    errors: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+    # The store's thread held up, so the read's outcome arrives after its caller left.
+    held, release = threading.Event(), threading.Event()
+
+    def hold(conn: object) -> None:
+        held.set()
+        release.wait(timeout=30)
+
+    holding = asyncio.ensure_future(store.read(hold))
+    assert await asyncio.to_thread(held.wait, 30)
+    left = asyncio.ensure_future(store.read(conversations.require, "c1"))
+    await asyncio.sleep(0)
+    left.cancel()
+    release.set()
+    await holding
+    with pytest.raises(asyncio.CancelledError):
+        await left
+    # The late outcome went nowhere (it came back before this later read's); the next
+    # read is answered as usual.
+    assert (await store.read(conversations.require, "c1")).id == "c1"
+    assert errors == []
