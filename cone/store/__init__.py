@@ -19,7 +19,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from cone.errors import StateError, storage_full
 from cone.store import attachments, conversations, history, inbox, meta, outbox
 from cone.store._db import Connection, DatabaseError, open_database
-from cone.store._group import GroupCommit
+from cone.store._group import GroupCommit, hand_over
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
 from cone.store.records import (
@@ -52,16 +52,6 @@ def _translated(exc: Exception) -> Exception:
             reason="storage_full",
         )
     return exc
-
-
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    """On the caller's loop: a read's result or error, unless its caller is gone."""
-    if future.done():  # cancelled meanwhile
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
 
 
 class Store:
@@ -216,7 +206,7 @@ class Store:
         except BaseException as exc:  # the caller's to see, as an executor would hand it over
             outcome = (False, exc)
         try:
-            loop.call_soon_threadsafe(_settle, future, *outcome)
+            loop.call_soon_threadsafe(hand_over, [(future, *outcome)])
         except RuntimeError:  # that loop is closed: nobody waits any more
             pass
 

@@ -57,8 +57,9 @@ class _Write:
     loop: asyncio.AbstractEventLoop | None = None
 
 
-def _resolve(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
-    """On the caller's loop: hand each waiting caller its write's result or error."""
+def hand_over(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    """On the caller's loop: hand each waiting caller its result or error (a write's,
+    or `Store.read`'s)."""
     for future, ok, value in outcomes:
         if future.done():  # the caller was cancelled: its write stands regardless
             continue
@@ -186,7 +187,7 @@ class GroupCommit:
             by_loop.setdefault(write.loop, []).append((write.future, ok, value))
         for loop, results in by_loop.items():
             try:
-                loop.call_soon_threadsafe(_resolve, results)
+                loop.call_soon_threadsafe(hand_over, results)
             except RuntimeError:  # that loop is closed: nobody waits any more
                 pass
 

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conepb.v1 import cone_pb2 as pb
 from support.peers import Peer
 from support.waiting import until
@@ -31,6 +33,17 @@ async def _restart_then_each_turn_answers_once(
     assert ends == [(["question"], answered_on), (["next"], 1)]
     await settled(bridge)
     assert len(await alice.texts(bytes(dm.id()))) == 4
+
+
+# An agent whose first attempt hangs (until the bridge, killed, restarts and stops it).
+_STUCK_ONCE = """\
+    marker = os.path.join(os.path.dirname(LOG), "ran-once")
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        time.sleep(3600)
+    note("end")
+    print("answer number %d" % turn["attempt"])
+    """
 
 
 async def context_pending(bridge: BridgeProcess, n: int) -> bool:
@@ -88,35 +101,28 @@ async def test_a_poison_message_is_parked_and_never_wedges_its_conversation(
         assert [s["texts"] for s in poisoned.events("start")] == [["poison"], ["poison"], ["after"]]
 
 
+@pytest.mark.parametrize("kill", ["as_it_starts", "after_its_context_ack"])
 async def test_kill_9_in_the_middle_of_a_turn_runs_it_again_and_replies_once(
-    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
+    kill: str, home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
 ) -> None:
-    stuck_once = agent(
-        """\
-        marker = os.path.join(os.path.dirname(LOG), "ran-once")
-        if not os.path.exists(marker):
-            open(marker, "w").close()
-            time.sleep(3600)  # killed with the bridge
-        note("end")
-        print("answered on attempt %d" % turn["attempt"])
-        """
-    )
+    # A DM turn's messages are acknowledged on the context consumer as its command
+    # starts: the bridge is killed as the command starts, or once that ack has
+    # committed; either way the turn is unanswered and unacknowledged for the bridge.
+    stuck_once = agent(_STUCK_ONCE)
     bridge = BridgeProcess(home, devnet, stuck_once.argv, FAST)
     async with bridge:
         dm = await dm_to(alice, bridge)
-        await alice.send(dm, "do the thing")
+        await alice.send(dm, "question")
         await accept(bridge, dm)
         (first,) = await until(lambda: now(stuck_once.events("start")))
+        if kill == "after_its_context_ack":
+            await until(lambda: context_pending(bridge, 0))
         bridge.kill9()
         assert alive(first["pid"])  # the command outlives the bridge...
-        await bridge.restart()
+        await _restart_then_each_turn_answers_once(bridge, alice, dm, stuck_once, answered_on=2)
         await until(lambda: now(not alive(first["pid"])))  # ...until the bridge restarts
-        texts = await texts_when(alice, dm, 2)
-        assert texts == ["do the thing", "answered on attempt 2"]
-        await settled(bridge)
-        assert len(await alice.texts(bytes(dm.id()))) == 2
         starts = stuck_once.events("start")
-        assert [s["attempt"] for s in starts] == [1, 2]
+        assert [s["attempt"] for s in starts] == [1, 2, 1]
         assert starts[0]["turnId"] == starts[1]["turnId"]
 
 
@@ -204,33 +210,6 @@ async def test_a_kill9_right_after_the_turns_reply_commits_keeps_the_reply_and_t
             bridge.env.pop(name)
         # Acknowledged, and the outbox delivers the reply.
         await _restart_then_each_turn_answers_once(bridge, alice, dm, regenerating)
-
-
-async def test_a_kill9_after_a_dms_context_ack_at_its_start_runs_the_turn_again_once(
-    home: Path, devnet: str, alice: Peer, agent: Callable[[str], Agent]
-) -> None:
-    # A DM turn's messages are acknowledged on the context consumer as its command
-    # starts; the bridge is killed after that ack has committed, the command still
-    # running (the turn unanswered, unacknowledged for the bridge).
-    stuck_once = agent(
-        """\
-        marker = os.path.join(os.path.dirname(LOG), "ran-once")
-        if not os.path.exists(marker):
-            open(marker, "w").close()
-            time.sleep(3600)  # killed when the bridge restarts
-        note("end")
-        print("answer number %d" % turn["attempt"])
-        """
-    )
-    bridge = BridgeProcess(home, devnet, stuck_once.argv, FAST)
-    async with bridge:
-        dm = await dm_to(alice, bridge)
-        await alice.send(dm, "question")
-        await accept(bridge, dm)
-        await until(lambda: now(stuck_once.events("start")))
-        await until(lambda: context_pending(bridge, 0))
-        bridge.kill9()
-        await _restart_then_each_turn_answers_once(bridge, alice, dm, stuck_once, answered_on=2)
 
 
 async def test_stopping_the_bridge_mid_turn_stops_the_command_and_costs_no_attempt(
