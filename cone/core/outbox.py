@@ -276,20 +276,25 @@ class Outbox:
         if self._network is None:
             return await publishing
         publish = asyncio.ensure_future(publishing)
-        forgotten = asyncio.ensure_future(self._network.forgotten.wait())
+        abandoned: list[bool] = []
+
+        def abandon() -> None:
+            abandoned.append(True)
+            publish.cancel()  # libxmtp's call runs out its own bound on its worker
+
+        forget = self._network.when_forgotten(abandon)
         try:
-            await asyncio.wait({publish, forgotten}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            forgotten.cancel()
-            abandoned = not publish.done()
-            if abandoned:
-                publish.cancel()  # libxmtp's call runs out its own bound on its worker
-        if abandoned:
+            return await publish
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not abandoned or (current is not None and current.cancelling()):
+                raise  # this caller was cancelled, not the publication abandoned
             raise Unavailable(
                 "publishing a message stopped: the node forgot this identity",
                 reason=IDENTITY_UNKNOWN,
-            )
-        return publish.result()
+            ) from None
+        finally:
+            forget()
 
     async def _final(self) -> FailedPrecondition | None:
         """A failed publication's final reason for now, if the node gives one: it
