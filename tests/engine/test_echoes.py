@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 
 from xmtp_bindings import xmtpv3 as ffi
@@ -13,6 +14,7 @@ from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.engine.port import RawMessage
 from support.peers import WAIT_S, Peer
+from support.waiting import until
 
 
 async def test_the_engines_own_send_is_not_streamed_back_and_its_siblings_sends_are(
@@ -45,9 +47,21 @@ async def test_the_engines_own_send_is_not_streamed_back_and_its_siblings_sends_
             on_consent=lambda updates: None,
             on_restart=lambda: None,
         )
+        (health,) = [h for h in engine.stream_health() if h.name == "messages"]
+        before = time.time_ns()
         prepared: list[str] = []
         own = await engine.send(dm.id, ffi.encode_text("from the engine"), prepared.append)
         assert prepared == [own]
+
+        # The echo comes (the stream saw an event) and is not handed over.
+        async def echoed() -> bool:
+            return (health.last_event_ns or 0) >= before
+
+        await until(echoed)
+        seen: list[RawMessage] = []
+        while not streamed.empty():
+            seen.append(streamed.get_nowait())
+        assert own not in [m.id for m in seen]
         # A prepared message published by `publish` (the outbox's retry) is streamed
         # back as before: only `send` marks its message as the engine's own.
         retried = await engine.prepare(dm.id, ffi.encode_text("retried"))
@@ -63,7 +77,6 @@ async def test_the_engines_own_send_is_not_streamed_back_and_its_siblings_sends_
 
         # One conversation: the stream hands its messages over in order, so an echo
         # of `own` (published first) would come before the others.
-        seen: list[RawMessage] = []
         async with asyncio.timeout(WAIT_S):
             while not {retried, sibling_id, alices_id} <= {m.id for m in seen}:
                 seen.append(await streamed.get())
