@@ -72,6 +72,8 @@ class NetworkWatch:
         self.asked_at: float | None = None
         #: Set while the node's latest answer is that it does not know this identity.
         self.forgotten = asyncio.Event()
+        # Told once when that answer comes (`when_forgotten`).
+        self._on_forgotten: dict[int, Callable[[], None]] = {}
         self._task: asyncio.Task[None] | None = None
         self._asking: asyncio.Task[NodeAnswer] | None = None
 
@@ -121,6 +123,22 @@ class NetworkWatch:
         self._record(answer)
         return answer
 
+    def when_forgotten(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call `fn` on the loop once the node answers that it does not know this
+        identity (at once if that is its latest answer); returns what unregisters
+        it. A callback, not a task waiting on `forgotten`: a publication races it
+        on every send."""
+        if self.forgotten.is_set():
+            fn()
+            return lambda: None
+        handle = id(fn)
+        self._on_forgotten[handle] = fn
+
+        def unregister() -> None:
+            self._on_forgotten.pop(handle, None)
+
+        return unregister
+
     def require_identity(self) -> None:
         """Raise identity_unknown when the node's latest answer says it does not know
         this identity (a send would fail there for good)."""
@@ -140,6 +158,9 @@ class NetworkWatch:
         self.answer, self.asked_at = answer, time.monotonic()
         if answer.view is NodeView.IDENTITY_UNKNOWN:
             self.forgotten.set()
+            told, self._on_forgotten = self._on_forgotten, {}
+            for fn in told.values():
+                fn()
         else:
             self.forgotten.clear()
         if answer.view is before:

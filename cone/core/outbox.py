@@ -27,9 +27,7 @@ import functools
 import json
 import logging
 import random
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
@@ -90,28 +88,6 @@ def _backoff_ns(attempts: int) -> int:
     return time.time_ns() + int(delay * (0.5 + random.random()) * 1e9)
 
 
-class _Echoes:
-    """Ids of messages this process prepared, until the message stream echoes them
-    (at most `LIMIT`, the oldest forgotten first). Filled on libxmtp's worker thread
-    before the publication starts, so an id is in before its echo can arrive."""
-
-    LIMIT = 4096
-
-    def __init__(self) -> None:
-        self._ids: OrderedDict[str, None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def add(self, message_id: str) -> None:
-        with self._lock:
-            self._ids[message_id] = None
-            if len(self._ids) > self.LIMIT:
-                self._ids.popitem(last=False)
-
-    def take(self, message_id: str) -> bool:
-        with self._lock:
-            return self._ids.pop(message_id, False) is None
-
-
 class Outbox:
     """Owns the send path and its retries."""
 
@@ -128,21 +104,13 @@ class Outbox:
         self._wake = asyncio.Event()
         self._all_due = False
         self._budget = WriteBudget()
-        self._echoes = _Echoes()
+        #: Told each conversation a message was just published in (its settle record
+        #: queued): the message stream's echo of an own send never reaches the core
+        #: (cone/engine/_echoes.py), so whatever watches own messages hears it here.
+        self.on_published: Callable[[str], None] = lambda conversation_id: None
 
     def _lock(self, conversation_id: str) -> asyncio.Lock:
         return self._locks.setdefault(conversation_id, asyncio.Lock())
-
-    def sent_here(self, message_id: str) -> bool:
-        """Whether this process prepared and published (or is publishing) the
-        message: its settle record accounts for it to ingest (asked once per id,
-        by the message stream's echo)."""
-        return self._echoes.take(message_id)
-
-    def _prepared(self, holder: list[str], message_id: str) -> None:
-        # On libxmtp's worker thread, between prepare and publish.
-        holder.append(message_id)
-        self._echoes.add(message_id)
 
     def start(self) -> None:
         """Resume unsettled keys now and keep retrying failed ones."""
@@ -262,7 +230,7 @@ class Outbox:
                     self._engine.send(
                         rec.conversation_id,
                         rec.payload,
-                        functools.partial(self._prepared, prepared),
+                        prepared.append,  # on libxmtp's worker, before the publication
                     )
                 )
             else:
@@ -298,6 +266,7 @@ class Outbox:
         # the key is found pending, its prepared message is found by key, and
         # publishing it again is harmless.
         self._store.write_soon(outbox.settle, rec.key, message_id, time.time_ns())
+        self.on_published(rec.conversation_id)
         log.debug("message out %s in %s (key %r)", message_id, rec.conversation_id, rec.key)
         return SendResult(message_id, rec.conversation_id, deduplicated, True)
 
@@ -307,20 +276,25 @@ class Outbox:
         if self._network is None:
             return await publishing
         publish = asyncio.ensure_future(publishing)
-        forgotten = asyncio.ensure_future(self._network.forgotten.wait())
+        abandoned: list[bool] = []
+
+        def abandon() -> None:
+            abandoned.append(True)
+            publish.cancel()  # libxmtp's call runs out its own bound on its worker
+
+        forget = self._network.when_forgotten(abandon)
         try:
-            await asyncio.wait({publish, forgotten}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            forgotten.cancel()
-            abandoned = not publish.done()
-            if abandoned:
-                publish.cancel()  # libxmtp's call runs out its own bound on its worker
-        if abandoned:
+            return await publish
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not abandoned or (current is not None and current.cancelling()):
+                raise  # this caller was cancelled, not the publication abandoned
             raise Unavailable(
                 "publishing a message stopped: the node forgot this identity",
                 reason=IDENTITY_UNKNOWN,
-            )
-        return publish.result()
+            ) from None
+        finally:
+            forget()
 
     async def _final(self) -> FailedPrecondition | None:
         """A failed publication's final reason for now, if the node gives one: it

@@ -93,6 +93,12 @@ class Retention:
         if conversation_id in self._settings:
             self._wake.set()
 
+    def published(self, conversation_id: str) -> None:
+        """The outbox's hook: an own message was just published (its settle record
+        queued); in a disappearing conversation the expiry worker looks again."""
+        if conversation_id in self._settings:
+            self._wake.set()
+
     def _deletion(self, raw: RawMessage) -> str | None:
         """The id a peer's deleteMessage names, or None for any other message."""
         if not raw.application or raw.sender_inbox_id == self._engine.inbox_id:

@@ -131,6 +131,7 @@ class Core:
         # Peers' deletions and disappearing settings (cone/core/retention.py).
         self.retention = Retention(store, engine, self._conversation_ids, catchup_interval_s)
         self.ingestor.after_commit = self.retention.after_commit
+        self.outbox.on_published = self.retention.published
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
         self._catch_up_now = asyncio.Event()
@@ -337,12 +338,8 @@ class Core:
         self.receiving.wake()
 
     def _on_message(self, raw: RawMessage) -> None:
-        if self.outbox.sent_here(raw.id):
-            # The stream's echo of a message this cone just sent: it never enters the
-            # inbox, and its settle record tells ingest it is accounted for. Only
-            # retention looks at it (an own message may disappear).
-            self._in_background(self.retention.after_commit(raw.conversation_id, [raw]))
-            return
+        # The stream's echo of a message this cone sent never comes here: the engine
+        # drops it on libxmtp's thread, and the outbox tells retention of the send.
         self.ingestor.accept(raw)
 
     def _on_conversation(self, conversation_id: str) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from cone.engine import _convert
 from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls
+from cone.engine._echoes import Echoes
 from cone.engine.port import ConsentUpdate, RawMessage
 from cone.engine.streams import Opener, StreamHandle, SupervisedStream
 
@@ -24,12 +25,16 @@ def supervised_streams(
     on_consent: Callable[[list[ConsentUpdate]], None],
     on_restart: Callable[[], None],
     on_error: Callable[[str], None],
+    echoes: Echoes,
 ) -> list[SupervisedStream]:
     """The message, conversation and consent streams, not yet started; `client`
     gives libxmtp's current client at each (re)subscription (it changes at the
-    cutover), `on_error` hears each stream's ending error."""
+    cutover), `on_error` hears each stream's ending error. A message in `echoes`
+    (this engine's own send) is dropped on libxmtp's thread, never converted."""
 
-    def message(m: Any) -> RawMessage:
+    def message(m: Any) -> RawMessage | None:
+        if echoes.take(m.sender_inbox_id, m.id):
+            return None
         return _convert.raw(m, bytes(m.conversation_id).hex())
 
     def conversation(c: Any) -> str:

@@ -21,6 +21,7 @@ from cone.engine import _convert, deletions
 from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls, answered
 from cone.engine._client import open_client, wallet_address
 from cone.engine._cutover import Cutover
+from cone.engine._echoes import Echoes
 from cone.engine._errors import detail, is_absent, is_damaged_database
 from cone.engine._offload import Offload
 from cone.engine._subscriptions import supervised_streams
@@ -77,6 +78,8 @@ class Engine:
         self._listed = 0  # conversations in the last listing (scales its bound)
         self._reconnecting: asyncio.Task[None] | None = None
         self._handlers: dict[str, Any] = {}
+        # This engine's sends, whose stream echoes are dropped (cone/engine/_echoes.py).
+        self._echoes = Echoes(inbox_id)
         self._attach(client)
 
     def _attach(self, client: Any) -> None:
@@ -469,7 +472,10 @@ class Engine:
         hop, not two); returns its id. `prepared` is told the id on libxmtp's worker
         thread as soon as the message is stored, before its publication, so a caller
         whose publication fails or overruns still knows it: keep it to recording
-        the id. A failure raises as `prepare`'s or `publish`'s would."""
+        the id. A failure raises as `prepare`'s or `publish`'s would.
+
+        The message stream's echo of the message is dropped on libxmtp's thread and
+        never reaches `on_message`: the caller accounts for its own send."""
         key = bytes.fromhex(conversation_id)
         ids: list[str] = []
 
@@ -478,6 +484,7 @@ class Engine:
             message = conversation.prepare_message(payload, True)
             message_id = bytes(message).hex()
             ids.append(message_id)
+            self._echoes.add(bytes(message))
             prepared(message_id)
             await conversation.publish_stored_message(message)
             return message_id
@@ -540,6 +547,7 @@ class Engine:
             on_consent=on_consent,
             on_restart=on_restart,
             on_error=self._cut.stream_error,
+            echoes=self._echoes,
         )
         await asyncio.gather(*(s.start() for s in self._streams))
 

@@ -309,7 +309,8 @@ class EnginePort(Protocol):
         self, conversation_id: str, payload: bytes, prepared: Callable[[str], None]
     ) -> str:
         """`prepare` then `publish` in one call; `prepared` learns the id (on another
-        thread) before the publication starts. Returns the id."""
+        thread) before the publication starts. Returns the id. The message stream's
+        echo of the message is not handed to `on_message`."""
         ...
 
     # --- streams and lifecycle ---

@@ -40,15 +40,19 @@ class _Callback(ffi.FfiMessageCallback, ffi.FfiConversationCallback, ffi.FfiCons
         loop: asyncio.AbstractEventLoop,
         convert: Callable[[Any], Any],
         on_item: Callable[[Any], None],
+        health: StreamHealth,
     ) -> None:
         self._loop = loop
         self._convert = convert
         self._on_item = on_item
+        self._health = health
         self.closed = asyncio.Event()
         self.error: str | None = None
 
     def _item(self, item: Any) -> None:
-        # On libxmtp's thread: read what the loop needs here, not on the loop.
+        # On libxmtp's thread: read what the loop needs here, not on the loop. Every
+        # item is an event of the stream, one that is dropped here included.
+        self._health.last_event_ns = time.time_ns()
         try:
             value = self._convert(item)
         except Exception as exc:  # a callback must not raise into libxmtp
@@ -111,10 +115,6 @@ class SupervisedStream:
     def __post_init__(self) -> None:
         self.health = StreamHealth(self.name)
 
-    def _deliver(self, item: Any) -> None:
-        self.health.last_event_ns = time.time_ns()
-        self.on_item(item)
-
     async def start(self, timeout: float = 10.0) -> None:
         """Start the supervisor and wait until the first subscription is ready or has
         failed (a failed one keeps retrying: the network may be down at start)."""
@@ -133,7 +133,7 @@ class SupervisedStream:
         delay = BACKOFF_START_S
         first = True
         while True:
-            callback = _Callback(loop, self.convert, self._deliver)
+            callback = _Callback(loop, self.convert, self.on_item, self.health)
             closer = None
             try:
                 closer = await self.opener(callback)

@@ -86,6 +86,8 @@ class GroupCommit:
         self._queued: list[_Write] = []
         self._scheduled = False
         self._soon = False  # a flush of writes nobody waits for is due
+        # Its timer, cancelled when a durable write takes those writes along first.
+        self._soon_timer: asyncio.TimerHandle | None = None
         #: Groups committed, and the durable writes in them (for tests).
         self.groups = 0
         self.grouped = 0
@@ -112,7 +114,7 @@ class GroupCommit:
                 return
             self._soon = True
         try:
-            asyncio.get_running_loop().call_later(SOON_S, self.flush)
+            self._soon_timer = asyncio.get_running_loop().call_later(SOON_S, self.flush)
         except RuntimeError:  # no loop here: commit it now
             self.flush()
 
@@ -137,10 +139,15 @@ class GroupCommit:
     def _add(self, write: _Write) -> None:
         with self._lock:
             self._queued.append(write)
-            if self._scheduled:
-                return
-            self._scheduled = True
-        self._pool.submit(self._run)
+            # Writes nobody waits for go with this write's group: their timer is not
+            # left to wake an idle loop for nothing.
+            timer, self._soon_timer = self._soon_timer, None
+            self._soon = False
+            schedule, self._scheduled = not self._scheduled, True
+        if timer is not None and write.loop is asyncio.get_running_loop():
+            timer.cancel()  # a loop's timers are cancelled only on that loop
+        if schedule:
+            self._pool.submit(self._run)
 
     def _take(self) -> list[_Write] | None:
         """Everything queued, or None while the armed failpoint still gathers (the

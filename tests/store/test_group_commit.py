@@ -170,3 +170,19 @@ async def test_a_write_apart_leaves_the_queued_records_for_a_later_commit(
     assert store.group.waiting == 0
     assert store.group.groups == groups
     assert await store.read(meta.get, "settle") == b"s"
+
+
+async def test_a_durable_write_takes_a_queued_write_along_and_cancels_its_timer(
+    store: Store,
+) -> None:
+    groups = store.group.groups
+    store.write_soon(_put, "soon", b"s")
+    timer = store.group._soon_timer
+    assert timer is not None and not timer.cancelled()
+
+    await store.write_grouped(_put, "durable", b"d")
+
+    # One commit for both; the timer that would have flushed the first is gone.
+    assert store.group.groups == groups + 1
+    assert timer.cancelled()
+    assert await store.read(meta.get, "soon") == b"s"

@@ -3,13 +3,16 @@ and recovery by key after a crash between prepare and its record."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
 
 from cone.core.content import Outgoing
+from cone.core.network import NetworkWatch
 from cone.core.outbox import Outbox, SendResult
-from cone.errors import V3_CUTOVER, Conflict, FailedPrecondition, Unavailable
+from cone.engine.port import NodeAnswer, NodeView
+from cone.errors import IDENTITY_UNKNOWN, V3_CUTOVER, Conflict, FailedPrecondition, Unavailable
 from cone.store import Consent, Kind, Store, conversations, inbox, outbox
 from cone.store.outbox import OutboxRecord
 from support.fake_engine import Crash, FakeEngine
@@ -172,16 +175,54 @@ async def test_after_a_crash_between_prepare_and_publish_the_key_finds_its_messa
     assert (await _record(store)).state == "settled"
 
 
-async def test_a_sent_message_is_known_to_ingest_and_its_stream_echo_is_recognised_once(
+async def test_a_sent_message_is_known_to_ingest_and_its_publication_is_told(
     store: Store, engine: FakeEngine, cid: str
 ) -> None:
     box = Outbox(store, engine)
+    told: list[str] = []
+    box.on_published = told.append
     sent = await _send(box, cid)
 
     # Ingest reading the message back from libxmtp finds it accounted for (no write).
     assert await store.read(inbox.known_ids, [sent.message_id]) == {sent.message_id}
     assert await store.read(inbox.known_count, cid) == 1
-    # The message stream's echo is recognised once, and nothing else is.
-    assert box.sent_here(sent.message_id)
-    assert not box.sent_here(sent.message_id)
-    assert not box.sent_here("f" * 64)
+    # The stream's echo never reaches the core: retention hears of the send here.
+    assert told == [cid]
+
+
+async def test_a_publication_in_flight_is_abandoned_once_the_node_forgets_the_identity(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    network = NetworkWatch("", engine.inbox_id, "")
+    box = Outbox(store, engine, network)
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def hangs(conversation_id: str, message_id: str) -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()  # libxmtp's publication to a node that forgot
+        finally:
+            cancelled.set()
+
+    engine.publish = hangs  # type: ignore[method-assign]  # this test's publication
+    sending = asyncio.create_task(_send(box, cid))
+    await asyncio.wait_for(started.wait(), 5)
+    network._record(NodeAnswer(NodeView.IDENTITY_UNKNOWN, "it holds no identity updates"))
+
+    with pytest.raises(FailedPrecondition) as refused:
+        await asyncio.wait_for(sending, 5)
+    assert refused.value.reason == IDENTITY_UNKNOWN
+    assert cancelled.is_set()
+    rec = await _record(store)
+    assert (rec.state, rec.message_id) == ("failing", engine.prepared[0])
+    assert rec.last_reason == IDENTITY_UNKNOWN
+    # A caller cancelled while publishing is cancelled, not told the node forgot.
+    network._record(NodeAnswer(NodeView.KNOWS_IDENTITY, "it knows this identity"))
+    started.clear()
+    cancelled.clear()
+    other = asyncio.create_task(_send(box, cid, key="k2"))
+    await asyncio.wait_for(started.wait(), 5)
+    other.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await other
+    assert cancelled.is_set()
