@@ -1,7 +1,7 @@
 """Big store benchmarks: a daemon over 10,000 conversations and up to 1,000,000 messages.
 
     python -m bench bigstore [--conversations 10000] [--messages 100000,1000000]
-                             [--cache DIR] [--active 1000]
+                             [--cache DIR] [--active 1000] [--idle-s 90]
 
 The stores are made by `bench/_bigstore.py` (real conversations on a devnet kept in
 SQLite, then stored messages written into libxmtp's and cone's databases; see its
@@ -16,6 +16,9 @@ sizes compare with each other (the growth), on the same machine load:
   compared and healed.
 - receive while reconciling: `receive` (limit 100, no wait) during the
   reconciliation against the same after it (p50, and the ratio).
+- idle: the daemon's CPU over `--idle-s` seconds once the reconciliation is done and
+  nothing arrives (the catch-up's periods: its sync, the window check over every
+  conversation, the settings refresh), as seconds of CPU per 30 s period.
 - conversations: a `conversations` page (50): the first (p50 of 10), and walking
   100 pages (5,000 conversations): p50 and the 100th.
 - drain: receive (1000) + ack of the pending backlog (10,000), in msg/s.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import shutil
 import statistics
@@ -64,6 +68,12 @@ def _kib(pid: int, field: str) -> int:
     return 0
 
 
+def _cpu_s(pid: int) -> float:
+    """The process's CPU time so far (user + system), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _phase(name: str) -> None:
     """A phase's start on stdout, with the wall-clock time (to line up with the daemon's log)."""
     print(f"  phase {name} at {time.time():.1f}", flush=True)
@@ -79,7 +89,7 @@ async def _p50(call: Callable[[], Awaitable[Any]], n: int) -> float:
 
 
 async def run_size(
-    layout: _bigstore.Layout, n_messages: int, active: int, work: Path
+    layout: _bigstore.Layout, n_messages: int, active: int, work: Path, idle_s: float
 ) -> dict[str, float]:
     """One size, on a fresh copy of its cached store."""
     copy = await asyncio.to_thread(layout.copy_to, work / "run")
@@ -113,6 +123,10 @@ async def run_size(
                 lambda: d.client.receive(limit=100, wait_ms=0), 10
             )
             out["rss_reconciled_mib"] = _kib(pid, "VmRSS") / 1024
+            _phase("idle")
+            cpu = _cpu_s(pid)
+            await asyncio.sleep(idle_s)
+            out["idle_cpu_s"] = (_cpu_s(pid) - cpu) * 30 / idle_s
             _phase("conversations")
             out.update(await _conversations(d))
             _phase("drain")
@@ -208,6 +222,7 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         ("conversations page (50), first, p50 (ms)", "conversations_first_ms", "{:.1f}"),
         ("conversations page (50), walking 100 pages, p50 (ms)", "conversations_walk_ms", "{:.1f}"),
         ("conversations page (50), the 100th (ms)", "conversations_last_ms", "{:.1f}"),
+        ("idle: CPU per 30 s catch-up period (s)", "idle_cpu_s", "{:.2f}"),
         ("receive+ack drain of the backlog (msg/s)", "drain_msg_s", "{:,.0f}"),
         ("ingest, all sent by the peers (s)", "ingest_sent_s", "{:.2f}"),
         ("ingest, all in cone's inbox (s)", "ingest_s", "{:.2f}"),
@@ -252,7 +267,7 @@ async def _main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="cone-bs-") as work:
         for n, layout in layouts.items():
             print(f"measuring {n:,} messages ...", flush=True)
-            results[n] = await run_size(layout, n, args.active, Path(work))
+            results[n] = await run_size(layout, n, args.active, Path(work), args.idle_s)
             print(f"  {n:,}: {results[n]}", flush=True)
     _report(args.conversations, results)
 
@@ -262,5 +277,6 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--messages", default="100000,1000000", help="sizes, comma-separated")
     parser.add_argument("--active", type=int, default=1000)
+    parser.add_argument("--idle-s", type=float, default=90.0, help="the idle phase's length")
     parser.add_argument("--cache", type=Path, default=_bigstore.default_cache())
     asyncio.run(_main(parser.parse_args(argv)))

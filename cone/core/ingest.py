@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from cone import _failpoints, metrics
 from cone.core.arrivals import bare, initial_consent, to_inbox
 from cone.core.waiters import Batch, Waiter, Waiters, hand_out, take_for
+from cone.core.window_turns import WindowTurns
 from cone.engine.port import ConversationInfo, EnginePort, RawMessage, XmtpConsent
 from cone.store import (
     Connection,
@@ -104,6 +105,8 @@ class Ingestor:
         # Called after each commit with the messages read for a conversation (deletions
         # and disappearing settings, cone/core/retention.py); None: nothing to call.
         self.after_commit: Callable[[str, list[RawMessage]], Awaitable[None]] | None = None
+        # The conversations each catch-up's window check reads (all, or a turn of them).
+        self._window_turns = WindowTurns()
         # libxmtp's conversation listing, fresh (the core's: one listing at a time).
         self.lister: Callable[[], Awaitable[list[ConversationInfo]]] = engine.conversations
 
@@ -324,7 +327,8 @@ class Ingestor:
         """Compare libxmtp's messages with what cone has read; ingest and report what
         is missing. `full` reads every message (`reconcile_all`); otherwise a recent
         window and a count per conversation (`listing`: libxmtp's listing, when the
-        caller has just taken it). Returns how many messages were healed.
+        caller has just taken it; in a big store a turn of it, cone/core/window_turns.py).
+        Returns how many messages were healed.
 
         Ingest is held for one conversation at a time, never for the whole pass."""
         if full:
@@ -333,7 +337,7 @@ class Ingestor:
         quiet: dict[str, int] = {}  # read points moved in one write at the end
         if listing is None:
             listing = await self.lister()
-        for info in listing:
+        for info in self._window_turns.next(listing):
             try:
                 async with self._lock:
                     found = await self._reconcile_recent(info, quiet)
