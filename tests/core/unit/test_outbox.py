@@ -4,6 +4,7 @@ and recovery by key after a crash between prepare and its record."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from cone.core.content import Outgoing
 from cone.core.network import NetworkWatch
 from cone.core.outbox import Outbox, SendResult
+from cone.core.ratelimit import WriteBudget
 from cone.engine.port import NodeAnswer, NodeView
 from cone.errors import IDENTITY_UNKNOWN, V3_CUTOVER, Conflict, FailedPrecondition, Unavailable
 from cone.store import Consent, Kind, Store, conversations, inbox, outbox
@@ -226,3 +228,54 @@ async def test_a_publication_in_flight_is_abandoned_once_the_node_forgets_the_id
     with pytest.raises(asyncio.CancelledError):
         await other
     assert cancelled.is_set()
+
+
+def _hold_store(store: Store) -> threading.Event:
+    """Keep the store's one thread busy until the returned event is set."""
+    release = threading.Event()
+    store._pool.submit(release.wait, 30)
+    return release
+
+
+async def test_a_new_key_is_prepared_only_once_its_claim_is_committed(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    release = _hold_store(store)
+    sending = asyncio.create_task(_send(Outbox(store, engine), cid))
+    await until(lambda: _is(_awaits("write_grouped")), timeout=5)  # the claim is queued
+    # The claim is not committed, so nothing may be prepared (libxmtp would publish a
+    # prepared message whose key a crash lost, and a retried key would publish again).
+    assert engine.prepared == [] and not sending.done()
+    release.set()
+    sent = await asyncio.wait_for(sending, 5)
+    assert engine.prepared == engine.published == [sent.message_id]
+    assert (await _record(store)).state == "settled"
+
+
+async def test_a_key_seen_before_takes_no_slot_of_the_write_budget(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    box = Outbox(store, engine)
+    box._budget = WriteBudget(limit=2)
+    first = await _send(box, cid, key="k")
+    for _ in range(3):
+        assert (await _send(box, cid, key="k")).deduplicated
+    # The second slot is still free: a repeated key publishes nothing.
+    second = await _send(box, cid, key="k2")
+    assert second.published and engine.published == [first.message_id, second.message_id]
+
+
+async def _is(condition: bool) -> bool:
+    return condition
+
+
+def _awaits(name: str) -> bool:
+    """Whether a task of this loop is suspended inside the coroutine function `name`."""
+    for task in asyncio.all_tasks():
+        awaited: object = task.get_coro()
+        while awaited is not None:
+            code = getattr(awaited, "cr_code", None)
+            if code is not None and code.co_name == name:
+                return True
+            awaited = getattr(awaited, "cr_await", None)
+    return False
