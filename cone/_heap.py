@@ -4,12 +4,11 @@ A full collection (the oldest generation) walks every container object the proce
 holds, on whichever thread allocated last and with the GIL held: every other thread,
 the event loop's included, waits for it. Once the core has started, most of those
 objects live as long as the process (modules, classes, protos' descriptors, the
-core's long-lived state): about 72,000 of them in `cone daemon`. A full walk took
-14–55 ms at start, and 156 ms once in a big store's first minute under load
-(docs/bench.md, history, "The runtime's own costs"). `settle` collects once, then
-moves what survives out of the collector's reach (`gc.freeze`): later collections
-walk only what came after; the one full collection of that big store's run after the
-start then took 2 ms.
+core's long-lived state): about 72,000 of them in `cone daemon`. A full walk after
+a big store's start took 25 ms, and 156 ms once under load (docs/bench.md, history,
+"The runtime's own costs"). `settle` collects once, then moves what survives out of
+the collector's reach (`gc.freeze`): later collections walk only what came after; the
+full collection after the start then took 2–4 ms.
 
 What it costs: a start-up object that later becomes garbage inside a reference
 cycle is not freed until `release` (reference counting still frees the rest), a
