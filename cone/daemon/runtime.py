@@ -22,6 +22,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from cone import _heap
 from cone._fs import make_private, private_dir, refuse_link
 from cone.config import Settings, secret
 from cone.core.service import BACKEND_KEY, Core
@@ -306,12 +307,16 @@ async def running_core(
                 os.umask(old)
             grpc_socket.chmod(0o600)
             await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+            # Before the first call can arrive (cone.sock does not listen yet): what lives
+            # now lives on, out of the garbage collector's full walks (cone/_heap.py).
+            _heap.settle()
             front = SocketFront(paths.socket, grpc_socket, json_handler)
             await front.start()
             try:
                 async with _http_front(http, paths.home, paths.socket):
                     yield Running(core, paths.socket, created)
             finally:
+                _heap.release()
                 await front.close()
                 await server.stop(grace=1.0)
                 grpc_socket.unlink(missing_ok=True)
