@@ -157,7 +157,7 @@ class Outbox:
             content=message, reply_to=reply_to, reply_to_inbox_id=reply_to_inbox_id, key=key
         )
         claim = functools.partial(
-            outbox.claim_and_ack,
+            outbox.claim,
             key=key,
             conversation_id=conversation_id,
             destination=destination,

@@ -62,16 +62,27 @@ def claim(
     payload: bytes,
     now_ns: int,
     require_accepted: bool,
-) -> tuple[OutboxRecord, bool]:
-    """The key's record, created if new; returns it and whether it is new.
+    ack_consumer: str = "",
+    ack_message_ids: Sequence[str] = (),
+) -> tuple[OutboxRecord, bool, int]:
+    """The key's record, created if new; returns it, whether it is new, and how many
+    of `ack_message_ids` this acknowledged for `ack_consumer` (`inbox.ack`, in the same
+    transaction: Reply's turn acknowledgement).
 
     A new key into a conversation that must be accepted is refused unless it is:
     NotFound(unknown_conversation) when cone does not record the conversation,
-    FailedPrecondition(not_accepted) when it is a request or blocked.
+    FailedPrecondition(not_accepted) when it is a request or blocked. Claim and
+    acknowledgement commit together or not at all: a refused claim, or an id that
+    is not in the inbox (NotFound, raised by `ack`), rolls the whole write back. A
+    key first used for another conversation or content type acknowledges nothing
+    (the caller refuses it as a conflict).
     """
     existing = get(conn, key)
     if existing is not None:
-        return existing, False
+        same = existing.conversation_id == conversation_id
+        if not ack_message_ids or not same or existing.content_type != content_type:
+            return existing, False, 0
+        return existing, False, ack(conn, ack_consumer, ack_message_ids, now_ns)
     if require_accepted:
         conv = get_conversation(conn, conversation_id)
         if conv is None:
@@ -93,42 +104,8 @@ def claim(
         key, conversation_id, destination, content_type, payload, None, "pending", 0, None,
         None, now_ns, None,
     )  # fmt: skip
-    return rec, True
-
-
-def claim_and_ack(
-    conn: Connection,
-    *,
-    key: str,
-    conversation_id: str,
-    destination: str,
-    content_type: str,
-    payload: bytes,
-    now_ns: int,
-    require_accepted: bool,
-    ack_consumer: str,
-    ack_message_ids: Sequence[str],
-) -> tuple[OutboxRecord, bool, int]:
-    """`claim`, and in the same transaction `inbox.ack` of `ack_message_ids` for
-    `ack_consumer`; returns the record, whether it is new, and how many ids are
-    acknowledged. Both commit or neither: a refused claim, or an id that is not in
-    the inbox (NotFound, raised by `ack`), rolls the whole write back. A key first
-    used for another conversation or content type acknowledges nothing (the caller
-    refuses it as a conflict)."""
-    rec, created = claim(
-        conn,
-        key=key,
-        conversation_id=conversation_id,
-        destination=destination,
-        content_type=content_type,
-        payload=payload,
-        now_ns=now_ns,
-        require_accepted=require_accepted,
-    )
-    other = (rec.conversation_id, rec.content_type) != (conversation_id, content_type)
-    if not ack_message_ids or other:
-        return rec, created, 0
-    return rec, created, ack(conn, ack_consumer, ack_message_ids, now_ns)
+    acked = ack(conn, ack_consumer, ack_message_ids, now_ns) if ack_message_ids else 0
+    return rec, True, acked
 
 
 def settle(conn: Connection, key: str, message_id: str, now_ns: int) -> None:

@@ -108,7 +108,7 @@ async def test_claims_of_one_key_in_one_group_make_one_record(store: Store) -> N
     release.set()
     await busy
 
-    (rec1, created1), (rec2, created2) = await first, await second
+    (rec1, created1, _), (rec2, created2, _) = await first, await second
     assert (created1, created2) == (True, False)
     assert rec1.payload == rec2.payload == b"first"
 
