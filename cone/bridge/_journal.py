@@ -10,10 +10,10 @@ Under `HOME/bridge/CONSUMER/` (directory 0700, files 0600):
   attempt's command starts; the entry is removed once the turn's messages are
   acknowledged (that line is not fsynced: see `Journal.finish`). The last line whose
   checksum holds is the state: a line torn by a crash is one whose save never
-  returned, or an unsynced removal, either way one the state before it stands for. At start, and once the file passes
-  `LOG_MAX_BYTES`, it is rewritten as one line (a new file, fsynced, renamed into
-  place, the directory fsynced), so that appends only ever go to a file whose name is
-  durable. After a crash, the first turn in that conversation is formed from the same
+  returned, or an unsynced removal, either way one the state before it stands for.
+  At start, and once the file passes `LOG_MAX_BYTES`, it is rewritten as one line (a
+  new file, fsynced, renamed into place, the directory fsynced), so that appends only
+  ever go to a file whose name is durable. After a crash, the first turn in that conversation is formed from the same
   messages again, so it keeps its turn id and reply key (the reply is not sent twice),
   and its attempts keep counting. (`turns.json`, the whole state renamed into place
   at every change, is what earlier releases wrote; it is read once and replaced.)

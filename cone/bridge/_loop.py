@@ -207,10 +207,7 @@ class Bridge:
         for turn in p.turns:
             if len(self.running) >= self.config.concurrency:
                 break  # the rest stay pending for a later poll
-            task = asyncio.create_task(self._turn(turn))
-            self.running[turn.conversation_id] = task
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self.running[turn.conversation_id] = self._background(self._turn(turn))
 
     async def _transient(self, what: str, fn: Any) -> Any:
         """Await `fn()`, retrying while the failure is retryable (the core may be
@@ -339,10 +336,12 @@ class Bridge:
             turn.context_acked = True
             self._background(self._ack_context(self.context.to_ack(turn)))
 
-    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+    def _background(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """`work` as a task the bridge keeps until it ends (and stops with it)."""
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _ack_context(self, ids: list[str]) -> None:
         consumer = self.config.context_consumer

@@ -235,8 +235,8 @@ class Store:
     ) -> None:
         """Queue a write without waiting for it; later reads and writes see it (they
         commit it first, a write in its own transaction; `write_apart` excepted). It
-        joins the next group commit or write (synced as any), within milliseconds. Only for records whose loss in a crash before that commit is
-        already healed."""
+        joins the next group commit or write (synced as any), within milliseconds.
+        Only for records whose loss in a crash before that commit is already healed."""
         self.group.write_soon(lambda conn: fn(conn, *args, **kwargs))
 
     def write_now(

@@ -77,35 +77,38 @@ def claim(
     key first used for another conversation or content type acknowledges nothing
     (the caller refuses it as a conflict).
     """
-    existing = get(conn, key)
-    if existing is not None:
-        same = existing.conversation_id == conversation_id
-        if not ack_message_ids or not same or existing.content_type != content_type:
-            return existing, False, 0
-        return existing, False, ack(conn, ack_consumer, ack_message_ids, now_ns)
-    if require_accepted:
-        conv = get_conversation(conn, conversation_id)
-        if conv is None:
-            raise unknown_conversation(conversation_id)
-        if conv.consent is not Consent.ACCEPTED:
-            state = "a request" if conv.consent is Consent.REQUESTED else "blocked"
-            raise FailedPrecondition(
-                f"conversation {conversation_id} is {state}: accept it first "
-                "(replying never accepts a request by itself)",
-                reason="not_accepted",
-                field="conversationId",
-            )
-    conn.execute(
-        "INSERT INTO outbox (key, conversation_id, destination, content_type, payload,"
-        " state, created_ns) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
-        (key, conversation_id, destination, content_type, payload, now_ns),
-    )
-    rec = OutboxRecord(
-        key, conversation_id, destination, content_type, payload, None, "pending", 0, None,
-        None, now_ns, None,
-    )  # fmt: skip
+    rec = get(conn, key)
+    created = rec is None
+    if rec is None:
+        if require_accepted:
+            _refuse_unless_accepted(conn, conversation_id)
+        conn.execute(
+            "INSERT INTO outbox (key, conversation_id, destination, content_type, payload,"
+            " state, created_ns) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
+            (key, conversation_id, destination, content_type, payload, now_ns),
+        )
+        rec = OutboxRecord(
+            key, conversation_id, destination, content_type, payload, None, "pending", 0,
+            None, None, now_ns, None,
+        )  # fmt: skip
+    elif (rec.conversation_id, rec.content_type) != (conversation_id, content_type):
+        return rec, False, 0  # another message's key: the caller refuses it
     acked = ack(conn, ack_consumer, ack_message_ids, now_ns) if ack_message_ids else 0
-    return rec, True, acked
+    return rec, created, acked
+
+
+def _refuse_unless_accepted(conn: Connection, conversation_id: str) -> None:
+    conv = get_conversation(conn, conversation_id)
+    if conv is None:
+        raise unknown_conversation(conversation_id)
+    if conv.consent is not Consent.ACCEPTED:
+        state = "a request" if conv.consent is Consent.REQUESTED else "blocked"
+        raise FailedPrecondition(
+            f"conversation {conversation_id} is {state}: accept it first "
+            "(replying never accepts a request by itself)",
+            reason="not_accepted",
+            field="conversationId",
+        )
 
 
 def settle(conn: Connection, key: str, message_id: str, now_ns: int) -> None:
