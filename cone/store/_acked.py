@@ -23,18 +23,23 @@ def through(conn: Connection, consumer: str) -> int:
     return int.from_bytes(row[0], "big") if row else 0
 
 
-def advance(conn: Connection, consumer: str, first_pending: int | None) -> None:
-    """Record the point below `first_pending` (None: nothing pending, the head)."""
+def advance(conn: Connection, consumer: str, first_pending: int | None, was: int) -> int:
+    """Record the point below `first_pending` (None: nothing pending, the head), and
+    return it. `was` is the point read in this transaction: an unchanged point is not
+    written again (a take with a waiter finds it unchanged, and each row written is
+    pages to encrypt and sync in the commit that serves the waiter)."""
     if first_pending is None:
         (head,) = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
         point = int(head)
     else:
         point = first_pending - 1
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?)"
-        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (_PREFIX + consumer, point.to_bytes(8, "big")),
-    )
+    if point != was:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (_PREFIX + consumer, point.to_bytes(8, "big")),
+        )
+    return point
 
 
 def reset(conn: Connection) -> None:

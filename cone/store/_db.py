@@ -16,6 +16,16 @@ PAGE_SIZE = 4096
 DatabaseError = sqlcipher.DatabaseError
 
 
+def limit_clause(rows: int) -> str:
+    """`LIMIT rows` as a literal. SQLCipher's SQLite is built with STAT4, under which a
+    bound LIMIT (`LIMIT ?`) has its statement prepared again at every execution: 30-40
+    µs for the pending-messages query, ten times what running it costs, about 20 µs for
+    a page of history. A literal costs a statement text per distinct value, each
+    prepared once into the connection's statement cache: a client that changes its
+    limit at every call costs what every call cost before."""
+    return f"LIMIT {int(rows)}"
+
+
 def _corrupt(path: Path, detail: str) -> StateError:
     return StateError(
         f"{path} is damaged ({detail}); the key is right but the file is not intact. "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from cone.errors import FailedPrecondition, InvalidArgument, NotFound
 from cone.store import _acked, inbox
-from cone.store._db import Connection
+from cone.store._db import Connection, limit_clause
 from cone.store.conversations import require
 from cone.store.records import (
     Consent,
@@ -48,20 +48,22 @@ class ConversationRow:
 _INBOX = (
     f"SELECT {inbox.ROW} FROM messages m JOIN conversations c ON c.id = m.conversation_id"
     f" WHERE m.conversation_id = :cid AND (m.removed IS NULL OR m.removed != '{Removed.EXPIRED}')"
-    " {bounds} ORDER BY m.sent_at_ns {order}, m.id {order} LIMIT :n"
+    " {bounds} ORDER BY m.sent_at_ns {order}, m.id {order} {limit}"
 )
 _OWN = (
     "SELECT created_ns, message_id, payload FROM outbox"
     " WHERE conversation_id = :cid AND message_id IS NOT NULL AND expired_ns IS NULL"
-    " {bounds} ORDER BY created_ns {order}, message_id {order} LIMIT :n"
+    " {bounds} ORDER BY created_ns {order}, message_id {order} {limit}"
 )
 # Where inbox.ROW keeps a message's id and sent time (its history position).
 _ID, _SENT = 1, 5
 
 
-def _bounded(template: str, time_column: str, id_column: str, bounds: list[str], order: str) -> str:
+def _bounded(
+    template: str, time_column: str, id_column: str, bounds: list[str], order: str, rows: int
+) -> str:
     where = "".join(f" AND ({time_column}, {id_column}) {b}" for b in bounds)
-    return template.format(bounds=where, order=order)
+    return template.format(bounds=where, order=order, limit=limit_clause(rows))
 
 
 def _position(conn: Connection, conversation_id: str, message_id: str, field: str) -> int:
@@ -106,7 +108,7 @@ def messages(
             reason="not_accepted",
             field="conversationId",
         )
-    params: dict[str, object] = {"cid": conversation_id, "n": limit + 1}
+    params: dict[str, object] = {"cid": conversation_id}
     bounds = []
     if after is not None:
         params["at"], params["aid"] = _position(conn, conversation_id, after, "after"), after
@@ -116,10 +118,10 @@ def messages(
         bounds.append("< (:bt, :bid)")
     order = "ASC" if oldest_first else "DESC"
     received = conn.execute(
-        _bounded(_INBOX, "m.sent_at_ns", "m.id", bounds, order), params
+        _bounded(_INBOX, "m.sent_at_ns", "m.id", bounds, order, limit + 1), params
     ).fetchall()
     sent = conn.execute(
-        _bounded(_OWN, "created_ns", "message_id", bounds, order), params
+        _bounded(_OWN, "created_ns", "message_id", bounds, order, limit + 1), params
     ).fetchall()
     # (position, own, row), in the page's order; the first limit + 1 of both sides.
     merged = heapq.merge(
@@ -162,7 +164,7 @@ def conversations(
     """A page of conversations, newest first (by first seen, then id), and the cursor
     of the next page (None at the end). `only` picks one conversation by id."""
     where: list[str] = []
-    params: dict[str, object] = {"n": limit + 1}
+    params: dict[str, object] = {}
     if only is not None:
         where.append("c.id = :only")
         params["only"] = only
@@ -180,7 +182,7 @@ def conversations(
         "SELECT c.id, c.type, c.peer_inbox_id, c.consent, c.first_seen_ns, c.ingested_ns,"
         " k.name, k.address, c.left_seq FROM conversations c"
         " LEFT JOIN contacts k ON c.type = 1 AND k.conversation_id = c.id"
-        f"{clause} ORDER BY c.first_seen_ns DESC, c.id DESC LIMIT :n",
+        f"{clause} ORDER BY c.first_seen_ns DESC, c.id DESC {limit_clause(limit + 1)}",
         params,
     ).fetchall()
     page = rows[:limit]

@@ -11,7 +11,7 @@ from typing import Any, Final
 from cone import limits
 from cone.errors import NotFound
 from cone.store import _acked, attachments
-from cone.store._db import Connection
+from cone.store._db import Connection, limit_clause
 from cone.store.records import (
     AttachmentsKind,
     Consent,
@@ -151,12 +151,8 @@ def take_pending(
     caller that knows nothing up to it is pending.
     """
     touch_consumer(conn, consumer, now_ns)
-    _advance(conn, consumer)  # once after an upgrade or an unblock; then a lookup
-    params: dict[str, object] = {
-        "consumer": consumer,
-        "limit": limit + 1,
-        "through": max(after_seq, _acked.through(conn, consumer)),
-    }
+    through = _advance(conn, consumer)  # a pass after an upgrade or an unblock; then a lookup
+    params: dict[str, object] = {"consumer": consumer, "through": max(after_seq, through)}
     exclusion = " AND m.seq > :through"
     if exclude:
         names = [f":x{i}" for i in range(len(exclude))]
@@ -165,11 +161,11 @@ def take_pending(
     taken, more, last, total = _fitting(conn, f"{_PENDING}{exclusion}", params, limit, max_bytes)
     if not taken:
         return [], more
-    params.update(limit=taken, last=last)
+    # The rows `_fitting` counted, and only those: the same filter up to the last one.
     rows = conn.execute(
         f"SELECT {_COLUMNS}, coalesce(r.deliveries, 0) + 1, {_EXTRA}"
-        f" {_PENDING}{exclusion} AND m.seq <= :last ORDER BY m.seq LIMIT :limit",
-        params,
+        f" {_PENDING}{exclusion} AND m.seq <= :last ORDER BY m.seq",
+        {**params, "last": last},
     ).fetchall()
     # One statement for the whole batch; the store's single writer makes the counts exact.
     conn.executemany(
@@ -195,8 +191,8 @@ def _fitting(
     whether any were left out, the last seq taken and the bytes taken. Sizes first:
     octet_length reads no content, so only the batch's content is read afterwards."""
     sizes = conn.execute(
-        f"SELECT m.seq, {MESSAGE_SIZE} {source} ORDER BY m.seq LIMIT :limit",
-        {**params, "limit": limit + 1},
+        f"SELECT m.seq, {MESSAGE_SIZE} {source} ORDER BY m.seq {limit_clause(limit + 1)}",
+        params,
     ).fetchall()
     taken, total = 0, 0
     for _seq, size in sizes[:limit]:
@@ -228,8 +224,8 @@ def peek(
         return [], more, int(head)
     rows = conn.execute(
         f"SELECT {_COLUMNS}, coalesce(r.deliveries, 0), {_EXTRA}"
-        f" {source} AND m.seq <= :last ORDER BY m.seq LIMIT :limit",
-        {**params, "last": last, "limit": taken},
+        f" {source} AND m.seq <= :last ORDER BY m.seq",
+        {**params, "last": last},
     ).fetchall()
     return _stored_batch(conn, rows, total), more, int(head)
 
@@ -344,14 +340,15 @@ def ack(conn: Connection, consumer: str, message_ids: Sequence[str], now_ns: int
     return len(unique)
 
 
-def _advance(conn: Connection, consumer: str) -> None:
-    """Move the consumer's acknowledged point up to its first pending message: reads
-    only the sequences between the old point and it."""
+def _advance(conn: Connection, consumer: str) -> int:
+    """Move the consumer's acknowledged point up to its first pending message, and
+    return the point: reads only the sequences between the old point and it."""
+    was = _acked.through(conn, consumer)
     row = conn.execute(
         f"SELECT m.seq {_PENDING} AND m.seq > :through ORDER BY m.seq LIMIT 1",
-        {"consumer": consumer, "through": _acked.through(conn, consumer)},
+        {"consumer": consumer, "through": was},
     ).fetchone()
-    _acked.advance(conn, consumer, None if row is None else int(row[0]))
+    return _acked.advance(conn, consumer, None if row is None else int(row[0]), was)
 
 
 def pending_counts(conn: Connection) -> list[tuple[str, int]]:

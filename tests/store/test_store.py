@@ -11,6 +11,7 @@ import pytest
 
 from cone.errors import NotFound, StateError
 from cone.store import Consent, IncomingMessage, Kind, Store, _acked, conversations, history, inbox
+from cone.store._db import Connection
 from cone.store._migrations import MIGRATIONS
 
 KEY = bytes(range(32))
@@ -177,6 +178,31 @@ def test_take_pending_after_a_seq_looks_only_past_it(store: Store) -> None:
 
     assert [m.id for m in later] == ["m0004"] and not more
     assert [m.id for m in every] == ["m0000", "m0001", "m0002", "m0003", "m0004"]
+
+
+def test_a_take_that_leaves_the_acknowledged_point_where_it_was_writes_only_receipts(
+    store: Store,
+) -> None:
+    """The take that serves a waiting receive runs in ingest's commit: every row it
+    writes is pages to encrypt and sync before the message is handed out. A consumer
+    that acknowledged everything leaves its point where it is, so only the delivery
+    receipt is written; a point that moves is still recorded."""
+    store.write_now(inbox.insert_messages, [_msg(1), _msg(2)])
+    taken, _ = store.write_now(inbox.take_pending, "a", 10, [], 1)
+    store.write_now(inbox.ack, "a", [m.id for m in taken], 2)
+    head = store.read_now(inbox.head)
+    assert store.read_now(_acked.through, "a") == head
+    store.write_now(inbox.insert_messages, [_msg(3)])
+
+    def take_counting_rows(conn: Connection) -> tuple[list[str], int]:
+        before = conn.total_changes
+        got, _ = inbox.take_pending(conn, "a", 10, [], 3, after_seq=head)
+        return [m.id for m in got], conn.total_changes - before
+
+    assert store.write_now(take_counting_rows) == (["m0003"], 1)  # the receipt alone
+    assert store.read_now(_acked.through, "a") == head
+    store.write_now(inbox.ack, "a", ["m0003"], 4)
+    assert store.read_now(_acked.through, "a") == head + 1  # a moved point is written
 
 
 async def test_a_read_hands_back_its_result_its_error_and_survives_its_caller_leaving(
