@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from cone.core import content
 from cone.core.model import Message, message_of, own_message
-from cone.daemon.servicer import add_messages
+from cone.daemon.convert import add_messages
 from cone.devnet import Devnet
 from cone.store import (
     Connection,

@@ -8,7 +8,7 @@ import pytest
 
 from cone.core.content import Reaction, ReactionAction, ReactionSchema
 from cone.core.model import Attachment, Kind, Message
-from cone.daemon.servicer import add_messages, message_to_pb
+from cone.daemon.convert import add_messages, message_to_pb
 from conepb.v1 import cone_pb2 as pb
 
 FILE = Attachment(0, "a.txt", "text/plain", 3, "ab" * 32, b"abc", None)

@@ -1,24 +1,27 @@
-"""The servicer talks to the core's own types only: it imports neither the store nor
-the engine, and reaches through the core to none of its parts but its operations."""
+"""The servicer talks to the core's own types only: it (and its mapping to the proto,
+cone/daemon/convert.py) imports neither the store nor the engine, and reaches through
+the core to none of its parts but its operations."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
+
+import cone.daemon.convert
 import cone.daemon.servicer
 
-SERVICER = Path(cone.daemon.servicer.__file__)
-ALLOWED = ("cone.core.", "cone.errors", "cone.grpc_errors", "conepb.")
+SOURCES = [Path(m.__file__) for m in (cone.daemon.servicer, cone.daemon.convert)]
+ALLOWED = ("cone.core.", "cone.errors", "cone.grpc_errors", "conepb.", "cone.daemon.convert")
 
 
-def _tree() -> ast.Module:
-    return ast.parse(SERVICER.read_text())
-
-
-def test_the_servicer_imports_only_the_core_errors_and_the_generated_stubs() -> None:
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_the_servicer_imports_only_the_core_errors_and_the_generated_stubs(
+    source: Path,
+) -> None:
     imported = []
-    for node in ast.walk(_tree()):
+    for node in ast.walk(ast.parse(source.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
             imported.append(node.module)
         elif isinstance(node, ast.Import):
@@ -28,10 +31,13 @@ def test_the_servicer_imports_only_the_core_errors_and_the_generated_stubs() -> 
     assert [name for name in ours if not name.startswith(ALLOWED)] == []
 
 
-def test_the_servicer_never_reaches_into_the_cores_engine_store_or_history() -> None:
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_the_servicer_never_reaches_into_the_cores_engine_store_or_history(
+    source: Path,
+) -> None:
     reached = {
         node.attr
-        for node in ast.walk(_tree())
+        for node in ast.walk(ast.parse(source.read_text()))
         if isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Attribute)
         and node.value.attr == "core"
