@@ -34,7 +34,11 @@ def _inner_text(text: str) -> content_pb2.EncodedContent:
 
 
 def _inner_data(data_json: str) -> content_pb2.EncodedContent:
-    shown = data_json if len(data_json) <= _FALLBACK_DATA_CHARS else data_json[:200] + "…"
+    shown = (
+        data_json
+        if len(data_json) <= _FALLBACK_DATA_CHARS
+        else data_json[:_FALLBACK_DATA_CHARS] + "…"
+    )
     return content_pb2.EncodedContent(
         type=_type_id("cone.chat", "data", 1, 0),
         parameters={"encoding": "UTF-8"},
