@@ -302,6 +302,9 @@ class Core:
             started = time.monotonic()
             listing = await self.engine.conversations(expected)
             self._listing = (started, listing)
+            log.debug(
+                "conversation listing: %d in %.2f s", len(listing), time.monotonic() - started
+            )
             return listing
 
     def _on_stream_restart(self) -> None:
@@ -401,7 +404,7 @@ class Core:
         """A full sync and ingest; Unavailable(reason=sync_failed) on failure."""
         started = time.monotonic()
         try:
-            await self.engine.sync_all()
+            summary = await self.engine.sync_all()
         except Unavailable as exc:
             self.last_sync_error = exc.message
             # What the streams stored locally still enters the inbox.
@@ -413,7 +416,13 @@ class Core:
         await self.ingestor.ingest_all(await self._list(), changed_only=True)
         if self.last_sync_error is not None:
             log.info("the network is reachable again")
-        log.debug("synced in %.0f ms", (time.monotonic() - started) * 1000)
+        log.debug(
+            "synced in %.0f ms (%s)",
+            (time.monotonic() - started) * 1000,
+            f"libxmtp synced {summary.synced} of {summary.eligible} conversations"
+            if summary is not None
+            else "no summary",
+        )
         self.last_sync_ns = time.time_ns()
         if self.last_sync_error is not None:
             # The network is back: reopen streams and publish what waits now, rather
