@@ -154,8 +154,12 @@ async def run_size(
             out["rss_peak_mib"] = _kib(pid, "VmHWM") / 1024
         finally:
             await d.stop()
-            lines = [x for x in d.stderr().splitlines() if x[:4].isdigit() and " cone" in x]
-            print("\n".join(f"  daemon: {x}" for x in lines[:40]), flush=True)
+            lines = [
+                x
+                for x in d.stderr().splitlines()
+                if x[:4].isdigit() and " cone" in x and ": message in " not in x
+            ]
+            print("\n".join(f"  daemon: {x}" for x in lines[:60]), flush=True)
             d.log.close()
     await asyncio.to_thread(shutil.rmtree, copy.root)
     return out

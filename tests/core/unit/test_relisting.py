@@ -1,0 +1,66 @@
+"""When a catch-up period lists again (cone/core/relisting.py): pure decisions."""
+
+from __future__ import annotations
+
+from cone.core.relisting import EVERY, Relisting
+from cone.core.window_turns import ROUNDS
+from cone.engine.port import SyncSummary
+
+QUIET = SyncSummary(eligible=10, synced=0)
+
+
+def _listed_after(summary: SyncSummary | None = QUIET) -> Relisting:
+    r = Relisting()
+    r.listed(summary)
+    return r
+
+
+def test_a_quiet_sync_after_a_listing_keeps_it() -> None:
+    assert not _listed_after().needed(QUIET)
+
+
+def test_nothing_listed_yet_lists() -> None:
+    assert Relisting().needed(QUIET)
+
+
+def test_a_sync_that_synced_a_group_lists() -> None:
+    assert _listed_after().needed(SyncSummary(eligible=10, synced=1))
+
+
+def test_a_new_conversation_lists_and_so_does_a_changed_count() -> None:
+    assert _listed_after().needed(SyncSummary(eligible=11, synced=0))
+    assert _listed_after().needed(SyncSummary(eligible=9, synced=0))
+
+
+def test_a_missing_summary_lists_now_and_next_period() -> None:
+    r = _listed_after()
+    assert r.needed(None)
+    r.listed(None)  # the listing taken after a sync that reported nothing
+    assert r.needed(QUIET)
+
+
+def test_expired_lists_until_a_listing_is_read() -> None:
+    r = _listed_after()
+    r.expire()
+    assert r.needed(QUIET)
+    r.listed(QUIET)
+    assert not r.needed(QUIET)
+
+
+def test_a_kept_listing_serves_at_most_every_periods_in_a_row() -> None:
+    assert EVERY == ROUNDS
+    r = _listed_after()
+    kept = 0
+    while not r.needed(QUIET):
+        r.kept()
+        kept += 1
+    assert kept == EVERY - 1  # the EVERY-th period lists
+    r.listed(QUIET)
+    assert not r.needed(QUIET)
+
+
+def test_the_count_compares_with_the_sync_before_the_held_listing() -> None:
+    r = _listed_after(SyncSummary(eligible=10, synced=3))
+    assert not r.needed(QUIET)
+    r.kept()
+    assert r.needed(SyncSummary(eligible=12, synced=0))
