@@ -23,6 +23,7 @@ from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.engine.port import SyncSummary
 from cone.store import Store, conversations, inbox
+from support.daemons import BACKENDS
 from support.peers import Peer, plain_group_options
 from support.waiting import until
 
@@ -66,9 +67,11 @@ class _Calls:
 
 
 @pytest.fixture
-async def core(devnet: str, tmp_path: Path) -> AsyncIterator[Core]:
+async def core(devnet: str, tmp_path: Path, backend: str) -> AsyncIterator[Core]:
+    """A core on the backend (V3 unless a test parametrizes it), not started."""
     engine = await Engine.open(
         api_url=devnet,
+        gateway_url=devnet if backend == "d14n" else None,
         db_path=str(tmp_path / "xmtp.db3"),
         db_key=os.urandom(32),
         wallet_key=_client.generate_wallet_key(),
@@ -140,6 +143,7 @@ async def _all_down(core: Core) -> bool:
     )
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_an_idle_core_keeps_its_listing_and_lists_again_every_few_periods(
     core: Core, alice: Peer
 ) -> None:
