@@ -17,8 +17,10 @@ sizes compare with each other (the growth), on the same machine load:
 - receive while reconciling: `receive` (limit 100, no wait) during the
   reconciliation against the same after it (p50, and the ratio).
 - idle: the daemon's CPU over `--idle-s` seconds once the reconciliation is done and
-  nothing arrives (the catch-up's periods: its sync, the window check over every
-  conversation, the settings refresh), as seconds of CPU per 30 s period.
+  nothing arrives (the catch-up's periods: its sync, the window check over a turn of
+  the conversations, the settings refresh), as seconds of CPU per 30 s period; and,
+  from the daemon's `-v` lines, its syncs, those libxmtp reported groups synced in,
+  and cone's own conversation listings, per period.
 - conversations: a `conversations` page (50): the first (p50 of 10), and walking
   100 pages (5,000 conversations): p50 and the 100th.
 - drain: receive (1000) + ack of the pending backlog (10,000), in msg/s.
@@ -60,6 +62,18 @@ _DONE = re.compile(
     r"full reconciliation done in ([\d.]+) s: (\d+) conversations, (\d+) messages compared, (\d+) healed"
 )
 
+# The daemon's `-v` lines: each sync (with libxmtp's count of groups synced) and each
+# conversation listing cone takes.
+_SYNCED = re.compile(r"synced in \d+ ms \((?:libxmtp synced (\d+) of \d+|no summary)")
+_LISTING = re.compile(r"conversation listing: \d+ in ")
+
+
+class _VerboseDaemon(DaemonProcess):
+    """The daemon with `-v`: its sync and listing lines are what the idle phase counts."""
+
+    def args(self) -> list[str]:
+        return [*super().args(), "-v"]
+
 
 def _kib(pid: int, field: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -95,7 +109,7 @@ async def run_size(
     copy = await asyncio.to_thread(layout.copy_to, work / "run")
     out: dict[str, float] = {}
     async with Devnet(port=0, db=copy.devnet_db) as url:
-        d = DaemonProcess(copy.home, url, _bigstore.PRODUCTION_PACE)
+        d = _VerboseDaemon(copy.home, url, _bigstore.PRODUCTION_PACE)
         t0 = time.perf_counter()
         await d.start()
         await d.client.receive(limit=1, wait_ms=0)
@@ -124,9 +138,10 @@ async def run_size(
             )
             out["rss_reconciled_mib"] = _kib(pid, "VmRSS") / 1024
             _phase("idle")
-            cpu = _cpu_s(pid)
+            cpu, seen = _cpu_s(pid), len(d.stderr())
             await asyncio.sleep(idle_s)
             out["idle_cpu_s"] = (_cpu_s(pid) - cpu) * 30 / idle_s
+            out.update(_idle_counts(d.stderr()[seen:], idle_s))
             _phase("conversations")
             out.update(await _conversations(d))
             _phase("drain")
@@ -139,11 +154,27 @@ async def run_size(
             out["rss_peak_mib"] = _kib(pid, "VmHWM") / 1024
         finally:
             await d.stop()
-            lines = [x for x in d.stderr().splitlines() if x[:4].isdigit() and " cone" in x]
-            print("\n".join(f"  daemon: {x}" for x in lines[:40]), flush=True)
+            lines = [
+                x
+                for x in d.stderr().splitlines()
+                if x[:4].isdigit() and " cone" in x and ": message in " not in x
+            ]
+            print("\n".join(f"  daemon: {x}" for x in lines[:60]), flush=True)
             d.log.close()
     await asyncio.to_thread(shutil.rmtree, copy.root)
     return out
+
+
+def _idle_counts(log: str, idle_s: float) -> dict[str, float]:
+    """The idle phase's catch-up periods from the daemon's `-v` lines: its syncs, how
+    many of them libxmtp reported groups synced in, and cone's listings, per 30 s."""
+    syncs = _SYNCED.findall(log)
+    per_period = 30 / idle_s
+    return {
+        "idle_syncs": len(syncs) * per_period,
+        "idle_syncs_with_news": sum(1 for s in syncs if s and int(s) > 0) * per_period,
+        "idle_listings": len(_LISTING.findall(log)) * per_period,
+    }
 
 
 async def _conversations(d: DaemonProcess) -> dict[str, float]:
@@ -223,6 +254,9 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         ("conversations page (50), walking 100 pages, p50 (ms)", "conversations_walk_ms", "{:.1f}"),
         ("conversations page (50), the 100th (ms)", "conversations_last_ms", "{:.1f}"),
         ("idle: CPU per 30 s catch-up period (s)", "idle_cpu_s", "{:.2f}"),
+        ("idle: syncs per period", "idle_syncs", "{:.2f}"),
+        ("idle: of them with groups synced, per period", "idle_syncs_with_news", "{:.2f}"),
+        ("idle: cone's conversation listings per period", "idle_listings", "{:.2f}"),
         ("receive+ack drain of the backlog (msg/s)", "drain_msg_s", "{:,.0f}"),
         ("ingest, all sent by the peers (s)", "ingest_sent_s", "{:.2f}"),
         ("ingest, all in cone's inbox (s)", "ingest_s", "{:.2f}"),

@@ -323,12 +323,20 @@ class Ingestor:
 
     # --- reconciliation ----------------------------------------------------------
 
-    async def reconcile(self, *, full: bool, listing: list[ConversationInfo] | None = None) -> int:
+    async def reconcile(
+        self,
+        *,
+        full: bool,
+        listing: list[ConversationInfo] | None = None,
+        current: bool = True,
+    ) -> int:
         """Compare libxmtp's messages with what cone has read; ingest and report what
         is missing. `full` reads every message (`reconcile_all`); otherwise a recent
-        window and a count per conversation (`listing`: libxmtp's listing, when the
-        caller has just taken it; in a big store a turn of it, cone/core/window_turns.py).
-        Returns how many messages were healed.
+        window and a count per conversation (`listing`: libxmtp's listing; in a big
+        store a turn of it, cone/core/window_turns.py). A listing that is not
+        `current` (one the catch-up kept, cone/core/relisting.py) records no
+        conversation: one cone does not record yet waits for a fresh listing, which
+        carries its consent as it is then. Returns how many messages were healed.
 
         Ingest is held for one conversation at a time, never for the whole pass."""
         if full:
@@ -340,7 +348,7 @@ class Ingestor:
         for info in self._window_turns.next(listing):
             try:
                 async with self._lock:
-                    found = await self._reconcile_recent(info, quiet)
+                    found = await self._reconcile_recent(info, quiet, current)
             except Exception as exc:  # the next pass tries again; others go on
                 log.warning("reconciling %s failed: %s", info.id, exc)
                 continue
@@ -419,8 +427,16 @@ class Ingestor:
                 self._on_new()
         return healed, read
 
-    async def _reconcile_recent(self, info: ConversationInfo, quiet: dict[str, int]) -> int:
-        conv = await self.record(info)
+    async def _reconcile_recent(
+        self, info: ConversationInfo, quiet: dict[str, int], current: bool = True
+    ) -> int:
+        conv = (
+            await self.record(info)
+            if current
+            else await self._store.read(conversations.get, info.id)
+        )
+        if conv is None:
+            return 0
         floor = conv.ingested_ns
         started = time.time_ns()
         # The count is taken before the read (see below).

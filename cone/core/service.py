@@ -28,6 +28,7 @@ from cone.core.model import Attachment, Message
 from cone.core.network import NetworkWatch
 from cone.core.outbox import Outbox
 from cone.core.receiving import Receiving
+from cone.core.relisting import Relisting
 from cone.core.retention import Retention
 from cone.core.sending import Sending
 from cone.core.status import Status, StatusReport
@@ -131,7 +132,7 @@ class Core:
         # Peers' deletions and disappearing settings (cone/core/retention.py).
         self.retention = Retention(store, engine, self._conversation_ids, catchup_interval_s)
         self.ingestor.after_commit = self.retention.after_commit
-        self.outbox.on_published = self.retention.published
+        self.outbox.on_published = self._published_in
         self._catchup_interval_s = catchup_interval_s
         self._catchup_task: asyncio.Task[None] | None = None
         self._catch_up_now = asyncio.Event()
@@ -144,6 +145,11 @@ class Core:
         # one listing at a time.
         self._listing: tuple[float, list[ConversationInfo]] | None = None
         self._listing_lock = asyncio.Lock()
+        # Whether a catch-up period lists again or keeps that listing
+        # (cone/core/relisting.py), and the conversations cone published in since
+        # its last listing (a send syncs its group, which may store a peer's news).
+        self._relisting = Relisting()
+        self._published: set[str] = set()
         # New conversations synced again soon, and their settings read (cone/core/followups.py).
         self._follow_ups = FollowUps(engine.sync_conversation, self.ingestor.mark)
         self._unread_settings: set[str] = set()
@@ -255,14 +261,17 @@ class Core:
                 pass
             self._catch_up_now.clear()
             try:
+                listing: list[ConversationInfo] | None = None
+                current = True
                 try:
-                    await self.sync()
+                    listing, current = await self._sync(keep_listing=True)
                 except Unavailable as exc:
                     log.warning("catch-up failed: %s", exc)
                 if not self.reconciling():  # the full pass covers the window check
-                    # The sync's listing (or a fresh one when it failed early).
-                    listing = await self._list(max_age_s=self._catchup_interval_s)
-                    await self.ingestor.reconcile(full=False, listing=listing)
+                    if listing is None:  # the failed sync's listing, or a fresh one
+                        listing = await self._list(max_age_s=self._catchup_interval_s)
+                    # A kept listing (`current` false) records no conversation.
+                    await self.ingestor.reconcile(full=False, listing=listing, current=current)
             except Exception:  # the loop's boundary: a failed pass must not end catch-up
                 log.exception("catch-up failed unexpectedly; trying again next period")
 
@@ -302,6 +311,9 @@ class Core:
             started = time.monotonic()
             listing = await self.engine.conversations(expected)
             self._listing = (started, listing)
+            log.debug(
+                "conversation listing: %d in %.2f s", len(listing), time.monotonic() - started
+            )
             return listing
 
     def _on_stream_restart(self) -> None:
@@ -310,6 +322,7 @@ class Core:
         # DM may have come in the gap: destinations are resolved afresh.
         self.destinations.forget()
         self.ingestor.mark_all()
+        self._relisting.expire()
         if not self.network_ok():
             self._catch_up_now.set()
 
@@ -320,6 +333,7 @@ class Core:
         self.identity = replace(self.identity, backend=self.engine.backend)
         self.destinations.forget()
         self.ingestor.mark_all()
+        self._relisting.expire()
         self._catch_up_now.set()
         self.outbox.retry_now()
         if self.engine.gateway_url:
@@ -332,6 +346,10 @@ class Core:
         if after is NodeView.KNOWS_IDENTITY:
             self._catch_up_now.set()
             self.outbox.retry_now()
+
+    def _published_in(self, conversation_id: str) -> None:
+        self.retention.published(conversation_id)
+        self._published.add(conversation_id)
 
     def _notify(self) -> None:
         self.fetcher.wake()  # new messages may carry remote attachments
@@ -399,21 +417,54 @@ class Core:
 
     async def sync(self) -> None:
         """A full sync and ingest; Unavailable(reason=sync_failed) on failure."""
+        await self._sync()
+
+    async def _sync(self, *, keep_listing: bool = False) -> tuple[list[ConversationInfo], bool]:
+        """`sync`; returns the listing it read by and whether it is a fresh one.
+
+        With `keep_listing` (the catch-up's periods) a sync that brought nothing in
+        keeps the held listing and reads only the conversations cone published in
+        since it was taken (cone/core/relisting.py, docs/guarantees.md)."""
         started = time.monotonic()
         try:
-            await self.engine.sync_all()
+            summary = await self.engine.sync_all()
         except Unavailable as exc:
             self.last_sync_error = exc.message
+            self._relisting.expire()
             # What the streams stored locally still enters the inbox.
             await self.ingestor.ingest_all(await self._list())
             raise
         await _failpoints.reached("sync_read")
-        # Only conversations whose newest listed message changed since cone read
-        # them; the catch-up's window check and the full pass cover the rest.
-        await self.ingestor.ingest_all(await self._list(), changed_only=True)
+        held = self._listing
+        current = not keep_listing or held is None or self._relisting.needed(summary)
+        if current:
+            # Expired until this listing is read: a failure lists again next period.
+            self._relisting.expire()
+            self._published.clear()  # the listing shows each as changed
+            listing = await self._list()
+            # Only conversations whose newest listed message changed since cone read
+            # them; the catch-up's window check and the full pass cover the rest.
+            await self.ingestor.ingest_all(listing, changed_only=True)
+            self._relisting.listed(summary)
+        else:
+            assert held is not None
+            listing = held[1]
+            self._relisting.kept()
+            # A send syncs its group: a peer's message it stored is the stream's to
+            # hand over, and read here too.
+            published = set(self._published)
+            if published:
+                await self.ingestor.ingest(published)
+                self._published -= published
         if self.last_sync_error is not None:
             log.info("the network is reachable again")
-        log.debug("synced in %.0f ms", (time.monotonic() - started) * 1000)
+        log.debug(
+            "synced in %.0f ms (%s)",
+            (time.monotonic() - started) * 1000,
+            f"libxmtp synced {summary.synced} of {summary.eligible} conversations"
+            if summary is not None
+            else "no summary",
+        )
         self.last_sync_ns = time.time_ns()
         if self.last_sync_error is not None:
             # The network is back: reopen streams and publish what waits now, rather
@@ -422,6 +473,7 @@ class Core:
             self.last_sync_error = None
             self.engine.reconnect_streams()
             self.outbox.retry_now()
+        return listing, current
 
     def stale(self) -> bool:
         """Whether answers from the store may miss what the node holds: the start's

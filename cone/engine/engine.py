@@ -33,6 +33,7 @@ from cone.engine.port import (
     ConversationInfo,
     RawMessage,
     StreamHealth,
+    SyncSummary,
     XmtpConsent,
 )
 from cone.engine.streams import SupervisedStream
@@ -329,8 +330,10 @@ class Engine:
 
     # --- network ----------------------------------------------------------------
 
-    async def sync_all(self) -> None:
-        """Welcomes, conversations, messages and consent; Unavailable when it fails.
+    async def sync_all(self) -> SyncSummary | None:
+        """Welcomes, conversations, messages and consent, and what the conversations'
+        sync did (`SyncSummary`; None when libxmtp's answer is not one); Unavailable
+        when it fails.
 
         `sync_all_conversations` takes in the welcomes first (a separate welcome sync
         before it processed a burst's welcomes twice over). It runs on a worker thread
@@ -339,7 +342,7 @@ class Engine:
         other asynchronous call (ingest's reads of new conversations) waited behind it."""
         conversations = self._client.conversations
         try:
-            await self._x.call_sync(
+            done = await self._x.call_sync(
                 # An async call on a worker's own loop (the offload awaits it there).
                 lambda: conversations().sync_all_conversations(None),
                 NETWORK_CALL_S,
@@ -353,6 +356,9 @@ class Engine:
         # (cone/_malloc.py); the sync is done whether or not this finishes in time.
         with contextlib.suppress(ConeError):
             await self._x.call_sync(_malloc.trim, LOCAL_CALL_S, "returning freed memory")
+        if not isinstance(done, ffi.FfiGroupSyncSummary):
+            return None
+        return SyncSummary(eligible=int(done.num_eligible), synced=int(done.num_synced))
 
     async def sync_conversation(self, conversation_id: str) -> None:
         """Fetch one conversation's new messages into libxmtp's database."""

@@ -41,6 +41,19 @@ class ConversationInfo:
 
 
 @dataclass(frozen=True)
+class SyncSummary:
+    """What libxmtp's sync of every conversation reports (its `GroupSyncSummary`)."""
+
+    # The conversations it listed to sync: every one libxmtp holds, the device-sync
+    # group and duplicate DMs included, so not the count of `conversations()`. It only
+    # grows, as libxmtp never drops a conversation from its database.
+    eligible: int
+    # Those the node had news for and libxmtp synced without an error. A group whose
+    # sync failed part-way is not counted, though what it took in before is stored.
+    synced: int
+
+
+@dataclass(frozen=True)
 class RawMessage:
     """A message from libxmtp's database, not yet decoded."""
 
@@ -246,8 +259,9 @@ class EnginePort(Protocol):
 
     # --- the network ---
 
-    async def sync_all(self) -> None:
-        """A full sync; Unavailable(sync_failed) when it fails."""
+    async def sync_all(self) -> SyncSummary | None:
+        """A full sync and what it did (None: not known); Unavailable(sync_failed)
+        when it fails."""
         ...
 
     async def sync_conversation(self, conversation_id: str) -> None:
@@ -362,5 +376,6 @@ __all__ = [
     "RawMessage",
     "Role",
     "StreamHealth",
+    "SyncSummary",
     "XmtpConsent",
 ]
