@@ -106,7 +106,7 @@ class Ingestor:
         # and disappearing settings, cone/core/retention.py); None: nothing to call.
         self.after_commit: Callable[[str, list[RawMessage]], Awaitable[None]] | None = None
         # The conversations each catch-up's window check reads (all, or a turn of them).
-        self._window_turns = WindowTurns()
+        self._window_turns: WindowTurns[ConversationInfo] = WindowTurns(lambda c: c.id)
         # libxmtp's conversation listing, fresh (the core's: one listing at a time).
         self.lister: Callable[[], Awaitable[list[ConversationInfo]]] = engine.conversations
 

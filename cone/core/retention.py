@@ -8,8 +8,10 @@
 - **Disappearing messages.** A conversation's setting (from libxmtp: messages sent
   from `from_ns` on disappear `in_ns` after they were sent) is read at start, when a
   conversation appears, when its metadata changes (a `group_updated` message is taken
-  in), and at every catch-up period; messages then expire in cone's store on the same schedule
-  (inbox messages by their sent time, own messages by the time cone took their key).
+  in), and each catch-up period (in a store of more than 500 conversations, a turn
+  of them: each at least every 8 periods, cone/core/window_turns.py); messages then
+  expire in cone's store on the same schedule (inbox messages by their sent time,
+  own messages by the time cone took their key).
 
 What a consumer sees (store.inbox): a removed message it was never handed is
 withdrawn from Receive; one already handed out stays pending or acknowledged as it
@@ -27,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from cone.core import content
+from cone.core.window_turns import WindowTurns
 from cone.engine.port import EnginePort, RawMessage
 from cone.errors import ConeError
 from cone.store import Connection, Store, retention
@@ -55,6 +58,8 @@ class Retention:
         self._waiting: set[str] = set()  # conversations with a deletion not yet applied
         self._seen: set[str] = set()  # deletion message ids already recorded
         self._settings: dict[str, tuple[int, int]] = {}
+        # The conversations each period's refresh reads (all, or a turn of them).
+        self._turns: WindowTurns[str] = WindowTurns(str)
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -149,7 +154,7 @@ class Retention:
     async def _refresh_forever(self) -> None:
         while True:
             try:
-                await self.refresh_quietly(await self._conversation_ids())
+                await self.refresh_quietly(self._turns.next(await self._conversation_ids()))
             except Exception:  # the worker's boundary: a failed pass must not end it
                 log.exception("reading disappearing settings failed; trying next period")
             await asyncio.sleep(self._refresh_interval_s)

@@ -1,4 +1,4 @@
-"""Which conversations a catch-up's window check reads: all of them, or a turn of them.
+"""Which conversations a periodic check reads: all of them, or a turn of them.
 
 The window check (`Ingestor.reconcile`) reads each conversation's recent messages and
 libxmtp's count of them: two libxmtp queries and two store reads a conversation. At
@@ -12,14 +12,19 @@ checked each period, as before; a bigger one has them checked in turns, in id or
 so that each is checked at least once every `ROUNDS` periods: such a message is taken
 within `ROUNDS` catch-up periods instead of one. Its count check has no time window,
 so a turn that comes later than the 10-minute window still finds the gap.
+
+The disappearing-settings refresh (cone/core/retention.py) takes its turns the same
+way. A setting changes by a group update, a message ingest takes in, and taking it in
+reads that conversation's setting at once; the refresh is the net for an update
+ingest never took. At 10,000 conversations reading every setting each period was
+about a tenth of an idle daemon's CPU (docs/bench.md, "big store").
 """
 
 from __future__ import annotations
 
 import bisect
-from typing import Final
-
-from cone.engine.port import ConversationInfo
+from collections.abc import Callable, Sequence
+from typing import Final, Generic, TypeVar
 
 #: Stores of up to this many conversations are checked whole every period.
 ALL: Final = 500
@@ -27,25 +32,29 @@ ALL: Final = 500
 ROUNDS: Final = 8
 
 
-class WindowTurns:
-    """The conversations each catch-up's window check reads, turn by turn."""
+T = TypeVar("T")
 
-    def __init__(self, all_up_to: int = ALL, rounds: int = ROUNDS) -> None:
+
+class WindowTurns(Generic[T]):
+    """The conversations each period reads, turn by turn (`key`: a conversation's id)."""
+
+    def __init__(self, key: Callable[[T], str], all_up_to: int = ALL, rounds: int = ROUNDS) -> None:
+        self._key = key
         self._all_up_to = all_up_to
         self._rounds = rounds
         self._after = ""  # the last conversation id of the previous turn
 
-    def next(self, listing: list[ConversationInfo]) -> list[ConversationInfo]:
+    def next(self, listing: Sequence[T]) -> list[T]:
         """This period's turn: the whole `listing` when it is small, else the next
         share of it after the previous turn's last id (wrapping around), at least
         `all_up_to` and at least a `rounds`-th of it."""
         if len(listing) <= self._all_up_to:
-            return listing
-        ordered = sorted(listing, key=lambda c: c.id)
+            return list(listing)
+        ordered = sorted(listing, key=self._key)
         share = max(self._all_up_to, -(-len(ordered) // self._rounds))
-        start = bisect.bisect_right([c.id for c in ordered], self._after)
+        start = bisect.bisect_right([self._key(c) for c in ordered], self._after)
         turn = (ordered[start:] + ordered[:start])[:share]
-        self._after = turn[-1].id
+        self._after = self._key(turn[-1])
         return turn
 
 

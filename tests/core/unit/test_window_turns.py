@@ -14,19 +14,23 @@ def _listing(*ids: str) -> list[ConversationInfo]:
     return [ConversationInfo(i, True, "", XmtpConsent.ALLOWED) for i in ids]
 
 
+def _id(c: ConversationInfo) -> str:
+    return c.id
+
+
 def _ids(turn: list[ConversationInfo]) -> list[str]:
     return [c.id for c in turn]
 
 
 def test_a_small_store_is_checked_whole_every_period() -> None:
-    turns = WindowTurns(all_up_to=3, rounds=4)
+    turns = WindowTurns(_id, all_up_to=3, rounds=4)
     listing = _listing("c", "a", "b")
     assert _ids(turns.next(listing)) == ["c", "a", "b"]
     assert _ids(turns.next(listing)) == ["c", "a", "b"]
 
 
 def test_a_big_store_is_checked_in_turns_each_conversation_within_rounds() -> None:
-    turns = WindowTurns(all_up_to=3, rounds=4)
+    turns = WindowTurns(_id, all_up_to=3, rounds=4)
     ids = [f"{i:02d}" for i in range(20)]
     listing = _listing(*reversed(ids))  # the listing's order does not matter
     seen = [_ids(turns.next(listing)) for _ in range(4)]
@@ -41,7 +45,7 @@ def test_a_big_store_is_checked_in_turns_each_conversation_within_rounds() -> No
 
 
 def test_a_turn_is_at_least_all_up_to_conversations() -> None:
-    turns = WindowTurns(all_up_to=3, rounds=100)
+    turns = WindowTurns(_id, all_up_to=3, rounds=100)
     listing = _listing(*(f"{i}" for i in range(7)))
     assert _ids(turns.next(listing)) == ["0", "1", "2"]
     assert _ids(turns.next(listing)) == ["3", "4", "5"]
@@ -56,7 +60,7 @@ async def test_the_window_check_of_a_big_store_takes_a_message_the_sync_missed_w
         _, peer = engine.peer(name)
         cids.append((engine.dm(peer), peer))
     await core.ingestor.ingest_all()
-    core.ingestor._window_turns = WindowTurns(all_up_to=1, rounds=2)
+    core.ingestor._window_turns = WindowTurns(_id, all_up_to=1, rounds=2)
     # In libxmtp's database, neither streamed nor read (as a type the listing hides).
     for cid, peer in cids:
         engine.incoming(cid, peer, "late")
