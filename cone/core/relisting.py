@@ -5,12 +5,14 @@ libxmtp 1.10's listing reads every stored message to find each conversation's ne
 all once inside: an idle period paid for two listings. After each sync the catch-up
 listed again for the `changed_only` ingest, which reads the conversations whose
 newest listed message moved. libxmtp's sync summary says when there can be nothing
-for that ingest to find: it counts the conversations it listed (`eligible`), which
-only grows as libxmtp never drops one, and the groups it synced (`synced`), which
-are those the node had news for. A period whose sync synced none and listed as many
-as the sync before the held listing keeps that listing; the window check reads its
-turn of it (docs/guarantees.md, path 3, says what else can bring a message in and
-how long the held listing may stand).
+for that ingest to find: it counts the conversations it listed (`eligible`: every
+one not denied, so a welcome adds one and a block takes one away), and the groups it
+synced (`synced`), which are those the node had news for. A period whose sync synced
+none and listed as many as the sync before the held listing keeps that listing; the
+window check reads its turn of it (docs/guarantees.md, path 2, says what else can
+bring a message in and how long the held listing may stand). A welcome and a block
+in one period leave the count as it was: the conversation stream reports the
+welcome at once, and the fresh listing every `EVERY` periods takes it otherwise.
 
 A fresh listing is taken anyway every `EVERY` periods, and whenever the summary is
 missing, a sync failed, or a stream restart or the cutover asked for one (`expire`).

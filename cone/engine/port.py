@@ -44,9 +44,9 @@ class ConversationInfo:
 class SyncSummary:
     """What libxmtp's sync of every conversation reports (its `GroupSyncSummary`)."""
 
-    # The conversations it listed to sync: every one libxmtp holds, the device-sync
-    # group and duplicate DMs included, so not the count of `conversations()`. It only
-    # grows, as libxmtp never drops a conversation from its database.
+    # The conversations it listed to sync: every one libxmtp holds whose consent is
+    # not denied, the device-sync group and duplicate DMs included, so not the count
+    # of `conversations()`. A welcome adds one; a block (consent denied) takes one away.
     eligible: int
     # Those the node had news for and libxmtp synced without an error. A group whose
     # sync failed part-way is not counted, though what it took in before is stored.
