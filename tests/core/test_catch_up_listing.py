@@ -3,7 +3,7 @@
 A real core in this process over a real engine, store and devnet, catching up every
 0.3 s. The engine's `sync_all` and `conversations` are wrapped to note each call in
 order (instrumentation: the real calls run): a period is a sync and what follows it
-up to the next sync (cone/core/relisting.py, docs/guarantees.md path 3).
+up to the next sync (cone/core/relisting.py, docs/guarantees.md path 2).
 """
 
 from __future__ import annotations
