@@ -29,13 +29,18 @@ sizes compare with each other (the growth), on the same machine load:
   peers' raw libxmtp took to publish them (the baseline).
 - memory: the daemon's resident set (VmRSS) after start and after the
   reconciliation, its peak (VmHWM) before the ingest burst, its resident set right
-  after the burst, and its peak over the whole run.
+  after the burst, and its peak over the whole run; and, sampled every 0.5 s, what
+  the resident set is made of at the sampled peak (anonymous, and libxmtp's database
+  mapped: libxmtp sets `mmap_size` on each connection), and the most descriptors
+  (one per connection of libxmtp's pool), mappings and mapped MiB of that database
+  at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -82,6 +87,59 @@ def _kib(pid: int, field: str) -> int:
     return 0
 
 
+def _memory(pid: int) -> dict[str, float]:
+    """What the resident set is made of: anonymous vs file-backed (status), the part of
+    it that maps libxmtp's database (smaps), and how many descriptors the process holds
+    on that database (a connection of libxmtp's pool holds one each)."""
+    out = {k: _kib(pid, k) / 1024 for k in ("VmRSS", "RssAnon", "RssFile")}
+    db_maps = db_rss = 0
+    on_db = False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split(maxsplit=5)
+        if "-" in head[0] and not head[0].endswith(":"):
+            on_db = len(head) == 6 and head[5].endswith("xmtp.db3")
+            db_maps += on_db
+        elif on_db and head[0] == "Rss:":
+            db_rss += int(head[1])
+    out["db_maps"], out["db_map_mib"] = db_maps, db_rss / 1024
+    fds = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            fds.append(os.readlink(fd))
+        except OSError:
+            continue
+    out["db_fds"] = sum(1 for f in fds if f.endswith("xmtp.db3"))
+    out["fds"] = len(fds)
+    return out
+
+
+class _MemorySampler:
+    """Samples `_memory` every half second; keeps the sample at the resident set's peak."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak: dict[str, float] = {}
+        self.most = {"db_fds": 0.0, "db_maps": 0.0, "db_map_mib": 0.0}
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                m = await asyncio.to_thread(_memory, self.pid)
+            except (OSError, ValueError):
+                return
+            for k in self.most:
+                self.most[k] = max(self.most[k], m[k])
+            if m["VmRSS"] >= self.peak.get("VmRSS", 0):
+                self.peak = {**m, "at": round(time.time(), 1)}
+            await asyncio.sleep(0.5)
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
 def _cpu_s(pid: int) -> float:
     """The process's CPU time so far (user + system), in seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -116,6 +174,8 @@ async def run_size(
         out["start_s"] = time.perf_counter() - t0
         assert d.proc is not None
         pid = d.proc.pid
+        print(f"  memory after start: {_memory(pid)}", flush=True)
+        sampler = _MemorySampler(pid)
         try:
             out["during_start_receive_ms"] = await _p50(
                 lambda: d.client.receive(limit=100, wait_ms=0), 10
@@ -127,6 +187,7 @@ async def run_size(
             for i, key in enumerate(("core_s", "read_s", "streams_s", "sync_s"), 1):
                 out[key] = float(started.group(i))
             out["rss_start_mib"] = _kib(pid, "VmRSS") / 1024
+            print(f"  memory after the first sync: {_memory(pid)}", flush=True)
             during = await _p50(lambda: d.client.receive(limit=100, wait_ms=0), 10)
             done = await until(lambda: asyncio.to_thread(_DONE.search, d.stderr()), timeout=3600)
             out["reconcile_s"] = float(done.group(1))
@@ -152,7 +213,12 @@ async def run_size(
             out.update(await _ingest(d, copy, url, active))
             out["rss_after_ingest_mib"] = _kib(pid, "VmRSS") / 1024
             out["rss_peak_mib"] = _kib(pid, "VmHWM") / 1024
+            print(f"  memory at the sampled peak: {sampler.peak}", flush=True)
+            out["peak_anon_mib"] = sampler.peak["RssAnon"]
+            out["peak_db_map_mib"] = sampler.peak["db_map_mib"]
+            out.update({f"most_{k}": v for k, v in sampler.most.items()})
         finally:
+            await sampler.stop()
             await d.stop()
             lines = [
                 x
@@ -265,6 +331,15 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         ("RSS peak before the ingest burst (MiB)", "hwm_before_ingest_mib", "{:.0f}"),
         ("RSS after the ingest burst (MiB)", "rss_after_ingest_mib", "{:.0f}"),
         ("RSS peak (MiB)", "rss_peak_mib", "{:.0f}"),
+        ("  of it anonymous, at the sampled peak (MiB)", "peak_anon_mib", "{:.0f}"),
+        (
+            "  of it mapping libxmtp's database, at the sampled peak (MiB)",
+            "peak_db_map_mib",
+            "{:.0f}",
+        ),
+        ("most descriptors on libxmtp's database at once (sampled)", "most_db_fds", "{:.0f}"),
+        ("most mappings of libxmtp's database at once (sampled)", "most_db_maps", "{:.0f}"),
+        ("most resident in them at once (sampled, MiB)", "most_db_map_mib", "{:.0f}"),
     ]
     print(
         "| figure | "
