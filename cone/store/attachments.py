@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from cone import limits
-from cone.store._db import Connection
+from cone.store._db import Connection, limit_clause
 from cone.store.records import AttachmentRow, Consent, StoredAttachment
 
 # The error a remote attachment shows until its first download attempt ends.
@@ -109,8 +109,8 @@ def due(conn: Connection, now_ns: int, limit: int = 16) -> list[ToFetch]:
     rows = conn.execute(
         "SELECT message_id, idx, remote_json, attempts FROM attachments"
         " WHERE data IS NULL AND remote_json IS NOT NULL AND next_attempt_ns <= ?"
-        " ORDER BY next_attempt_ns LIMIT ?",
-        (now_ns, limit),
+        f" ORDER BY next_attempt_ns {limit_clause(limit)}",
+        (now_ns,),
     ).fetchall()
     return [ToFetch(r[0], r[1], r[2], r[3]) for r in rows]
 
