@@ -25,16 +25,23 @@ The lane ticks a heartbeat; a lane that has not ticked for `STUCK_S` (a call blo
 its thread), or on which a call overran its bound, takes no new calls: they go to a
 thread of their own, as synchronous calls do, until the lane ticks again. A call already queued on
 the lane when it stalled waits at most its bound, like any call.
+
+`close` ends the lane and the workers (the engine closes its offload), and every lane
+still running is stopped at the interpreter's exit: a lane's heartbeat is a uvloop
+timer, and a timer that fires while the interpreter finalizes takes the GIL through
+`PyGILState_Ensure`, which then has no interpreter left and crashes the process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import inspect
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -52,6 +59,9 @@ GRACE_S: Final = 1.0
 #: The lane's heartbeat, and how long without one makes it stuck (seconds).
 BEAT_S: Final = 0.2
 STUCK_S: Final = 1.0
+#: How long the exit waits for each lane still running to stop (one stuck inside a
+#: libxmtp call does not).
+EXIT_WAIT_S: Final = 1.0
 
 
 @dataclass
@@ -75,12 +85,26 @@ class _Lane:
         self.loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
         self.beat = time.monotonic()
         self.stalled = False  # a call on it overran its bound
-        threading.Thread(target=self._run, name="cone-xmtp-lane", daemon=True).start()
+        self.thread = threading.Thread(target=self._run, name="cone-xmtp-lane", daemon=True)
+        self.thread.start()
+        _RUNNING.add(self)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.loop.call_soon(self._tick)
-        self.loop.run_forever()
+        try:
+            self.loop.run_forever()
+        finally:
+            # Calls still on it are abandoned: their callers have their bounds.
+            self.loop.close()
+
+    def stop(self) -> None:
+        """End the lane's loop, and with it its thread (after the call it is in)."""
+        _RUNNING.discard(self)
+        try:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        except RuntimeError:
+            pass  # closed already
 
     def _tick(self) -> None:
         self.beat = time.monotonic()
@@ -90,6 +114,19 @@ class _Lane:
     def open(self) -> bool:
         """Whether the lane takes new calls: it ticked lately and nothing on it stalled."""
         return not self.stalled and time.monotonic() - self.beat < STUCK_S
+
+
+#: The lanes not yet stopped, for the exit.
+_RUNNING: weakref.WeakSet[_Lane] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_lanes() -> None:
+    lanes = list(_RUNNING)
+    for lane in lanes:
+        lane.stop()
+    for lane in lanes:
+        lane.thread.join(EXIT_WAIT_S)
 
 
 async def _bounded(call: Callable[[], Any], seconds: float) -> Any:
@@ -151,16 +188,35 @@ class Offload:
     """Worker threads, each with its own event loop, that make libxmtp calls."""
 
     def __init__(self, max_threads: int = MAX_THREADS) -> None:
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        # None tells a worker to end.
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._max = max_threads
         self._threads = 0
         self._idle = 0
         self._lock = threading.Lock()
         self._lane: _Lane | None = None
+        self._closed = False
+
+    def close(self) -> None:
+        """End the lane and the workers; later calls are refused. A call still running
+        is abandoned (its caller has its bound), and its thread ends after it."""
+        self._closed = True
+        lane, self._lane = self._lane, None
+        if lane is not None:
+            lane.stop()
+        with self._lock:
+            workers = self._threads
+        for _ in range(workers):
+            self._jobs.put(None)
+
+    def _refuse_closed(self, doing: str) -> None:
+        if self._closed:
+            raise Unavailable(f"{doing}: the XMTP client is closed")
 
     async def run(self, call: Callable[[], Awaitable[T]], seconds: float, doing: str) -> T:
         """Await `call()` on the lane (or a worker of its own while the lane is
         stuck), bounded by `seconds`; Unavailable when it does not finish in time."""
+        self._refuse_closed(doing)
         if self._lane is None:
             self._lane = _Lane()
         lane = self._lane
@@ -184,6 +240,7 @@ class Offload:
         return await self._run(call, seconds, doing)  # type: ignore[no-any-return]  # as in run
 
     async def _run(self, call: Callable[[], Any], seconds: float, doing: str) -> Any:
+        self._refuse_closed(doing)
         job = _Job(call, seconds, concurrent.futures.Future())
         self._submit(job)
         try:
@@ -208,6 +265,11 @@ class Offload:
             job = self._jobs.get()
             with self._lock:
                 self._idle -= 1
+                if job is None:
+                    self._threads -= 1
+            if job is None:
+                loop.close()
+                return
             # A job whose caller gave up while it queued is not started at all.
             if not job.future.set_running_or_notify_cancel():
                 continue

@@ -7,13 +7,16 @@ through the engine's offloaded calls and waits until libxmtp says it is ready.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 from cone.engine import _convert
-from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls
+from cone.engine._calls import NETWORK_CALL_S, Calls
 from cone.engine._echoes import Echoes
 from cone.engine.port import ConsentUpdate, RawMessage
 from cone.engine.streams import Opener, StreamHandle, SupervisedStream
+
+#: How long ending a stream waits for libxmtp's task to stop (it is aborted: prompt).
+ENDING_S: Final = 5.0
 
 
 def supervised_streams(
@@ -43,7 +46,13 @@ def supervised_streams(
     def opener(name: str, open_: Callable[[Any, Any], Awaitable[Any]]) -> Opener:
         async def ready(cb: Any) -> Any:
             closer = await open_(client().conversations(), cb)
-            await closer.wait_for_ready()
+            try:
+                await closer.wait_for_ready()
+            except BaseException:
+                # Given up on (out of time, or stopping): a subscription nobody holds
+                # would live on, and call back after its loop has closed.
+                closer.end()
+                raise
             if closer.is_closed():
                 # libxmtp reports "ready" also for a subscription that failed.
                 raise ConnectionError(
@@ -53,7 +62,8 @@ def supervised_streams(
 
         async def opened(cb: Any) -> StreamHandle:
             closer: Any = await x.call(lambda: ready(cb), NETWORK_CALL_S, f"opening {name}")
-            return StreamHandle(lambda: x.call_sync(closer.end, LOCAL_CALL_S, f"ending {name}"))
+            # Waits for libxmtp's task to end: none of its callbacks can come later.
+            return StreamHandle(lambda: x.call(closer.end_and_wait, ENDING_S, f"ending {name}"))
 
         return opened
 

@@ -130,6 +130,7 @@ class Engine:
                 opened, REGISTER_S, "opening the XMTP client"
             )
         except ConeError as err:
+            offload.close()
             cause = err.__cause__
             if cause is not None and is_damaged_database(cause):
                 raise StateError(
@@ -140,6 +141,7 @@ class Engine:
                 ) from cause
             raise
         if not new and not registered:
+            offload.close()
             raise FailedPrecondition(
                 "libxmtp's database does not hold this identity's installation; refusing to "
                 "register a new installation (XMTP allows 10 per inbox). Restore the database "
@@ -602,18 +604,19 @@ class Engine:
         await self._x.call(self._client.db_reconnect, LOCAL_CALL_S, "reopening libxmtp's database")
 
     async def close(self) -> None:
-        """Stop the streams and release libxmtp's database."""
+        """Stop the streams, release libxmtp's database and end the threads that made
+        its calls (cone/engine/_offload.py); the engine takes no calls after."""
         if self._reconnecting is not None:
             self._reconnecting.cancel()
             await asyncio.gather(self._reconnecting, return_exceptions=True)
         await self._cut.close()
-        for s in self._streams:
-            await s.stop()
+        await asyncio.gather(*(s.stop() for s in self._streams))
         self._streams = []
         try:
             await self.release_db()
         except ConeError as exc:
             log.warning("releasing libxmtp's database: %s", exc)
+        self._x.offload.close()
 
 
 __all__ = [

@@ -59,7 +59,17 @@ class _Callback(ffi.FfiMessageCallback, ffi.FfiConversationCallback, ffi.FfiCons
             log.warning("a stream item could not be read: %s", exc)
             return
         if value is not None:
-            self._loop.call_soon_threadsafe(self._on_item, value)
+            self._to_loop(self._on_item, value)
+
+    def _to_loop(self, fn: Callable[..., None], *args: Any) -> None:
+        # Nothing may raise into libxmtp: an exception in a callback is a panic there,
+        # and a panic aborts the whole process. libxmtp may end a stream after the
+        # loop that owned it has closed (the daemon stopping while a resubscription
+        # hangs): that news has nobody left to reach.
+        try:
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop is closed
+            pass
 
     # libxmtp's callback protocols name the item method differently per stream.
     def on_message(self, message: Any) -> None:
@@ -72,14 +82,13 @@ class _Callback(ffi.FfiMessageCallback, ffi.FfiConversationCallback, ffi.FfiCons
         self._item(consent)
 
     def on_error(self, error: Any) -> None:
-        msg = str(error)
-        self._loop.call_soon_threadsafe(self._set_error, msg)
+        self._to_loop(self._set_error, str(error))
 
     def _set_error(self, msg: str) -> None:
         self.error = msg
 
     def on_close(self) -> None:
-        self._loop.call_soon_threadsafe(self.closed.set)
+        self._to_loop(self.closed.set)
 
 
 @dataclass(frozen=True)

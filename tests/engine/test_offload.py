@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import textwrap
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,8 +17,17 @@ from cone.errors import Unavailable
 from support.waiting import until
 
 
-async def test_a_call_that_blocks_its_thread_leaves_the_loop_free_and_is_bounded() -> None:
-    offload = Offload()
+@pytest.fixture
+def offload() -> Iterator[Offload]:
+    """An offload, closed after the test (its threads end)."""
+    made = Offload()
+    yield made
+    made.close()
+
+
+async def test_a_call_that_blocks_its_thread_leaves_the_loop_free_and_is_bounded(
+    offload: Offload,
+) -> None:
     release = threading.Event()
     loop_thread = threading.get_ident()
     ran_on: list[int] = []
@@ -40,8 +53,7 @@ async def test_a_call_that_blocks_its_thread_leaves_the_loop_free_and_is_bounded
     release.set()
 
 
-async def test_async_calls_are_awaited_on_the_worker_and_errors_come_back() -> None:
-    offload = Offload()
+async def test_async_calls_are_awaited_on_the_worker_and_errors_come_back(offload: Offload) -> None:
 
     async def on_worker() -> int:
         await asyncio.sleep(0)
@@ -62,8 +74,9 @@ async def test_async_calls_are_awaited_on_the_worker_and_errors_come_back() -> N
         await offload.run(hangs, 0.2, "a hanging call")
 
 
-async def test_async_calls_share_one_lane_until_a_call_blocks_it_then_go_around_it() -> None:
-    offload = Offload()
+async def test_async_calls_share_one_lane_until_a_call_blocks_it_then_go_around_it(
+    offload: Offload,
+) -> None:
 
     async def thread_name() -> str:
         await asyncio.sleep(0)
@@ -90,8 +103,7 @@ async def test_async_calls_share_one_lane_until_a_call_blocks_it_then_go_around_
     await until(back_on_the_lane, timeout=10)
 
 
-async def test_a_caller_that_gives_up_cancels_its_call_on_the_lane() -> None:
-    offload = Offload()
+async def test_a_caller_that_gives_up_cancels_its_call_on_the_lane(offload: Offload) -> None:
     started = threading.Event()
     cancelled = threading.Event()
 
@@ -118,3 +130,59 @@ async def test_a_caller_that_gives_up_cancels_its_call_on_the_lane() -> None:
         return threading.current_thread().name
 
     assert await offload.run(answer, 1, "a call") == "cone-xmtp-lane"
+
+
+async def test_a_closed_offload_ends_its_threads_and_refuses_calls(offload: Offload) -> None:
+    async def name() -> str:
+        return threading.current_thread().name
+
+    assert await offload.run(name, 1, "a call") == "cone-xmtp-lane"
+    assert await offload.run_sync(lambda: 1, 1, "a call") == 1
+    mine = {t for t in threading.enumerate() if t.name.startswith("cone-xmtp")}
+    assert {t.name for t in mine} == {"cone-xmtp-lane", "cone-xmtp"}
+    offload.close()
+
+    async def ended() -> bool:
+        return not any(t.is_alive() for t in mine)
+
+    await until(ended, timeout=10)
+    with pytest.raises(Unavailable, match="a late call: the XMTP client is closed"):
+        await offload.run(name, 1, "a late call")
+    with pytest.raises(Unavailable, match="a late call: the XMTP client is closed"):
+        await offload.run_sync(lambda: 1, 1, "a late call")
+
+
+# A lane left running (nobody closed its offload) is stopped at the exit, before the
+# interpreter finalizes: its heartbeat, a uvloop timer, would otherwise take the GIL
+# from a finalized interpreter, and crash the process. atexit runs its handlers last
+# registered first: the check, registered before cone's module, runs after its handler.
+_EXIT = textwrap.dedent(
+    """
+    import asyncio, atexit, threading
+
+    @atexit.register
+    def check() -> None:
+        alive = [t.name for t in threading.enumerate() if t.name == "cone-xmtp-lane"]
+        print("lanes at the end:", len(alive), flush=True)
+
+    from cone.engine._offload import Offload
+
+    async def main() -> None:
+        async def call() -> int:
+            return 1
+
+        await Offload().run(call, 1, "a call")  # never closed
+        print("lanes running:", sum(t.name == "cone-xmtp-lane" for t in threading.enumerate()))
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_lane_still_running_at_the_exit_is_stopped_before_the_interpreter_ends() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _EXIT], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, "lanes running: 1\nlanes at the end: 0\n"), (
+        done.stderr
+    )
