@@ -18,9 +18,10 @@ sizes compare with each other (the growth), on the same machine load:
   reconciliation against the same after it (p50, and the ratio).
 - idle: the daemon's CPU over `--idle-s` seconds once the reconciliation is done and
   nothing arrives (the catch-up's periods: its sync, the window check over a turn of
-  the conversations, the settings refresh), as seconds of CPU per 30 s period; and,
-  from the daemon's `-v` lines, its syncs, those libxmtp reported groups synced in,
-  and cone's own conversation listings, per period.
+  the conversations, the settings refresh), as seconds of CPU per 30 s (the default
+  catch-up interval; a long pass stretches the wait, cone/core/pacing.py); and, from
+  the daemon's `-v` lines, its syncs, those libxmtp reported groups synced in, and
+  cone's own conversation listings, per 30 s.
 - conversations: a `conversations` page (50): the first (p50 of 10), and walking
   100 pages (5,000 conversations): p50 and the 100th.
 - drain: receive (1000) + ack of the pending backlog (10,000), in msg/s.
@@ -319,10 +320,10 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         ("conversations page (50), first, p50 (ms)", "conversations_first_ms", "{:.1f}"),
         ("conversations page (50), walking 100 pages, p50 (ms)", "conversations_walk_ms", "{:.1f}"),
         ("conversations page (50), the 100th (ms)", "conversations_last_ms", "{:.1f}"),
-        ("idle: CPU per 30 s catch-up period (s)", "idle_cpu_s", "{:.2f}"),
-        ("idle: syncs per period", "idle_syncs", "{:.2f}"),
-        ("idle: of them with groups synced, per period", "idle_syncs_with_news", "{:.2f}"),
-        ("idle: cone's conversation listings per period", "idle_listings", "{:.2f}"),
+        ("idle: CPU per 30 s (s)", "idle_cpu_s", "{:.2f}"),
+        ("idle: catch-up syncs per 30 s", "idle_syncs", "{:.2f}"),
+        ("idle: of them with groups synced, per 30 s", "idle_syncs_with_news", "{:.2f}"),
+        ("idle: cone's conversation listings per 30 s", "idle_listings", "{:.2f}"),
         ("receive+ack drain of the backlog (msg/s)", "drain_msg_s", "{:,.0f}"),
         ("ingest, all sent by the peers (s)", "ingest_sent_s", "{:.2f}"),
         ("ingest, all in cone's inbox (s)", "ingest_s", "{:.2f}"),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cone import PROTOCOL_VERSION, _failpoints
-from cone.core import installations
+from cone.core import installations, pacing
 from cone.core.attachments import Fetcher
 from cone.core.backup import BackupMaker
 from cone.core.destinations import Destinations
@@ -254,12 +254,14 @@ class Core:
         await self.engine.close()
 
     async def _catch_up_forever(self) -> None:
+        wait = self._catchup_interval_s
         while True:
             try:
-                await asyncio.wait_for(self._catch_up_now.wait(), self._catchup_interval_s)
+                await asyncio.wait_for(self._catch_up_now.wait(), wait)
             except TimeoutError:
                 pass
             self._catch_up_now.clear()
+            started = time.monotonic()
             try:
                 listing: list[ConversationInfo] | None = None
                 current = True
@@ -274,6 +276,10 @@ class Core:
                     await self.ingestor.reconcile(full=False, listing=listing, current=current)
             except Exception:  # the loop's boundary: a failed pass must not end catch-up
                 log.exception("catch-up failed unexpectedly; trying again next period")
+            took = time.monotonic() - started
+            wait = pacing.next_wait(self._catchup_interval_s, took)
+            if wait > self._catchup_interval_s:
+                log.debug("catch-up took %.1f s; the next in %.0f s", took, wait)
 
     async def _reconcile_all(self) -> None:
         try:

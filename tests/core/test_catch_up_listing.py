@@ -1,4 +1,5 @@
-"""The catch-up lists conversations again only when its sync brought something in.
+"""The catch-up lists conversations again only when its sync brought something in, and
+a long pass stretches the wait before the next.
 
 A real core in this process over a real engine, store and devnet, catching up every
 0.3 s. The engine's `sync_all` and `conversations` are wrapped to note each call in
@@ -8,7 +9,10 @@ up to the next sync (cone/core/relisting.py, docs/guarantees.md path 2).
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,7 @@ from typing import Any
 import pytest
 from xmtp_bindings import xmtpv3 as ffi
 
+from cone.core.pacing import FLOOR_S, next_wait
 from cone.core.relisting import EVERY
 from cone.core.service import Core
 from cone.devnet import Devnet
@@ -205,3 +210,31 @@ async def test_a_conversation_made_while_the_streams_are_down_is_recorded(
     assert calls.restarts == restarts
     grew = await _first(calls, since, lambda s: s.eligible > before.eligible)
     assert grew[1] >= 1  # one more conversation: listed again
+
+
+async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(core: Core) -> None:
+    """The pacing (cone/core/pacing.py) with the bad timing forced: each sync is held
+    1 s longer than it takes, so every pass is long."""
+    await _started(core)
+    synced = core.engine.sync_all
+    passes: list[tuple[float, float]] = []  # each sync's start and end
+
+    async def slow() -> SyncSummary | None:
+        start = time.monotonic()
+        await asyncio.sleep(FLOOR_S)
+        try:
+            return await synced()
+        finally:
+            passes.append((start, time.monotonic()))
+
+    core.engine.sync_all = slow  # type: ignore[method-assign]  # instrumentation
+
+    async def three() -> bool:
+        return len(passes) >= 3
+
+    await until(three)
+    for (start, end), (after, _) in itertools.pairwise(passes[:3]):
+        # The wait began when the pass ended, after its sync: at least the stretched
+        # wait for a sync this long (the cap, 8 intervals, at this test's interval).
+        assert after - end >= next_wait(PERIOD_S, end - start) - 0.01
+        assert next_wait(PERIOD_S, end - start) > PERIOD_S
