@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 
 import pytest
 from xmtp_bindings import xmtpv3 as ffi
@@ -121,9 +122,17 @@ def test_absent_identities_and_damaged_databases_are_told_apart() -> None:
     assert not is_damaged_database(ffi.FfiError.Error("Storage error: database or disk is full"))
 
 
-async def test_a_failed_call_comes_back_translated_noted_and_answered() -> None:
+@pytest.fixture
+def offload() -> Iterator[Offload]:
+    """An offload, closed after the test (its threads end)."""
+    made = Offload()
+    yield made
+    made.close()
+
+
+async def test_a_failed_call_comes_back_translated_noted_and_answered(offload: Offload) -> None:
     noted: list[ConeError] = []
-    calls = Calls(Offload(), noted=noted.append)
+    calls = Calls(offload, noted=noted.append)
 
     def refused() -> None:
         raise ffi.FfiError.Error(
@@ -137,8 +146,8 @@ async def test_a_failed_call_comes_back_translated_noted_and_answered() -> None:
     assert answered(caught.value)
 
 
-async def test_a_refusal_reads_the_error_before_translate() -> None:
-    calls = Calls(Offload()).refusing(group_refusal)
+async def test_a_refusal_reads_the_error_before_translate(offload: Offload) -> None:
+    calls = Calls(offload).refusing(group_refusal)
 
     async def inactive() -> None:
         raise ffi.FfiError.Error("GroupInactive")
@@ -149,9 +158,9 @@ async def test_a_refusal_reads_the_error_before_translate() -> None:
     assert caught.value.reason == "not_a_member"
 
 
-async def test_a_call_past_its_bound_is_unavailable_and_not_an_answer() -> None:
+async def test_a_call_past_its_bound_is_unavailable_and_not_an_answer(offload: Offload) -> None:
     release = threading.Event()
-    calls = Calls(Offload())
+    calls = Calls(offload)
 
     try:
         with pytest.raises(Unavailable) as caught:

@@ -136,9 +136,10 @@ async def test_a_closed_offload_ends_its_threads_and_refuses_calls(offload: Offl
     async def name() -> str:
         return threading.current_thread().name
 
+    before = set(threading.enumerate())  # other tests' threads, if any, are not ours
     assert await offload.run(name, 1, "a call") == "cone-xmtp-lane"
     assert await offload.run_sync(lambda: 1, 1, "a call") == 1
-    mine = {t for t in threading.enumerate() if t.name.startswith("cone-xmtp")}
+    mine = set(threading.enumerate()) - before
     assert {t.name for t in mine} == {"cone-xmtp-lane", "cone-xmtp"}
     offload.close()
 
