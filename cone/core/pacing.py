@@ -3,10 +3,10 @@
 The catch-up runs every `interval` (30 s by default) as a net under the streams. In a
 big store one pass is long: libxmtp's sync of every conversation lists them all
 itself, reading every stored message, 10–17 s at 1,000,000 messages (docs/bench.md,
-"big store"), so at a fixed 30 s an idle daemon spent a third of a core on it. After
-a pass that took `STRETCH` times longer than the interval allows, the next wait grows
-to `STRETCH` times the pass: the catch-up then takes at most a fifth of the daemon's
-time, and a store whose passes are short keeps the interval as it is. A pass shorter
+"big store"), so at a fixed 30 s an idle daemon spent a third of a core on it. When
+`STRETCH` times a pass is longer than the interval, the next wait is `STRETCH` times
+the pass: the catch-up then takes at most a fifth of the daemon's time, and a store
+whose passes are short keeps the interval as it is. A pass shorter
 than `FLOOR_S` never stretches it (a short interval configured on purpose, as tests
 do, stays), and no wait exceeds `MAX_INTERVALS` intervals. What wakes the catch-up
 at once (the network back, a stream reopened, the cutover) still does.
