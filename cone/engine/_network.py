@@ -128,13 +128,8 @@ class Network:
         doing = f"creating the DM with {inbox_id}"
 
         async def dm() -> ConversationInfo:
-            conv = (
-                await self._client()
-                .conversations()
-                .find_or_create_dm(
-                    inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
-                )
-            )
+            options = ffi.FfiCreateDmOptions(message_disappearing_settings=None)
+            conv = await self._client().conversations().find_or_create_dm(inbox_id, options)
             return _convert.info(conv)
 
         try:
