@@ -3,10 +3,11 @@
 Everything cone needs from XMTP goes through `Engine`: the identity, conversations
 and their consent, libxmtp's local message database, sync, streams, DMs, sending.
 libxmtp errors are translated here, once, into ConeErrors (cone/engine/_calls.py).
-`Engine` opens the client, moves it to D14N at the cutover and keeps the streams; each
-other part is a module of its own that it delegates to: reads of libxmtp's database
-(_reads.py), sync and lookups (_network.py), sending (_sending.py), the database's
-connection (_database.py), groups, consent and installations.
+`Engine` opens the client (with cone's refusals, _opening.py), moves it to D14N at the
+cutover and keeps the streams; each other part is a module of its own that it
+delegates to: reads of libxmtp's database (_reads.py), sync and lookups (_network.py),
+sending (_sending.py), the database's connection (_database.py), groups, consent and
+installations.
 """
 
 from __future__ import annotations
@@ -15,18 +16,18 @@ import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
 from cone import _failpoints
 from cone.engine import deletions
 from cone.engine._calls import LOCAL_CALL_S, Calls
-from cone.engine._client import open_client, wallet_address
+from cone.engine._client import wallet_address
 from cone.engine._cutover import Cutover
 from cone.engine._database import Database
 from cone.engine._echoes import Echoes
-from cone.engine._errors import detail, is_damaged_database
 from cone.engine._network import Network
 from cone.engine._offload import Offload
+from cone.engine._opening import REGISTER_S, open_identity
 from cone.engine._reads import Reads
 from cone.engine._sending import Sending
 from cone.engine._subscriptions import supervised_streams
@@ -42,13 +43,9 @@ from cone.engine.port import (
     XmtpConsent,
 )
 from cone.engine.streams import SupervisedStream
-from cone.errors import ConeError, FailedPrecondition, StateError
+from cone.errors import ConeError, StateError
 
 log = logging.getLogger(__name__)
-
-# Registering a new installation is a handful of node calls; against an unreachable
-# node libxmtp gives up after about 2 s, this bounds a node that never answers.
-REGISTER_S: Final = 60.0
 
 
 class Engine:
@@ -107,44 +104,16 @@ class Engine:
         `cutover_gateway`, a client on V3 moves itself to D14N through that gateway
         when its node cuts over (`on_switch`)."""
         offload = Offload()
-        opening = functools.partial(
-            open_client, api_url=api_url, db_path=db_path, db_key=db_key, wallet_key=wallet_key
-        )
-
-        async def reopen(gateway: str) -> Any:
-            return await opening(gateway_url=gateway, register=False, allow_offline=True)
-
-        async def opened() -> tuple[Any, bool, str, str]:
-            client = await opening(gateway_url=gateway_url, register=new, allow_offline=not new)
-            registered = client.signature_request() is None
-            return client, registered, client.inbox_id(), bytes(client.installation_id()).hex()
-
-        try:
-            client, registered, inbox_id, installation_id = await Calls(offload).call(
-                opened, REGISTER_S, "opening the XMTP client"
-            )
-        except ConeError as err:
-            offload.close()
-            cause = err.__cause__
-            if cause is not None and is_damaged_database(cause):
-                raise StateError(
-                    f"libxmtp's database {db_path} cannot be opened ({detail(str(cause))}): it "
-                    "or its salt file is damaged. Restore the identity from a backup (cone "
-                    "restore FILE --home NEW_HOME) and start there",
-                    reason="corrupt_database",
-                ) from cause
-            raise
-        if not new and not registered:
-            offload.close()
-            raise FailedPrecondition(
-                "libxmtp's database does not hold this identity's installation; refusing to "
-                "register a new installation (XMTP allows 10 per inbox). Restore the database "
-                "or start with a new state directory.",
-                reason="installation_mismatch",
-            )
-        engine = cls(client, wallet_key, offload, inbox_id, installation_id, api_url, gateway_url)
+        opened = await open_identity(
+            offload, api_url=api_url, db_path=db_path, db_key=db_key, wallet_key=wallet_key,
+            new=new, gateway_url=gateway_url,
+        )  # fmt: skip
+        engine = cls(
+            opened.client, wallet_key, offload, opened.inbox_id, opened.installation_id,
+            api_url, gateway_url,
+        )  # fmt: skip
         if cutover_gateway and not gateway_url:
-            move = functools.partial(engine._move_to_d14n, cutover_gateway, reopen)
+            move = functools.partial(engine._move_to_d14n, cutover_gateway, opened.reopen)
             engine._cut.can_move(cutover_gateway, move)
         return engine
 
