@@ -20,7 +20,8 @@ So a process that hosts the core:
   cache takes small allocations without the lock);
 - gives freed memory back (`trim`, glibc's `malloc_trim`) after the libxmtp calls
   that allocate the most at once: the listing and the sync of every conversation
-  (cone/engine/engine.py). It takes milliseconds and runs on an offload thread.
+  (cone/engine/_reads.py, _network.py). It takes milliseconds and runs on an offload
+  thread.
 
 Elsewhere (macOS, musl) both are no-ops.
 """

@@ -23,6 +23,9 @@ protocol-only or a repeated send key):
 A message cone cannot read (hostile or malformed content, over the size cap) still
 enters the inbox as unreadable, with its reason and fallback; a failure in one
 message or one conversation never holds back another.
+
+`Ingestor` runs the first two paths; the commit by id is cone/core/committing.py's,
+the third path cone/core/reconciliation.py's.
 """
 
 from __future__ import annotations
@@ -34,38 +37,20 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iter
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from cone import _failpoints, metrics
-from cone.core.arrivals import bare, initial_consent, to_inbox
-from cone.core.waiters import Batch, Waiter, Waiters, hand_out, take_for
-from cone.core.window_turns import WindowTurns
+from cone.core.arrivals import initial_consent
+from cone.core.committing import READ_MARGIN_NS, AfterCommit, Committer
+from cone.core.reconciliation import Reconciler
+from cone.core.waiters import Waiters
 from cone.engine.port import ConversationInfo, EnginePort, RawMessage, XmtpConsent
-from cone.store import (
-    Connection,
-    Consent,
-    Conversation,
-    IncomingMessage,
-    Kind,
-    Store,
-    conversations,
-    inbox,
-    meta,
-)
+from cone.store import Consent, Conversation, Kind, Store, conversations
 
 log = logging.getLogger(__name__)
 
-# How long before a read's start the next read begins: covers a libxmtp insert whose
-# stamp was taken before the read started but committed after it.
-READ_MARGIN_NS = 10_000_000_000
-# The least a catch-up reconciliation looks back (libxmtp's stamps run up to 60 s ahead).
-RECONCILE_WINDOW_NS = 10 * 60 * 1_000_000_000
-# The full reconciliation's pauses before it tries its failed conversations again.
-RECONCILE_AGAIN_S = (5.0, 30.0, 120.0)
 # Streamed messages held for one conversation before falling back to a read.
 MAX_HELD = 1000
 # How soon a conversation whose ingest failed is tried again, and the most it waits.
 RETRY_S = 0.5
 MAX_RETRY_S = 30.0
-_HEALED_KEY = "ingest_healed"
 
 
 @dataclass
@@ -85,8 +70,6 @@ class Ingestor:
         waiters: Waiters | None = None,
     ) -> None:
         self._store = store
-        # Receives waiting now: a streamed commit takes their batches (cone/core/waiters.py).
-        self._waiters = waiters or Waiters()
         self._engine = engine
         self._on_new = on_new
         self._streamed: dict[str, dict[str, RawMessage]] = {}
@@ -101,19 +84,38 @@ class Ingestor:
         self._read_at: dict[str, str] = {}
         # The last `ingest_all`: how many conversations it read of how many listed.
         self.last_read = (0, 0)
-        self.healed = 0
-        # Called after each commit with the messages read for a conversation (deletions
-        # and disappearing settings, cone/core/retention.py); None: nothing to call.
-        self.after_commit: Callable[[str, list[RawMessage]], Awaitable[None]] | None = None
-        # The conversations each catch-up's window check reads (all, or a turn of them).
-        self._window_turns: WindowTurns[ConversationInfo] = WindowTurns(lambda c: c.id)
+        # Receives waiting now: a streamed commit takes their batches (cone/core/waiters.py).
+        self._committer = Committer(store, engine.inbox_id, waiters or Waiters())
         # libxmtp's conversation listing, fresh (the core's: one listing at a time).
         self.lister: Callable[[], Awaitable[list[ConversationInfo]]] = engine.conversations
+        self._reconciler = Reconciler(
+            store,
+            engine,
+            self._committer,
+            lock=self._lock,
+            record=self.record,
+            listing=lambda: self.lister(),  # the lister in place at each pass
+            on_new=on_new,
+        )
+
+    @property
+    def after_commit(self) -> AfterCommit | None:
+        """Called after each commit with the messages read for a conversation (deletions
+        and disappearing settings, cone/core/retention.py); None: nothing to call."""
+        return self._committer.after_commit
+
+    @after_commit.setter
+    def after_commit(self, hook: AfterCommit | None) -> None:
+        self._committer.after_commit = hook
+
+    @property
+    def healed(self) -> int:
+        """How many messages reconciliation has ingested that ingest had missed."""
+        return self._reconciler.healed
 
     async def start(self) -> None:
         """Load the healed count and start the worker."""
-        raw = await self._store.read(meta.get, _HEALED_KEY)
-        self.healed = int.from_bytes(raw, "big") if raw else 0
+        await self._reconciler.load()
         self._task = asyncio.create_task(self._run(), name="ingest")
 
     async def stop(self) -> None:
@@ -162,7 +164,11 @@ class Ingestor:
                     held = list(streamed.get(cid, {}).values())
                     try:
                         # Streamed news of a recorded conversation: one transaction.
-                        fast = None if cid in to_read else await self._commit_streamed(cid, held)
+                        fast = (
+                            None
+                            if cid in to_read
+                            else await self._committer.commit_streamed(cid, held)
+                        )
                         if fast is None:
                             fast = await self._ingest_conversation(cid, held, cid in to_read)
                         new += fast
@@ -267,36 +273,6 @@ class Ingestor:
             self._on_new()
         return rec
 
-    async def _commit_streamed(self, cid: str, held: list[RawMessage]) -> int | None:
-        """Streamed messages of a conversation cone records already: checked and
-        committed in one write transaction, with no libxmtp call. None when cone does
-        not record the conversation yet, or the batch would not store as a whole: the
-        full path (`_ingest_conversation`) takes it then."""
-        rows: list[IncomingMessage] = []
-        skipped: list[str] = []
-        for raw in sorted(held, key=_conversation_order):
-            row = to_inbox(raw, self._engine.inbox_id)
-            if row is None:
-                skipped.append(raw.id)
-            else:
-                rows.append(row)
-        waiting = self._waiters.waiting()
-        try:
-            done = await self._store.write(_commit_if_recorded, cid, rows, skipped, waiting)
-        except Exception as exc:  # the full path stores it row by row, or retries
-            log.debug("streamed commit of %s failed (%s); taking the full path", cid, exc)
-            return None
-        if done is None:
-            return None
-        committed, served = done
-        # Committed and synced: the waiting receives may have their batches now.
-        hand_out(served)
-        _log_arrivals(rows, committed)
-        _count_arrivals(rows, committed)
-        if self.after_commit is not None:
-            await self.after_commit(cid, held)
-        return len(committed)
-
     async def _ingest_conversation(
         self,
         cid: str,
@@ -310,7 +286,7 @@ class Ingestor:
         if info is None:
             return 0
         conv = await self.record(info)
-        new = len(await self._commit(cid, streamed)) if streamed else 0
+        new = len(await self._committer.commit(cid, streamed)) if streamed else 0
         if read:
             started = time.time_ns()
             raws = await self._engine.messages_since(cid, max(0, conv.ingested_ns))
@@ -318,10 +294,10 @@ class Ingestor:
             if quiet is not None and not raws:
                 quiet[cid] = floor_ns  # nothing to commit: the caller moves the point
             else:
-                new += len(await self._commit(cid, raws, floor_ns=floor_ns))
+                new += len(await self._committer.commit(cid, raws, floor_ns=floor_ns))
         return new
 
-    # --- reconciliation ----------------------------------------------------------
+    # --- reconciliation (cone/core/reconciliation.py) ------------------------------
 
     async def reconcile(
         self,
@@ -331,263 +307,13 @@ class Ingestor:
         current: bool = True,
     ) -> int:
         """Compare libxmtp's messages with what cone has read; ingest and report what
-        is missing. `full` reads every message (`reconcile_all`); otherwise a recent
-        window and a count per conversation (`listing`: libxmtp's listing; in a big
-        store a turn of it, cone/core/window_turns.py). A listing that is not
-        `current` (one the catch-up kept, cone/core/relisting.py) records no
-        conversation: one cone does not record yet waits for a fresh listing, which
-        carries its consent as it is then. Returns how many messages were healed.
-
-        Ingest is held for one conversation at a time, never for the whole pass."""
-        if full:
-            return await self.reconcile_all()
-        healed = 0
-        quiet: dict[str, int] = {}  # read points moved in one write at the end
-        if listing is None:
-            listing = await self.lister()
-        for info in self._window_turns.next(listing):
-            try:
-                async with self._lock:
-                    found = await self._reconcile_recent(info, quiet, current)
-            except Exception as exc:  # the next pass tries again; others go on
-                log.warning("reconciling %s failed: %s", info.id, exc)
-                continue
-            if found:
-                healed += found
-                self._on_new()
-        if quiet:
-            await self._store.write(conversations.set_ingested_many, quiet)
-        return healed
+        is missing (`Reconciler.reconcile`). Returns how many messages were healed."""
+        return await self._reconciler.reconcile(full=full, listing=listing, current=current)
 
     async def reconcile_all(self) -> int:
-        """Every message of every conversation against what cone has read, a page of
-        libxmtp's messages at a time (at most about 500 held, whatever the history),
-        ingest held only while one page commits: streamed messages, reads, receive and
-        send go on meanwhile. What is missing is ingested and reported as healed, and
-        wakes receivers at once. Returns how many messages were healed."""
-        started = time.monotonic()
-        conversations = await self.lister()
-        log.info("full reconciliation of %d conversations started", len(conversations))
-        healed = compared = 0
-        pending = conversations
-        # The first pass, then the conversations whose pass failed, after a pause: a
-        # page read that overran its bound while libxmtp was busy (the start's first
-        # sync of every group) is read again once it is not.
-        for pause in (None, *RECONCILE_AGAIN_S):
-            if not pending:
-                break
-            if pause is not None:
-                log.info("reconciling %d conversation(s) again in %.0f s", len(pending), pause)
-                await asyncio.sleep(pause)
-            failed = []
-            for info in pending:
-                try:
-                    found, read = await self._reconcile_all_of(info)
-                except Exception as exc:  # tried again later in the pass; others go on
-                    log.warning("reconciling %s failed: %s", info.id, exc)
-                    failed.append(info)
-                    continue
-                healed += found
-                compared += read
-            pending = failed
-        if pending:
-            log.warning(
-                "%d conversation(s) could not be reconciled (%s); the next start tries again",
-                len(pending),
-                ", ".join(info.id for info in pending[:3]) + (", …" if len(pending) > 3 else ""),
-            )
-        log.info(
-            "full reconciliation done in %.1f s: %d conversations, %d messages compared, %d healed",
-            time.monotonic() - started,
-            len(conversations),
-            compared,
-            healed,
-        )
-        return healed
-
-    async def _reconcile_all_of(self, info: ConversationInfo) -> tuple[int, int]:
-        await _failpoints.reached("reconcile_all")
-        async with self._lock:
-            conv = await self.record(info)
-        # What the read path should already hold: stamped at or below the point the
-        # last complete read started from. Anything above it is ordinary news.
-        floor = conv.ingested_ns
-        healed = read = 0
-        async for raws in self._engine.message_pages(info.id, 0):
-            read += len(raws)
-            due = [r for r in raws if r.inserted_at_ns <= floor]
-            news = [r for r in raws if r.inserted_at_ns > floor]
-            async with self._lock:
-                found = await self._commit(info.id, due)
-                fresh = await self._commit(info.id, news)
-                if found:
-                    await self._report_healed(info.id, found)
-            healed += len(found)
-            if found or fresh:
-                self._on_new()
-        return healed, read
-
-    async def _reconcile_recent(
-        self, info: ConversationInfo, quiet: dict[str, int], current: bool = True
-    ) -> int:
-        conv = (
-            await self.record(info)
-            if current
-            else await self._store.read(conversations.get, info.id)
-        )
-        if conv is None:
-            return 0
-        floor = conv.ingested_ns
-        started = time.time_ns()
-        # The count is taken before the read (see below).
-        counted = await self._engine.message_count(info.id)
-        raws = await self._engine.messages_since(info.id, max(0, started - RECONCILE_WINDOW_NS))
-        due = [r for r in raws if r.inserted_at_ns <= floor]
-        news = [r for r in raws if r.inserted_at_ns > floor]
-        healed = await self._commit(info.id, due)
-        if news:
-            await self._commit(info.id, news, floor_ns=started - READ_MARGIN_NS)
-        else:
-            quiet[info.id] = started - READ_MARGIN_NS
-        # Timestamp-free check: libxmtp held `counted` messages before the read
-        # began; cone having read fewer means a gap the window did not reach.
-        known = await self._store.read(inbox.known_count, info.id)
-        if counted > known:
-            everything = await self._engine.messages_since(info.id, 0)
-            found = await self._commit(info.id, everything)
-            healed += found
-            if not found:
-                log.info(
-                    "%s: libxmtp counts %d messages, cone has read %d; a full "
-                    "comparison found none missing",
-                    info.id,
-                    counted,
-                    known,
-                )
-        if healed:
-            await self._report_healed(info.id, healed)
-        return len(healed)
-
-    async def _report_healed(self, cid: str, ids: list[str]) -> None:
-        self.healed += len(ids)
-        await self._store.write(meta.put, _HEALED_KEY, self.healed.to_bytes(8, "big"))
-        log.warning(
-            "reconciliation found %d message(s) in %s that ingest had missed and ingested "
-            "them now (%d healed in all); this is a bug, please report it: %s",
-            len(ids),
-            cid,
-            self.healed,
-            ", ".join(ids[:5]),
-        )
-
-    # --- committing --------------------------------------------------------------
-
-    async def _commit(
-        self, cid: str, raws: list[RawMessage], floor_ns: int | None = None
-    ) -> list[str]:
-        """Commit the messages cone has not read yet; returns the ids that entered the inbox."""
-        new = await self._commit_unread(cid, raws, floor_ns)
-        if self.after_commit is not None and raws:
-            await self.after_commit(cid, raws)
-        return new
-
-    async def _commit_unread(
-        self, cid: str, raws: list[RawMessage], floor_ns: int | None
-    ) -> list[str]:
-        known = await self._store.read(inbox.known_ids, [r.id for r in raws]) if raws else set()
-        rows: list[IncomingMessage] = []
-        skipped: list[str] = []
-        # The conversation's order, as its members see it.
-        for raw in sorted((r for r in raws if r.id not in known), key=_conversation_order):
-            row = to_inbox(raw, self._engine.inbox_id)
-            if row is None:
-                skipped.append(raw.id)
-            else:
-                rows.append(row)
-        if not rows and not skipped and floor_ns is None:
-            return []
-        try:
-            committed = await self._store.write(_commit_rows, cid, rows, skipped, floor_ns)
-        except Exception as exc:
-            if not rows:
-                raise
-            log.warning(
-                "committing %d message(s) of %s failed (%s); one by one", len(rows), cid, exc
-            )
-        else:
-            _log_arrivals(rows, committed)
-            _count_arrivals(rows, committed)
-            return committed
-        new: list[str] = []
-        stored: list[IncomingMessage] = []
-        for row in rows:
-            try:
-                new += await self._store.write(_commit_rows, cid, [row], [], None)
-                stored.append(row)
-            except Exception as exc:
-                # A row the store refuses still enters, as its metadata; if even that
-                # fails, the store itself is failing: the whole conversation retries.
-                kept = bare(row, f"could not be stored: {exc}")
-                new += await self._store.write(_commit_rows, cid, [kept], [], None)
-                stored.append(kept)
-        await self._store.write(_commit_rows, cid, [], skipped, floor_ns)
-        _count_arrivals(stored, new)
-        return new
+        """Every message of every conversation against what cone has read, a page at
+        a time (`Reconciler.reconcile_all`). Returns how many messages were healed."""
+        return await self._reconciler.reconcile_all()
 
 
-def _log_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
-    """`-v`: one line per message that entered the inbox (ids, never content)."""
-    if new and log.isEnabledFor(logging.DEBUG):
-        fresh = set(new)
-        for row in rows:
-            if row.id in fresh:
-                log.debug(
-                    "message in %s in %s from %s (%s)",
-                    row.id,
-                    row.conversation_id,
-                    row.sender_inbox_id,
-                    row.content_type,
-                )
-
-
-def _count_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
-    """`/metrics`: messages that entered the inbox, and how many of them are unreadable."""
-    fresh = set(new)
-    metrics.INGESTED.inc(len(fresh))
-    metrics.UNREADABLE.inc(sum(1 for row in rows if row.id in fresh and row.unreadable))
-
-
-def _conversation_order(raw: RawMessage) -> tuple[int, str]:
-    return raw.sent_at_ns, raw.id
-
-
-def _commit_if_recorded(
-    conn: Connection,
-    conversation_id: str,
-    rows: list[IncomingMessage],
-    skipped: list[str],
-    waiting: list[Waiter],
-) -> tuple[list[str], list[tuple[Waiter, Batch]]] | None:
-    """`_commit_rows` for the messages not read yet, if the conversation is recorded
-    (None, writing nothing, when it is not); when any entered the inbox, the waiting
-    receives' batches are taken in the same transaction."""
-    if conversations.get(conn, conversation_id) is None:
-        return None
-    known = inbox.known_ids(conn, [r.id for r in rows] + skipped)
-    fresh = [r for r in rows if r.id not in known]
-    new = _commit_rows(conn, conversation_id, fresh, [s for s in skipped if s not in known], None)
-    return new, take_for(conn, waiting) if new else []
-
-
-def _commit_rows(
-    conn: Connection,
-    conversation_id: str,
-    rows: list[IncomingMessage],
-    skipped: list[str],
-    floor_ns: int | None,
-) -> list[str]:
-    new = inbox.insert_messages(conn, rows)
-    inbox.skip(conn, conversation_id, skipped)
-    if floor_ns is not None:
-        conversations.set_ingested(conn, conversation_id, max(0, floor_ns))
-    return new
+__all__ = ["MAX_HELD", "MAX_RETRY_S", "READ_MARGIN_NS", "RETRY_S", "Ingestor"]

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from cone.core import ingest
+from cone.core import reconciliation
 from cone.core.service import Core
 from cone.engine.port import ConversationInfo, RawMessage
 from cone.errors import Unavailable
@@ -116,7 +116,7 @@ async def test_listings_run_one_at_a_time_and_a_waiting_caller_shares_the_next(
 async def test_the_full_reconciliation_reads_a_failed_conversation_again(
     core: Core, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ingest, "RECONCILE_AGAIN_S", (0.0, 0.0))
+    monkeypatch.setattr(reconciliation, "RECONCILE_AGAIN_S", (0.0, 0.0))
     _, alice = engine.peer("alice")
     _, bob = engine.peer("bob")
     flaky, steady = engine.dm(alice), engine.dm(bob)
@@ -144,7 +144,7 @@ async def test_the_full_reconciliation_reads_a_failed_conversation_again(
 async def test_a_conversation_that_keeps_failing_is_left_to_the_next_start(
     core: Core, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ingest, "RECONCILE_AGAIN_S", (0.0,))
+    monkeypatch.setattr(reconciliation, "RECONCILE_AGAIN_S", (0.0,))
     _, alice = engine.peer("alice")
     broken = engine.dm(alice)
     engine.incoming(broken, alice, "one")

@@ -60,7 +60,7 @@ async def test_the_window_check_of_a_big_store_takes_a_message_the_sync_missed_w
         _, peer = engine.peer(name)
         cids.append((engine.dm(peer), peer))
     await core.ingestor.ingest_all()
-    core.ingestor._window_turns = WindowTurns(_id, all_up_to=1, rounds=2)
+    core.ingestor._reconciler._window_turns = WindowTurns(_id, all_up_to=1, rounds=2)
     # In libxmtp's database, neither streamed nor read (as a type the listing hides).
     for cid, peer in cids:
         engine.incoming(cid, peer, "late")

@@ -1,0 +1,186 @@
+"""Committing libxmtp's messages into the inbox, by message id (cone/core/ingest.py).
+
+A message enters once: the ids cone has read (delivered, or skipped as own,
+protocol-only or a repeated send key) are checked in the write that inserts. A batch
+the store refuses is committed one message at a time, and a message it refuses even
+alone enters as its metadata (unreadable), so one message never holds back another.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from cone import metrics
+from cone.core.arrivals import bare, to_inbox
+from cone.core.waiters import Batch, Waiter, Waiters, hand_out, take_for
+from cone.engine.port import RawMessage
+from cone.store import Connection, IncomingMessage, Store, conversations, inbox
+
+# The ingest's logger: `-v` shows each arrival as `cone.core.ingest` (docs/cli.md).
+log = logging.getLogger("cone.core.ingest")
+
+#: Told after each commit of a conversation's messages, with the messages read.
+AfterCommit = Callable[[str, list[RawMessage]], Awaitable[None]]
+
+# How long before a read's start the next read begins: covers a libxmtp insert whose
+# stamp was taken before the read started but committed after it.
+READ_MARGIN_NS = 10_000_000_000
+
+
+class Committer:
+    """Commits one identity's messages from libxmtp into cone's inbox."""
+
+    def __init__(self, store: Store, inbox_id: str, waiters: Waiters) -> None:
+        self._store = store
+        self._inbox_id = inbox_id
+        # Receives waiting now: a streamed commit takes their batches (cone/core/waiters.py).
+        self._waiters = waiters
+        # Called after each commit with the messages read for a conversation (deletions
+        # and disappearing settings, cone/core/retention.py); None: nothing to call.
+        self.after_commit: AfterCommit | None = None
+
+    async def commit(
+        self, cid: str, raws: list[RawMessage], floor_ns: int | None = None
+    ) -> list[str]:
+        """Commit the messages cone has not read yet, and with `floor_ns` move the
+        conversation's read point there; returns the ids that entered the inbox."""
+        new = await self._commit_unread(cid, raws, floor_ns)
+        if self.after_commit is not None and raws:
+            await self.after_commit(cid, raws)
+        return new
+
+    async def commit_streamed(self, cid: str, held: list[RawMessage]) -> int | None:
+        """Streamed messages of a conversation cone records already: checked and
+        committed in one write transaction, with no libxmtp call, the waiting receives'
+        batches taken in it; returns how many entered. None when cone does not record
+        the conversation yet, or the batch would not store as a whole: the caller's
+        full path takes it then."""
+        rows: list[IncomingMessage] = []
+        skipped: list[str] = []
+        for raw in sorted(held, key=_conversation_order):
+            row = to_inbox(raw, self._inbox_id)
+            if row is None:
+                skipped.append(raw.id)
+            else:
+                rows.append(row)
+        waiting = self._waiters.waiting()
+        try:
+            done = await self._store.write(_commit_if_recorded, cid, rows, skipped, waiting)
+        except Exception as exc:  # the full path stores it row by row, or retries
+            log.debug("streamed commit of %s failed (%s); taking the full path", cid, exc)
+            return None
+        if done is None:
+            return None
+        committed, served = done
+        # Committed and synced: the waiting receives may have their batches now.
+        hand_out(served)
+        _log_arrivals(rows, committed)
+        _count_arrivals(rows, committed)
+        if self.after_commit is not None:
+            await self.after_commit(cid, held)
+        return len(committed)
+
+    async def _commit_unread(
+        self, cid: str, raws: list[RawMessage], floor_ns: int | None
+    ) -> list[str]:
+        known = await self._store.read(inbox.known_ids, [r.id for r in raws]) if raws else set()
+        rows: list[IncomingMessage] = []
+        skipped: list[str] = []
+        # The conversation's order, as its members see it.
+        for raw in sorted((r for r in raws if r.id not in known), key=_conversation_order):
+            row = to_inbox(raw, self._inbox_id)
+            if row is None:
+                skipped.append(raw.id)
+            else:
+                rows.append(row)
+        if not rows and not skipped and floor_ns is None:
+            return []
+        try:
+            committed = await self._store.write(_commit_rows, cid, rows, skipped, floor_ns)
+        except Exception as exc:
+            if not rows:
+                raise
+            log.warning(
+                "committing %d message(s) of %s failed (%s); one by one", len(rows), cid, exc
+            )
+        else:
+            _log_arrivals(rows, committed)
+            _count_arrivals(rows, committed)
+            return committed
+        new: list[str] = []
+        stored: list[IncomingMessage] = []
+        for row in rows:
+            try:
+                new += await self._store.write(_commit_rows, cid, [row], [], None)
+                stored.append(row)
+            except Exception as exc:
+                # A row the store refuses still enters, as its metadata; if even that
+                # fails, the store itself is failing: the whole conversation retries.
+                kept = bare(row, f"could not be stored: {exc}")
+                new += await self._store.write(_commit_rows, cid, [kept], [], None)
+                stored.append(kept)
+        await self._store.write(_commit_rows, cid, [], skipped, floor_ns)
+        _count_arrivals(stored, new)
+        return new
+
+
+def _log_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
+    """`-v`: one line per message that entered the inbox (ids, never content)."""
+    if new and log.isEnabledFor(logging.DEBUG):
+        fresh = set(new)
+        for row in rows:
+            if row.id in fresh:
+                log.debug(
+                    "message in %s in %s from %s (%s)",
+                    row.id,
+                    row.conversation_id,
+                    row.sender_inbox_id,
+                    row.content_type,
+                )
+
+
+def _count_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
+    """`/metrics`: messages that entered the inbox, and how many of them are unreadable."""
+    fresh = set(new)
+    metrics.INGESTED.inc(len(fresh))
+    metrics.UNREADABLE.inc(sum(1 for row in rows if row.id in fresh and row.unreadable))
+
+
+def _conversation_order(raw: RawMessage) -> tuple[int, str]:
+    return raw.sent_at_ns, raw.id
+
+
+def _commit_if_recorded(
+    conn: Connection,
+    conversation_id: str,
+    rows: list[IncomingMessage],
+    skipped: list[str],
+    waiting: list[Waiter],
+) -> tuple[list[str], list[tuple[Waiter, Batch]]] | None:
+    """`_commit_rows` for the messages not read yet, if the conversation is recorded
+    (None, writing nothing, when it is not); when any entered the inbox, the waiting
+    receives' batches are taken in the same transaction."""
+    if conversations.get(conn, conversation_id) is None:
+        return None
+    known = inbox.known_ids(conn, [r.id for r in rows] + skipped)
+    fresh = [r for r in rows if r.id not in known]
+    new = _commit_rows(conn, conversation_id, fresh, [s for s in skipped if s not in known], None)
+    return new, take_for(conn, waiting) if new else []
+
+
+def _commit_rows(
+    conn: Connection,
+    conversation_id: str,
+    rows: list[IncomingMessage],
+    skipped: list[str],
+    floor_ns: int | None,
+) -> list[str]:
+    new = inbox.insert_messages(conn, rows)
+    inbox.skip(conn, conversation_id, skipped)
+    if floor_ns is not None:
+        conversations.set_ingested(conn, conversation_id, max(0, floor_ns))
+    return new
+
+
+__all__ = ["READ_MARGIN_NS", "AfterCommit", "Committer"]

@@ -1,0 +1,226 @@
+"""Reconciliation: libxmtp's messages compared with what cone has read, gaps healed.
+
+Part of ingest (cone/core/ingest.py): after start, in the background, every message
+of every conversation a page at a time (`reconcile_all`), and at each catch-up a
+recent window plus a timestamp-free count check (`reconcile`). A message the stream
+and the reads should have taken and did not is ingested then, counted as healed, and
+logged as a warning: a healed gap is a bug, never silent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from cone import _failpoints
+from cone.core.committing import READ_MARGIN_NS, Committer
+from cone.core.window_turns import WindowTurns
+from cone.engine.port import ConversationInfo, EnginePort
+from cone.store import Conversation, Store, conversations, inbox, meta
+
+# The ingest's logger: operators know these warnings as `cone.core.ingest`'s.
+log = logging.getLogger("cone.core.ingest")
+
+# The least a catch-up reconciliation looks back (libxmtp's stamps run up to 60 s ahead).
+RECONCILE_WINDOW_NS = 10 * 60 * 1_000_000_000
+# The full reconciliation's pauses before it tries its failed conversations again.
+RECONCILE_AGAIN_S = (5.0, 30.0, 120.0)
+_HEALED_KEY = "ingest_healed"
+
+
+class Reconciler:
+    """Compares libxmtp's messages with the inbox for the ingest, holding the ingest's
+    `lock` for one conversation (or one page) at a time, never for a whole pass.
+
+    `record` records a conversation, `listing` gives libxmtp's conversation listing,
+    `on_new` is told when messages entered the inbox (all the ingest's own)."""
+
+    def __init__(
+        self,
+        store: Store,
+        engine: EnginePort,
+        committer: Committer,
+        *,
+        lock: asyncio.Lock,
+        record: Callable[[ConversationInfo], Awaitable[Conversation]],
+        listing: Callable[[], Awaitable[list[ConversationInfo]]],
+        on_new: Callable[[], None],
+    ) -> None:
+        self._store = store
+        self._engine = engine
+        self._committer = committer
+        self._lock = lock
+        self._record = record
+        self._listing = listing
+        self._on_new = on_new
+        # How many messages reconciliation has healed (kept in the store's meta).
+        self.healed = 0
+        # The conversations each catch-up's window check reads (all, or a turn of them).
+        self._window_turns: WindowTurns[ConversationInfo] = WindowTurns(lambda c: c.id)
+
+    async def load(self) -> None:
+        """Load the healed count from the store."""
+        raw = await self._store.read(meta.get, _HEALED_KEY)
+        self.healed = int.from_bytes(raw, "big") if raw else 0
+
+    async def reconcile(
+        self,
+        *,
+        full: bool,
+        listing: list[ConversationInfo] | None = None,
+        current: bool = True,
+    ) -> int:
+        """Compare libxmtp's messages with what cone has read; ingest and report what
+        is missing. `full` reads every message (`reconcile_all`); otherwise a recent
+        window and a count per conversation (`listing`: libxmtp's listing; in a big
+        store a turn of it, cone/core/window_turns.py). A listing that is not
+        `current` (one the catch-up kept, cone/core/relisting.py) records no
+        conversation: one cone does not record yet waits for a fresh listing, which
+        carries its consent as it is then. Returns how many messages were healed.
+
+        Ingest is held for one conversation at a time, never for the whole pass."""
+        if full:
+            return await self.reconcile_all()
+        healed = 0
+        quiet: dict[str, int] = {}  # read points moved in one write at the end
+        if listing is None:
+            listing = await self._listing()
+        for info in self._window_turns.next(listing):
+            try:
+                async with self._lock:
+                    found = await self._reconcile_recent(info, quiet, current)
+            except Exception as exc:  # the next pass tries again; others go on
+                log.warning("reconciling %s failed: %s", info.id, exc)
+                continue
+            if found:
+                healed += found
+                self._on_new()
+        if quiet:
+            await self._store.write(conversations.set_ingested_many, quiet)
+        return healed
+
+    async def reconcile_all(self) -> int:
+        """Every message of every conversation against what cone has read, a page of
+        libxmtp's messages at a time (at most about 500 held, whatever the history),
+        ingest held only while one page commits: streamed messages, reads, receive and
+        send go on meanwhile. What is missing is ingested and reported as healed, and
+        wakes receivers at once. Returns how many messages were healed."""
+        started = time.monotonic()
+        conversations = await self._listing()
+        log.info("full reconciliation of %d conversations started", len(conversations))
+        healed = compared = 0
+        pending = conversations
+        # The first pass, then the conversations whose pass failed, after a pause: a
+        # page read that overran its bound while libxmtp was busy (the start's first
+        # sync of every group) is read again once it is not.
+        for pause in (None, *RECONCILE_AGAIN_S):
+            if not pending:
+                break
+            if pause is not None:
+                log.info("reconciling %d conversation(s) again in %.0f s", len(pending), pause)
+                await asyncio.sleep(pause)
+            failed = []
+            for info in pending:
+                try:
+                    found, read = await self._reconcile_all_of(info)
+                except Exception as exc:  # tried again later in the pass; others go on
+                    log.warning("reconciling %s failed: %s", info.id, exc)
+                    failed.append(info)
+                    continue
+                healed += found
+                compared += read
+            pending = failed
+        if pending:
+            log.warning(
+                "%d conversation(s) could not be reconciled (%s); the next start tries again",
+                len(pending),
+                ", ".join(info.id for info in pending[:3]) + (", …" if len(pending) > 3 else ""),
+            )
+        log.info(
+            "full reconciliation done in %.1f s: %d conversations, %d messages compared, %d healed",
+            time.monotonic() - started,
+            len(conversations),
+            compared,
+            healed,
+        )
+        return healed
+
+    async def _reconcile_all_of(self, info: ConversationInfo) -> tuple[int, int]:
+        await _failpoints.reached("reconcile_all")
+        async with self._lock:
+            conv = await self._record(info)
+        # What the read path should already hold: stamped at or below the point the
+        # last complete read started from. Anything above it is ordinary news.
+        floor = conv.ingested_ns
+        healed = read = 0
+        async for raws in self._engine.message_pages(info.id, 0):
+            read += len(raws)
+            due = [r for r in raws if r.inserted_at_ns <= floor]
+            news = [r for r in raws if r.inserted_at_ns > floor]
+            async with self._lock:
+                found = await self._committer.commit(info.id, due)
+                fresh = await self._committer.commit(info.id, news)
+                if found:
+                    await self._report_healed(info.id, found)
+            healed += len(found)
+            if found or fresh:
+                self._on_new()
+        return healed, read
+
+    async def _reconcile_recent(
+        self, info: ConversationInfo, quiet: dict[str, int], current: bool = True
+    ) -> int:
+        conv = (
+            await self._record(info)
+            if current
+            else await self._store.read(conversations.get, info.id)
+        )
+        if conv is None:
+            return 0
+        floor = conv.ingested_ns
+        started = time.time_ns()
+        # The count is taken before the read (see below).
+        counted = await self._engine.message_count(info.id)
+        raws = await self._engine.messages_since(info.id, max(0, started - RECONCILE_WINDOW_NS))
+        due = [r for r in raws if r.inserted_at_ns <= floor]
+        news = [r for r in raws if r.inserted_at_ns > floor]
+        healed = await self._committer.commit(info.id, due)
+        if news:
+            await self._committer.commit(info.id, news, floor_ns=started - READ_MARGIN_NS)
+        else:
+            quiet[info.id] = started - READ_MARGIN_NS
+        # Timestamp-free check: libxmtp held `counted` messages before the read
+        # began; cone having read fewer means a gap the window did not reach.
+        known = await self._store.read(inbox.known_count, info.id)
+        if counted > known:
+            everything = await self._engine.messages_since(info.id, 0)
+            found = await self._committer.commit(info.id, everything)
+            healed += found
+            if not found:
+                log.info(
+                    "%s: libxmtp counts %d messages, cone has read %d; a full "
+                    "comparison found none missing",
+                    info.id,
+                    counted,
+                    known,
+                )
+        if healed:
+            await self._report_healed(info.id, healed)
+        return len(healed)
+
+    async def _report_healed(self, cid: str, ids: list[str]) -> None:
+        self.healed += len(ids)
+        await self._store.write(meta.put, _HEALED_KEY, self.healed.to_bytes(8, "big"))
+        log.warning(
+            "reconciliation found %d message(s) in %s that ingest had missed and ingested "
+            "them now (%d healed in all); this is a bug, please report it: %s",
+            len(ids),
+            cid,
+            self.healed,
+            ", ".join(ids[:5]),
+        )
+
+
+__all__ = ["RECONCILE_AGAIN_S", "RECONCILE_WINDOW_NS", "Reconciler"]
