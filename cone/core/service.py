@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from cone import PROTOCOL_VERSION, _failpoints
-from cone.core import installations, pacing
+from cone.core import installations
 from cone.core.attachments import Fetcher
 from cone.core.backup import BackupMaker
+from cone.core.catch_up import CatchUp
 from cone.core.destinations import Destinations
 from cone.core.followups import FollowUps
 from cone.core.groups import Groups
@@ -28,7 +29,6 @@ from cone.core.model import Attachment, Message
 from cone.core.network import NetworkWatch
 from cone.core.outbox import Outbox
 from cone.core.receiving import Receiving
-from cone.core.relisting import Relisting
 from cone.core.retention import Retention
 from cone.core.sending import Sending
 from cone.core.status import Status, StatusReport
@@ -109,7 +109,15 @@ class Core:
         # Receive, Peek, Ack (cone/core/receiving.py).
         self.receiving = Receiving(store, self._unreachable)
         self.ingestor = Ingestor(store, engine, self._notify, self.receiving.waiters)
-        self.ingestor.lister = self._list  # its listings too, one at a time
+        # The sync of every conversation, at start and every period (cone/core/catch_up.py).
+        self.catch_up = CatchUp(
+            engine,
+            self.ingestor,
+            catchup_interval_s,
+            reconciling=self.reconciling,
+            on_back=self._on_network_back,
+        )
+        self.ingestor.lister = self.catch_up.list  # its listings too, one at a time
         self.outbox = Outbox(store, engine, self.network)
         self.fetcher = Fetcher(store, self.receiving.wake)
         self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
@@ -133,29 +141,15 @@ class Core:
         self.retention = Retention(store, engine, self._conversation_ids, catchup_interval_s)
         self.ingestor.after_commit = self.retention.after_commit
         self.outbox.on_published = self._published_in
-        self._catchup_interval_s = catchup_interval_s
-        self._catchup_task: asyncio.Task[None] | None = None
-        self._catch_up_now = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
         self._reconciling: asyncio.Task[None] | None = None
         self._starting: asyncio.Task[None] | None = None
         self._began = time.monotonic()
         self._started = False
-        # libxmtp's last conversation listing and when it was asked for (`_list`);
-        # one listing at a time.
-        self._listing: tuple[float, list[ConversationInfo]] | None = None
-        self._listing_lock = asyncio.Lock()
-        # Whether a catch-up period lists again or keeps that listing
-        # (cone/core/relisting.py), and the conversations cone published in since
-        # its last listing (a send syncs its group, which may store a peer's news).
-        self._relisting = Relisting()
-        self._published: set[str] = set()
         # New conversations synced again soon, and their settings read (cone/core/followups.py).
         self._follow_ups = FollowUps(engine.sync_conversation, self.ingestor.mark)
         self._unread_settings: set[str] = set()
         self._settings_reader: asyncio.Task[None] | None = None
-        self.last_sync_ns: int | None = None
-        self.last_sync_error: str | None = None
         self._status = StatusReport(self)
         engine.on_switch(self._on_switched)
 
@@ -189,7 +183,7 @@ class Core:
         try:
             expected = len(await self.store.read(conversations.all_conversations))
             asked = time.monotonic()
-            listing = await self._list(expected)
+            listing = await self.catch_up.list(expected)
             log.info("listed %d conversations in %.2f s", len(listing), time.monotonic() - asked)
             await self.ingestor.ingest_all(listing)
         except ConeError as exc:  # the first sync reads every conversation again
@@ -217,7 +211,7 @@ class Core:
             time.monotonic() - streams,
             *self.ingestor.last_read,
         )
-        self._catchup_task = asyncio.create_task(self._catch_up_forever(), name="catch-up")
+        self.catch_up.start()
         self.retention.watch_settings()
         self._reconciling = asyncio.create_task(self._reconcile_all(), name="reconcile")
         self._background.add(self._reconciling)
@@ -239,9 +233,7 @@ class Core:
         if self._starting is not None:
             self._starting.cancel()
             await asyncio.gather(self._starting, return_exceptions=True)
-        if self._catchup_task is not None:
-            self._catchup_task.cancel()
-            await asyncio.gather(self._catchup_task, return_exceptions=True)
+        await self.catch_up.stop()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -252,34 +244,6 @@ class Core:
         await self.ingestor.stop()
         await self.network.stop()
         await self.engine.close()
-
-    async def _catch_up_forever(self) -> None:
-        wait = self._catchup_interval_s
-        while True:
-            try:
-                await asyncio.wait_for(self._catch_up_now.wait(), wait)
-            except TimeoutError:
-                pass
-            self._catch_up_now.clear()
-            started = time.monotonic()
-            try:
-                listing: list[ConversationInfo] | None = None
-                current = True
-                try:
-                    listing, current = await self._sync(keep_listing=True)
-                except Unavailable as exc:
-                    log.warning("catch-up failed: %s", exc)
-                if not self.reconciling():  # the full pass covers the window check
-                    if listing is None:  # the failed sync's listing, or a fresh one
-                        listing = await self._list(max_age_s=self._catchup_interval_s)
-                    # A kept listing (`current` false) records no conversation.
-                    await self.ingestor.reconcile(full=False, listing=listing, current=current)
-            except Exception:  # the loop's boundary: a failed pass must not end catch-up
-                log.exception("catch-up failed unexpectedly; trying again next period")
-            took = time.monotonic() - started
-            wait = pacing.next_wait(self._catchup_interval_s, took)
-            if wait > self._catchup_interval_s:
-                log.debug("catch-up took %.1f s; the next in %.0f s", took, wait)
 
     async def _reconcile_all(self) -> None:
         try:
@@ -298,39 +262,15 @@ class Core:
         # catch-up's listing left it a second listing most periods, often at once.
         return [c.id for c in await self.store.read(conversations.all_conversations)]
 
-    async def _list(self, expected: int = 0, max_age_s: float = 0.0) -> list[ConversationInfo]:
-        """libxmtp's conversation listing: the last one when it was asked for at most
-        `max_age_s` before this call, else a new one; one at a time. The catch-up's
-        sync lists once a period and its window check takes that listing.
-
-        libxmtp 1.10 finds each conversation's newest message by reading every stored
-        message: at 10,000 conversations and 100,000 messages a listing costs seconds,
-        tens of MiB of libxmtp's memory while it runs, and up to 120 MiB of its
-        database mapped into the daemon by the connection that ran it. Two at once
-        (the catch-up's and the settings refresh's, or ingest's after a stream restart)
-        cost that twice. A caller that waited for the one running reuses it when it was
-        asked for after this call, which is as fresh as a listing of its own."""
-        asked = time.monotonic()
-        async with self._listing_lock:
-            if self._listing is not None and self._listing[0] >= asked - max_age_s:
-                return self._listing[1]
-            started = time.monotonic()
-            listing = await self.engine.conversations(expected)
-            self._listing = (started, listing)
-            log.debug(
-                "conversation listing: %d in %.2f s", len(listing), time.monotonic() - started
-            )
-            return listing
-
     def _on_stream_restart(self) -> None:
         # Whatever the gap skipped is read back from libxmtp's database; a stream that
         # reopens while the network was down means it is back: catch up now. A new
         # DM may have come in the gap: destinations are resolved afresh.
         self.destinations.forget()
         self.ingestor.mark_all()
-        self._relisting.expire()
+        self.catch_up.relist()
         if not self.network_ok():
-            self._catch_up_now.set()
+            self.catch_up.now()
 
     async def _on_switched(self) -> None:
         # libxmtp moved to D14N at the cutover (the engine swapped its client): record
@@ -339,8 +279,8 @@ class Core:
         self.identity = replace(self.identity, backend=self.engine.backend)
         self.destinations.forget()
         self.ingestor.mark_all()
-        self._relisting.expire()
-        self._catch_up_now.set()
+        self.catch_up.relist()
+        self.catch_up.now()
         self.outbox.retry_now()
         if self.engine.gateway_url:
             # The probe asks what libxmtp now reads: the node the gateway names.
@@ -350,12 +290,12 @@ class Core:
         # The node answers again, or knows this identity again: catch up and publish
         # what waits now, rather than when the backoffs run out.
         if after is NodeView.KNOWS_IDENTITY:
-            self._catch_up_now.set()
+            self.catch_up.now()
             self.outbox.retry_now()
 
     def _published_in(self, conversation_id: str) -> None:
         self.retention.published(conversation_id)
-        self._published.add(conversation_id)
+        self.catch_up.published_in(conversation_id)
 
     def _notify(self) -> None:
         self.fetcher.wake()  # new messages may carry remote attachments
@@ -423,63 +363,24 @@ class Core:
 
     async def sync(self) -> None:
         """A full sync and ingest; Unavailable(reason=sync_failed) on failure."""
-        await self._sync()
+        await self.catch_up.sync()
 
-    async def _sync(self, *, keep_listing: bool = False) -> tuple[list[ConversationInfo], bool]:
-        """`sync`; returns the listing it read by and whether it is a fresh one.
+    def _on_network_back(self) -> None:
+        # The network is back: reopen streams and publish what waits now, rather
+        # than when their backoffs (up to 30 s and 5 min) run out.
+        log.warning("the XMTP network answers again; reconnecting and sending what waits")
+        self.engine.reconnect_streams()
+        self.outbox.retry_now()
 
-        With `keep_listing` (the catch-up's periods) a sync that brought nothing in
-        keeps the held listing and reads only the conversations cone published in
-        since it was taken (cone/core/relisting.py, docs/guarantees.md)."""
-        started = time.monotonic()
-        try:
-            summary = await self.engine.sync_all()
-        except Unavailable as exc:
-            self.last_sync_error = exc.message
-            self._relisting.expire()
-            # What the streams stored locally still enters the inbox.
-            await self.ingestor.ingest_all(await self._list())
-            raise
-        await _failpoints.reached("sync_read")
-        held = self._listing
-        current = not keep_listing or held is None or self._relisting.needed(summary)
-        if current:
-            # Expired until this listing is read: a failure lists again next period.
-            self._relisting.expire()
-            self._published.clear()  # the listing shows each as changed
-            listing = await self._list()
-            # Only conversations whose newest listed message changed since cone read
-            # them; the catch-up's window check and the full pass cover the rest.
-            await self.ingestor.ingest_all(listing, changed_only=True)
-            self._relisting.listed(summary)
-        else:
-            assert held is not None
-            listing = held[1]
-            self._relisting.kept()
-            # A send syncs its group: a peer's message it stored is the stream's to
-            # hand over, and read here too.
-            published = set(self._published)
-            if published:
-                await self.ingestor.ingest(published)
-                self._published -= published
-        if self.last_sync_error is not None:
-            log.info("the network is reachable again")
-        log.debug(
-            "synced in %.0f ms (%s)",
-            (time.monotonic() - started) * 1000,
-            f"libxmtp synced {summary.synced} of {summary.eligible} conversations"
-            if summary is not None
-            else "no summary",
-        )
-        self.last_sync_ns = time.time_ns()
-        if self.last_sync_error is not None:
-            # The network is back: reopen streams and publish what waits now, rather
-            # than when their backoffs (up to 30 s and 5 min) run out.
-            log.warning("the XMTP network answers again; reconnecting and sending what waits")
-            self.last_sync_error = None
-            self.engine.reconnect_streams()
-            self.outbox.retry_now()
-        return listing, current
+    @property
+    def last_sync_ns(self) -> int | None:
+        """When the last sync succeeded (ns since the epoch)."""
+        return self.catch_up.last_sync_ns
+
+    @property
+    def last_sync_error(self) -> str | None:
+        """Why the last sync failed, while it has not succeeded since."""
+        return self.catch_up.last_sync_error
 
     def stale(self) -> bool:
         """Whether answers from the store may miss what the node holds: the start's

@@ -100,13 +100,13 @@ async def test_a_quiet_period_keeps_the_listing_and_reads_the_conversations_publ
     engine.incoming(sent_in, alice, "pulled in by the send's sync")
     engine.incoming(other, bob, "unannounced")
     core.outbox.on_published(sent_in)  # the outbox's hook after the publication
-    _, current = await core._sync(keep_listing=True)
+    _, current = await core.catch_up.sync(keep_listing=True)
     assert not current and engine.listings == listed
     assert await core.store.read(inbox.known_count, sent_in) == 1
     assert await core.store.read(inbox.known_count, other) == 0
 
     engine.summary = SyncSummary(eligible=2, synced=1)  # the next sync brings news
-    _, current = await core._sync(keep_listing=True)
+    _, current = await core.catch_up.sync(keep_listing=True)
     assert current and engine.listings == listed + 1
     assert await core.store.read(inbox.known_count, other) == 1
 

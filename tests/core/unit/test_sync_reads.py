@@ -58,7 +58,7 @@ async def test_the_settings_refresh_reads_cone_s_conversations_without_a_listing
     listed = engine.listings
     # Its own period drifts from the catch-up's: long after the sync's listing, it
     # still lists nothing (a libxmtp listing reads every stored message).
-    core._listing = None
+    core.catch_up._listing = None
     assert await core._conversation_ids() == [cid]
     assert engine.listings == listed
 
@@ -96,13 +96,13 @@ async def test_listings_run_one_at_a_time_and_a_waiting_caller_shares_the_next(
     gated = _GatedListing(engine)
     monkeypatch.setattr(engine, "conversations", gated)
     # The catch-up's sync, ingest after a stream restart and the full pass, at once.
-    first = asyncio.create_task(core._list())
+    first = asyncio.create_task(core.catch_up.list())
     await _settle()
     assert gated.running == 1
     others = [
         asyncio.create_task(core.ingestor.ingest_all()),
         asyncio.create_task(core.ingestor.reconcile_all()),
-        asyncio.create_task(core._list()),
+        asyncio.create_task(core.catch_up.list()),
     ]
     await _settle()  # each has asked for its listing by now
     assert gated.most == 1
