@@ -104,9 +104,20 @@ class CatchUp:
             except Exception:  # the loop's boundary: a failed pass must not end catch-up
                 log.exception("catch-up failed unexpectedly; trying again next period")
             took = time.monotonic() - started
+            stretched = wait > self._interval_s
             wait = pacing.next_wait(self._interval_s, took)
             if wait > self._interval_s:
                 log.debug("catch-up took %.1f s; the next in %.0f s", took, wait)
+                if not stretched:  # said once, without -v: why the syncs are further apart
+                    log.info(
+                        "a catch-up took %.1f s: catching up every %.0f s or so instead of "
+                        "every %.0f s while they stay this long",
+                        took,
+                        wait,
+                        self._interval_s,
+                    )
+            elif stretched:
+                log.info("catch-ups are short again: catching up every %.0f s", wait)
 
     async def sync(self, *, keep_listing: bool = False) -> tuple[list[ConversationInfo], bool]:
         """A full sync and ingest; Unavailable(reason=sync_failed) on failure.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -212,9 +213,12 @@ async def test_a_conversation_made_while_the_streams_are_down_is_recorded(
     assert grew[1] >= 1  # one more conversation: listed again
 
 
-async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(core: Core) -> None:
+async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(
+    core: Core, caplog: pytest.LogCaptureFixture
+) -> None:
     """The pacing (cone/core/pacing.py) with the bad timing forced: each sync is held
-    1 s longer than it takes, so every pass is long."""
+    1 s longer than it takes, so every pass is long; the log says so once."""
+    caplog.set_level(logging.INFO, logger="cone.core.service")
     await _started(core)
     synced = core.engine.sync_all
     passes: list[tuple[float, float]] = []  # each sync's start and end
@@ -228,6 +232,7 @@ async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(core: Cor
             passes.append((start, time.monotonic()))
 
     core.engine.sync_all = slow  # type: ignore[method-assign]  # instrumentation
+    since = len(caplog.records)  # (a loaded machine may have stretched a wait already)
 
     async def three() -> bool:
         return len(passes) >= 3
@@ -238,3 +243,14 @@ async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(core: Cor
         # wait for a sync this long (the cap, 8 intervals, at this test's interval).
         assert after - end >= next_wait(PERIOD_S, end - start) - 0.01
         assert next_wait(PERIOD_S, end - start) > PERIOD_S
+    # Said once while the passes stay long (every one of them is).
+    said = [r.getMessage() for r in caplog.records[since:] if "catching up" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("a catch-up took "), said
+
+    core.engine.sync_all = synced  # type: ignore[method-assign]  # short passes again
+    restored = len(caplog.records)
+
+    async def short_again() -> bool:
+        return any("short again" in r.getMessage() for r in caplog.records[restored:])
+
+    await until(short_again)
