@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 from xmtp_bindings import xmtpv3 as ffi
@@ -120,14 +119,6 @@ def test_absent_identities_and_damaged_databases_are_told_apart() -> None:
     assert not is_absent(None)
     assert is_damaged_database(ffi.FfiError.Error("Storage error: file is not a database"))
     assert not is_damaged_database(ffi.FfiError.Error("Storage error: database or disk is full"))
-
-
-@pytest.fixture
-def offload() -> Iterator[Offload]:
-    """An offload, closed after the test (its threads end)."""
-    made = Offload()
-    yield made
-    made.close()
 
 
 async def test_a_failed_call_comes_back_translated_noted_and_answered(offload: Offload) -> None:

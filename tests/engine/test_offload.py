@@ -8,21 +8,12 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from cone.engine._offload import Offload
 from cone.errors import Unavailable
 from support.waiting import until
-
-
-@pytest.fixture
-def offload() -> Iterator[Offload]:
-    """An offload, closed after the test (its threads end)."""
-    made = Offload()
-    yield made
-    made.close()
 
 
 async def test_a_call_that_blocks_its_thread_leaves_the_loop_free_and_is_bounded(
