@@ -158,8 +158,7 @@ class Engine:
             )
         await _failpoints.reached("d14n_opened")  # a kill -9 here: the next start moves
         old = self._client
-        for stream in self._streams:
-            await stream.stop()
+        await self._stop_streams()
         self._attach(client)
         self.gateway_url = gateway
         self._cut.on_d14n = True
@@ -296,7 +295,7 @@ class Engine:
         }
         self._cut.watch()
         self._streams = supervised_streams(
-            lambda: self._client,
+            self._current,
             self._x,
             on_message=on_message,
             on_conversation=on_conversation,
@@ -317,6 +316,11 @@ class Engine:
         """Health of each stream, for status."""
         return [s.health for s in self._streams]
 
+    async def _stop_streams(self) -> None:
+        """Stop every stream at once: each waits for libxmtp's task to end."""
+        await asyncio.gather(*(s.stop() for s in self._streams))
+        self._streams = []
+
     # --- libxmtp's database (cone/engine/_database.py) ----------------------------
 
     async def release_db(self) -> None:
@@ -333,8 +337,7 @@ class Engine:
         its calls (cone/engine/_offload.py); the engine takes no calls after."""
         await self._db.stop()
         await self._cut.close()
-        await asyncio.gather(*(s.stop() for s in self._streams))
-        self._streams = []
+        await self._stop_streams()
         try:
             await self.release_db()
         except ConeError as exc:
