@@ -76,7 +76,11 @@ async def test_a_reaction_starts_no_turn_and_comes_as_context_of_the_next(
             await _accept(bridge, cid)
             (answer,) = await _from_agent(sdk, cid, 1)
             await sdk.send(cid, "reaction", _reaction(answer["id"], ident.inbox_id))
-            await until(lambda: _none_pending(bridge))
+            # Held as context: taken off the bridge's consumer, pending on its context
+            # consumer. (No pending on the bridge's consumer alone is also true before
+            # the reaction has arrived: "thanks" then came in the same batch, and a
+            # loaded machine did that once.)
+            await until(lambda: _held_as_context(bridge, 1))
             assert len(noting.events("start")) == 1
             await sdk.send(cid, "text", "thanks")
             await _from_agent(sdk, cid, 2)
@@ -93,8 +97,8 @@ async def _held(bridge: BridgeProcess, n: int) -> bool:
     return bool(status.inbox_messages >= n)
 
 
-async def _none_pending(bridge: BridgeProcess) -> bool:
-    return await bridge.pending() == 0
+async def _held_as_context(bridge: BridgeProcess, n: int) -> bool:
+    return await bridge.pending() == 0 and await bridge.pending("bridge.context") == n
 
 
 async def test_with_reactions_on_a_reaction_to_the_agent_addresses_it_in_a_group(
@@ -111,7 +115,11 @@ async def test_with_reactions_on_a_reaction_to_the_agent_addresses_it_in_a_group
             (answer,) = await _from_agent(sdk, cid, 1)
             # A reaction to someone else's message does not address the agent...
             await sdk.send(cid, "reaction", _reaction(mine, sdk.inbox_id, "😀"))
-            await until(lambda: _none_pending(bridge))
+            # Held as context: taken off the bridge's consumer, pending on its context
+            # consumer. (No pending on the bridge's consumer alone is also true before
+            # the reaction has arrived: "thanks" then came in the same batch, and a
+            # loaded machine did that once.)
+            await until(lambda: _held_as_context(bridge, 1))
             assert len(noting.events("start")) == 1
             # ...one to the agent's own message does.
             await sdk.send(cid, "reaction", _reaction(answer["id"], ident.inbox_id, "🎉"))
