@@ -74,42 +74,24 @@ class Reads:
         self, conversation_id: str, inserted_after_ns: int
     ) -> list[RawMessage]:
         """Messages libxmtp stored for a conversation with `inserted_at_ns` above the
-        given value, each once, in libxmtp's insertion-stamp order.
-
-        libxmtp 1.10's stamps are neither unique nor close to the clock (see
-        docs/guarantees.md), so pages overlap by one stamp and are joined by id: a run
-        of equal stamps across a page boundary is never cut.
-        """
-        key = bytes.fromhex(conversation_id)
+        given value, each once, in libxmtp's insertion-stamp order: `message_pages`
+        joined."""
         out: list[RawMessage] = []
-        seen: set[bytes] = set()
-        cursor, limit = inserted_after_ns, PAGE
-        while True:
-            opts = _convert.messages_after(limit=limit, inserted_after_ns=cursor)
-            page = await self._x.call(
-                functools.partial(self._find_page, key, opts), LOCAL_CALL_S, "reading messages"
-            )
-            for m in page:
-                mid = bytes(m.id)
-                if mid not in seen:
-                    seen.add(mid)
-                    out.append(_convert.raw(m, conversation_id))
-            if len(page) < limit:
-                return out
-            top = page[-1].inserted_at_ns - 1
-            if top <= cursor:
-                limit *= 2  # a whole page of one stamp: widen the page, never skip
-            else:
-                cursor, limit = top, PAGE
+        async for page in self.message_pages(conversation_id, inserted_after_ns):
+            out.extend(page)
+        return out
 
     async def message_pages(
         self, conversation_id: str, inserted_after_ns: int
     ) -> AsyncIterator[list[RawMessage]]:
-        """`messages_since`, a page at a time (about `PAGE` messages): what a whole
-        conversation's history is read with, never all of it in memory at once.
+        """A conversation's messages past `inserted_after_ns`, a page at a time (about
+        `PAGE` messages), each once: what a whole history is read with, never all of
+        it in memory at once.
 
-        Pages overlap by one stamp as in `messages_since`; only the ids at the page's
-        last stamp are remembered across pages, to join the overlap by id.
+        libxmtp 1.10's stamps are neither unique nor close to the clock (see
+        docs/guarantees.md), so pages overlap by one stamp and are joined by id: a run
+        of equal stamps across a page boundary is never cut. Only the ids at a page's
+        last stamp are remembered across pages.
         """
         key = bytes.fromhex(conversation_id)
         cursor, limit = inserted_after_ns, PAGE
