@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -32,7 +33,7 @@ def _fresh_port() -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Route this process's native lines (libxmtp peers run in it, and libxmtp writes
+    """Give this process SIGINT at its default (below), and route this process's native lines (libxmtp peers run in it, and libxmtp writes
     to stdout) through cone's log, as cone's own processes do: known-benign records
     such as `PoolNeedsConnection` while a closed peer's workers wind down are
     dropped, other records are one plain line each, pytest's own output passes
@@ -40,6 +41,12 @@ def pytest_configure(config: pytest.Config) -> None:
     and puts it back between tests; that saved fd becomes the pipe, so lines between
     tests and after the summary are routed too, and a test's captured output stays
     as it was."""
+    # A suite started in the background by a non-interactive shell inherits SIGINT
+    # ignored, and so would every command it starts (an ignored signal survives exec).
+    # The tests that press Ctrl-C on a command expect what a terminal's foreground
+    # job has: SIGINT at its default.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     capman = config.pluginmanager.getplugin("capturemanager")
     out = getattr(getattr(capman, "_global_capturing", None), "out", None)
     saved = getattr(out, "targetfd_save", None)
