@@ -1,7 +1,7 @@
 """Big store benchmarks: a daemon over 10,000 conversations and up to 1,000,000 messages.
 
     python -m bench bigstore [--conversations 10000] [--messages 100000,1000000]
-                             [--cache DIR] [--active 1000] [--idle-s 90]
+                             [--cache DIR] [--active 1000] [--idle-s 90] [--intake 500]
 
 The stores are made by `bench/_bigstore.py` (real conversations on a devnet kept in
 SQLite, then stored messages written into libxmtp's and cone's databases; see its
@@ -28,6 +28,14 @@ sizes compare with each other (the growth), on the same machine load:
 - ingest: the peers send one message into each of `--active` conversations at once
   (ten peers in parallel); time until all are in cone's inbox, against the time the
   peers' raw libxmtp took to publish them (the baseline).
+- intake: ten new peers make `--intake` new conversations with cone at once (each
+  its DM first, then groups, four at a time, one first text in each: the burst of
+  `python -m bench intake`, into the big store); time until cone's store holds every
+  one with its message (each is then a request), against the time the peers took
+  to make them (the baseline); the latency of each first message, as the bench's
+  store watcher saw it and as the daemon's `-v` line stamped its commit (the watcher
+  shares its loop with the in-process devnet and the peers); and the daemon's CPU.
+  It runs last, so the memory figures below do not include it.
 - memory: the daemon's resident set (VmRSS) after start and after the
   reconciliation, its peak (VmHWM) before the ingest burst, its resident set right
   after the burst, and its peak over the whole run; and, sampled every 0.5 s, what
@@ -50,15 +58,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from bench import _bigstore
+from bench import _bigstore, intake
 from cone.devnet import Devnet
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
+from support.peers import Peer
 from support.waiting import until
 
 _STARTED = re.compile(
@@ -72,6 +82,10 @@ _DONE = re.compile(
 # conversation listing cone takes.
 _SYNCED = re.compile(r"synced in \d+ ms \((?:libxmtp synced (\d+) of \d+|no summary)")
 _LISTING = re.compile(r"conversation listing: \d+ in ")
+_ARRIVED = re.compile(r"^(\S+Z) DEBUG \S+: message in \S+ in ([0-9a-f]+) from", re.MULTILINE)
+# The intake phase: new peers, each making its share of the new conversations.
+INTAKE_PEERS = 10
+INTAKE_INFLIGHT = 4
 
 
 class _VerboseDaemon(DaemonProcess):
@@ -162,7 +176,12 @@ async def _p50(call: Callable[[], Awaitable[Any]], n: int) -> float:
 
 
 async def run_size(
-    layout: _bigstore.Layout, n_messages: int, active: int, work: Path, idle_s: float
+    layout: _bigstore.Layout,
+    n_messages: int,
+    active: int,
+    work: Path,
+    idle_s: float,
+    new_conversations: int,
 ) -> dict[str, float]:
     """One size, on a fresh copy of its cached store."""
     copy = await asyncio.to_thread(layout.copy_to, work / "run")
@@ -218,6 +237,9 @@ async def run_size(
             out["peak_anon_mib"] = sampler.peak["RssAnon"]
             out["peak_db_map_mib"] = sampler.peak["db_map_mib"]
             out.update({f"most_{k}": v for k, v in sampler.most.items()})
+            if new_conversations:
+                _phase("intake")
+                out.update(await _intake(d, url, work, new_conversations))
         finally:
             await sampler.stop()
             await d.stop()
@@ -305,6 +327,41 @@ async def _ingest(
     return {"active": n, "ingest_sent_s": sent, "ingest_s": took}
 
 
+async def _intake(d: DaemonProcess, url: str, work: Path, n: int) -> dict[str, float]:
+    directory = work / "newcomers"
+    directory.mkdir(exist_ok=True)
+    peers = [await Peer.create(url, directory, f"new{i}") for i in range(INTAKE_PEERS)]
+    wall = time.time() - time.monotonic()  # the daemon's log stamps, on the bench's clock
+    try:
+        burst, cpu = await intake.cone_side(d, peers, n, INTAKE_INFLIGHT)
+    finally:
+        for p in peers:
+            p.close()
+    made = max(burst.published.values()) - burst.started
+    took = max(burst.taken[c] for c in burst.published) - burst.started
+    latencies = [max(0.0, burst.taken[c] - t) for c, t in burst.published.items()]
+    # The bench's store watcher shares its loop with the in-process devnet and the
+    # peers, all busy during the burst: the daemon's own `-v` line for each first
+    # message (written once it is committed) says when it was taken in, without it.
+    logged: dict[str, float] = {}
+    for stamp, cid in _ARRIVED.findall(d.stderr()):
+        if cid in burst.published and cid not in logged:
+            at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() - wall
+            logged[cid] = max(0.0, at - burst.published[cid])
+    assert len(logged) == len(burst.published), "a first message without its `-v` line"
+    by_log = list(logged.values())
+    return {
+        "intake": n,
+        "intake_made_s": made,
+        "intake_s": took,
+        "intake_p50_ms": statistics.median(latencies) * 1000,
+        "intake_p95_ms": intake.percentile_ms(latencies, 0.95),
+        "intake_log_p50_ms": statistics.median(by_log) * 1000,
+        "intake_log_p95_ms": intake.percentile_ms(by_log, 0.95),
+        "intake_cpu_s": cpu,
+    }
+
+
 def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
     sizes = sorted(results)
     print(f"\nbig store, {n_conversations:,} conversations:")
@@ -342,6 +399,16 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         ("most mappings of libxmtp's database at once (sampled)", "most_db_maps", "{:.0f}"),
         ("most resident in them at once (sampled, MiB)", "most_db_map_mib", "{:.0f}"),
     ]
+    if all("intake_s" in results[s] for s in sizes):
+        rows += [
+            ("intake: the peers made the new conversations (s)", "intake_made_s", "{:.1f}"),
+            ("intake: all of them in cone's store (s)", "intake_s", "{:.1f}"),
+            ("intake: first message to cone's store, p50 (ms)", "intake_p50_ms", "{:,.0f}"),
+            ("intake: first message to cone's store, p95 (ms)", "intake_p95_ms", "{:,.0f}"),
+            ("intake: the same by the daemon's log, p50 (ms)", "intake_log_p50_ms", "{:,.0f}"),
+            ("intake: the same by the daemon's log, p95 (ms)", "intake_log_p95_ms", "{:,.0f}"),
+            ("intake: the daemon's CPU over it (s)", "intake_cpu_s", "{:.1f}"),
+        ]
     print(
         "| figure | "
         + " | ".join(f"{s:,} msgs" for s in sizes)
@@ -368,6 +435,9 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         r = results[s]
         print(f"{s:,}: ingest of {r['active']:.0f} messages into as many conversations took "
               f"{r['ingest_s'] / r['ingest_sent_s']:.2f}x the peers' publishing; drained {r['drained']:.0f}")  # fmt: skip
+        if "intake_s" in r:
+            print(f"{s:,}: intake of {r['intake']:.0f} new conversations took "
+                  f"{r['intake_s'] / r['intake_made_s']:.2f}x the peers' making of them")  # fmt: skip
 
 
 async def _main(args: argparse.Namespace) -> None:
@@ -377,7 +447,9 @@ async def _main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="cone-bs-") as work:
         for n, layout in layouts.items():
             print(f"measuring {n:,} messages ...", flush=True)
-            results[n] = await run_size(layout, n, args.active, Path(work), args.idle_s)
+            results[n] = await run_size(
+                layout, n, args.active, Path(work), args.idle_s, args.intake
+            )
             print(f"  {n:,}: {results[n]}", flush=True)
     _report(args.conversations, results)
 
@@ -389,4 +461,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--active", type=int, default=1000)
     parser.add_argument("--idle-s", type=float, default=90.0, help="the idle phase's length")
     parser.add_argument("--cache", type=Path, default=_bigstore.default_cache())
+    parser.add_argument(
+        "--intake", type=int, default=500, help="new conversations in the intake phase (0: none)"
+    )
     asyncio.run(_main(parser.parse_args(argv)))

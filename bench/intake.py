@@ -43,6 +43,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -64,7 +65,8 @@ POLL_S = 0.025
 TAKE_IN_S = 1800.0
 
 
-def _pct(xs: list[float], p: float) -> float:
+def percentile_ms(xs: list[float], p: float) -> float:
+    """The `p` quantile of `xs` (seconds), in milliseconds."""
     return sorted(xs)[min(len(xs) - 1, int(p * len(xs)))] * 1000
 
 
@@ -97,8 +99,8 @@ class Burst:
         made = max(self.published.values()) - self.started
         return (
             f"{name}: {rate:.1f} conversations/s ({len(ids)} in {last - self.started:.1f} s; "
-            f"the peers made them in {made:.1f} s), latency p50 {_pct(lat, 0.5):.0f} ms, "
-            f"p95 {_pct(lat, 0.95):.0f} ms, max {_pct(lat, 1.0):.0f} ms",
+            f"the peers made them in {made:.1f} s), latency p50 {percentile_ms(lat, 0.5):.0f} ms, "
+            f"p95 {percentile_ms(lat, 0.95):.0f} ms, max {percentile_ms(lat, 1.0):.0f} ms",
             rate,
         )
 
@@ -152,25 +154,35 @@ async def _wait(burst: Burst, n: int, what: str) -> None:
 # --- cone -------------------------------------------------------------------------
 
 
+def _new_rows(conn: Any, after: int) -> list[tuple[int, str]]:
+    rows: list[tuple[int, str]] = conn.execute(
+        "SELECT seq, conversation_id FROM messages WHERE seq > ? ORDER BY seq", (after,)
+    ).fetchall()
+    return rows
+
+
 async def _watch_store(home: Path, burst: Burst, stop: asyncio.Event) -> None:
-    """Poll cone's store read-only for conversations holding a message."""
+    """Poll cone's store read-only for conversations given a message since the watch
+    began (by the inbox's sequence: a big store's older messages are never read)."""
     conn = await asyncio.to_thread(open_database, home / STORE_NAME, store_key(home))
     conn.execute("PRAGMA query_only = ON")
     try:
+        last = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()[0]
         while not stop.is_set():
-            rows = await asyncio.to_thread(
-                lambda: conn.execute("SELECT DISTINCT conversation_id FROM messages").fetchall()
-            )
-            for (cid,) in rows:
+            for seq, cid in await asyncio.to_thread(_new_rows, conn, last):
                 burst.take(cid)
+                last = seq
             await asyncio.sleep(POLL_S)
     finally:
         conn.close()
 
 
-async def _cone_side(
+async def cone_side(
     d: DaemonProcess, peers: list[Peer], n: int, inflight: int
 ) -> tuple[Burst, float]:
+    """The peers' burst of `n` new conversations into the daemon `d`: when each was
+    taken in, and the daemon's CPU over the burst. Every one must end up listed as a
+    request with its message pending."""
     inbox_id = (await d.client.identity()).inbox_id
     assert d.proc is not None
     burst = Burst()
@@ -247,7 +259,7 @@ async def run(args: argparse.Namespace) -> None:
                 raw = await _raw_side(devnet.url, work, peers, args.conversations, args.inflight)
                 line, raw_rate = raw.summary("raw libxmtp")
                 print(line)
-            cone_burst, cpu = await _cone_side(d, peers, args.conversations, args.inflight)
+            cone_burst, cpu = await cone_side(d, peers, args.conversations, args.inflight)
             line, cone_rate = cone_burst.summary("cone")
             print(f"{line}; daemon CPU {cpu:.1f} s")
             if raw_rate is not None:
