@@ -33,11 +33,11 @@ def _fresh_port() -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Give this process SIGINT at its default (below), and route this process's native lines (libxmtp peers run in it, and libxmtp writes
-    to stdout) through cone's log, as cone's own processes do: known-benign records
-    such as `PoolNeedsConnection` while a closed peer's workers wind down are
-    dropped, other records are one plain line each, pytest's own output passes
-    unchanged. With fd capture (the default), pytest keeps the terminal's fd 1 aside
+    """Give this process SIGINT at its default (below), and route its native lines
+    (libxmtp peers run in it, and libxmtp writes to stdout) through cone's log, as
+    cone's own processes do: known-benign records such as `PoolNeedsConnection`
+    while a closed peer's workers wind down are dropped, other records are one plain
+    line each, pytest's own output passes unchanged. With fd capture (the default), pytest keeps the terminal's fd 1 aside
     and puts it back between tests; that saved fd becomes the pipe, so lines between
     tests and after the summary are routed too, and a test's captured output stays
     as it was."""
