@@ -337,9 +337,7 @@ async def _intake(d: DaemonProcess, url: str, work: Path, n: int) -> dict[str, f
     finally:
         for p in peers:
             p.close()
-    made = max(burst.published.values()) - burst.started
-    took = max(burst.taken[c] for c in burst.published) - burst.started
-    latencies = [max(0.0, burst.taken[c] - t) for c, t in burst.published.items()]
+    latencies = burst.latencies()
     # The bench's store watcher shares its loop with the in-process devnet and the
     # peers, all busy during the burst: the daemon's own `-v` line for each first
     # message (written once it is committed) says when it was taken in, without it.
@@ -352,8 +350,8 @@ async def _intake(d: DaemonProcess, url: str, work: Path, n: int) -> dict[str, f
     by_log = list(logged.values())
     return {
         "intake": n,
-        "intake_made_s": made,
-        "intake_s": took,
+        "intake_made_s": burst.made_s(),
+        "intake_s": burst.took_s(),
         "intake_p50_ms": statistics.median(latencies) * 1000,
         "intake_p95_ms": intake.percentile_ms(latencies, 0.95),
         "intake_log_p50_ms": statistics.median(by_log) * 1000,

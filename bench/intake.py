@@ -91,14 +91,23 @@ class Burst:
     def complete(self) -> bool:
         return len(self.published) > 0 and set(self.published) <= set(self.taken)
 
+    def made_s(self) -> float:
+        """From the first creation to the last first message published."""
+        return max(self.published.values()) - self.started
+
+    def took_s(self) -> float:
+        """From the first creation to the last conversation taken in."""
+        return max(self.taken[c] for c in self.published) - self.started
+
+    def latencies(self) -> list[float]:
+        """Each conversation's first message, published to taken in (seconds)."""
+        return [max(0.0, self.taken[c] - t) for c, t in self.published.items()]
+
     def summary(self, name: str) -> tuple[str, float]:
-        ids = list(self.published)
-        last = max(self.taken[c] for c in ids)
-        rate = len(ids) / (last - self.started)
-        lat = [max(0.0, self.taken[c] - self.published[c]) for c in ids]
-        made = max(self.published.values()) - self.started
+        took, made, lat = self.took_s(), self.made_s(), self.latencies()
+        rate = len(self.published) / took
         return (
-            f"{name}: {rate:.1f} conversations/s ({len(ids)} in {last - self.started:.1f} s; "
+            f"{name}: {rate:.1f} conversations/s ({len(self.published)} in {took:.1f} s; "
             f"the peers made them in {made:.1f} s), latency p50 {percentile_ms(lat, 0.5):.0f} ms, "
             f"p95 {percentile_ms(lat, 0.95):.0f} ms, max {percentile_ms(lat, 1.0):.0f} ms",
             rate,

@@ -76,10 +76,6 @@ async def test_a_reaction_starts_no_turn_and_comes_as_context_of_the_next(
             await _accept(bridge, cid)
             (answer,) = await _from_agent(sdk, cid, 1)
             await sdk.send(cid, "reaction", _reaction(answer["id"], ident.inbox_id))
-            # Held as context: taken off the bridge's consumer, pending on its context
-            # consumer. (No pending on the bridge's consumer alone is also true before
-            # the reaction has arrived: "thanks" then came in the same batch, and a
-            # loaded machine did that once.)
             await until(lambda: _held_as_context(bridge, 1))
             assert len(noting.events("start")) == 1
             await sdk.send(cid, "text", "thanks")
@@ -98,6 +94,10 @@ async def _held(bridge: BridgeProcess, n: int) -> bool:
 
 
 async def _held_as_context(bridge: BridgeProcess, n: int) -> bool:
+    """`n` messages held as context: taken off the bridge's consumer, pending on its
+    context consumer. (Nothing pending on the bridge's consumer alone is also true
+    before a reaction has arrived: the next text then came in the same batch, and a
+    loaded machine did that once.)"""
     return await bridge.pending() == 0 and await bridge.pending("bridge.context") == n
 
 
@@ -115,10 +115,6 @@ async def test_with_reactions_on_a_reaction_to_the_agent_addresses_it_in_a_group
             (answer,) = await _from_agent(sdk, cid, 1)
             # A reaction to someone else's message does not address the agent...
             await sdk.send(cid, "reaction", _reaction(mine, sdk.inbox_id, "😀"))
-            # Held as context: taken off the bridge's consumer, pending on its context
-            # consumer. (No pending on the bridge's consumer alone is also true before
-            # the reaction has arrived: "thanks" then came in the same batch, and a
-            # loaded machine did that once.)
             await until(lambda: _held_as_context(bridge, 1))
             assert len(noting.events("start")) == 1
             # ...one to the agent's own message does.
