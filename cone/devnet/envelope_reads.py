@@ -47,6 +47,18 @@ def read_topic(
     return [Read(row.id, envelopes.key_package(row))]
 
 
+def has_above(store: Store, kind: int, identifier: bytes, cursor: Mapping[int, int]) -> bool:
+    """Whether the topic may hold envelopes above `cursor`: False only when it holds
+    none, known for group and welcome topics from their newest ids without a read."""
+    if kind == topics.KIND_GROUP_MESSAGES:
+        newest_ids = store.newest_group_message_ids(identifier)
+    elif kind == topics.KIND_WELCOME_MESSAGES:
+        newest_ids = store.newest_welcome_ids(identifier)
+    else:
+        return True
+    return any(i > cursor.get(originator, 0) for originator, i in newest_ids.items())
+
+
 def newest(store: Store, kind: int, identifier: bytes) -> env.OriginatorEnvelope | None:
     """The topic's newest envelope, if any."""
     if kind == topics.KIND_GROUP_MESSAGES:

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from cone.devnet import envelopes, topics
-from cone.devnet.envelope_reads import read_topic
+from cone.devnet.envelope_reads import has_above, read_topic
 from cone.devnet.hub import Hub, StreamEnded, Subscription
 from cone.devnet.stats import Stats
 from cone.devnet.store import GroupMessageRow, Store, WelcomeRow
@@ -118,6 +118,8 @@ class EnvelopeStreams:
             sent = dict.fromkeys(cursors, 0)  # per-topic high-water mark (row id)
             for key, cursor in cursors.items():
                 kind, identifier = key
+                if not has_above(self._store, kind, identifier, cursor):
+                    continue  # no query for a topic with nothing above its cursor
                 while True:
                     page = read_topic(self._store, kind, identifier, cursor, sent[key],
                                       CATCH_UP_PAGE)  # fmt: skip

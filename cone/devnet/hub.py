@@ -16,6 +16,11 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 
 #: Rows buffered for one subscriber before it is cut off as too slow.
 MAX_BUFFERED: Final = 100_000
+#: A subscription to more topics than this is not indexed by topic: each row is
+#: checked against its topic set instead. A client's stream over all its
+#: conversations names every one and is opened again for each new conversation, so
+#: at 10,000 conversations indexing each opening cost more than all its rows.
+WIDE: Final = 64
 
 
 class Row(Protocol):
@@ -98,6 +103,7 @@ class Hub(Generic[R]):
 
     def __init__(self) -> None:
         self._by_topic: dict[bytes, set[Subscription[R]]] = {}
+        self._wide: set[Subscription[R]] = set()  # more than WIDE topics: not indexed
         self._all: set[Subscription[R]] = set()
 
     def __len__(self) -> int:
@@ -107,9 +113,7 @@ class Hub(Generic[R]):
         """Register a subscription for live rows of the topics (`d14n`: for the
         D14N API)."""
         sub: Subscription[R] = Subscription(frozenset(topics), d14n=d14n)
-        self._all.add(sub)
-        for topic in sub.topics:
-            self._by_topic.setdefault(topic, set()).add(sub)
+        self._add(sub, sub.topics)
         return sub
 
     def attach(self, sub: Subscription[Any], topics: Iterable[bytes]) -> None:
@@ -117,13 +121,39 @@ class Hub(Generic[R]):
         D14N stream over group and welcome topics at once)."""
         added = frozenset(topics)
         sub.topics = sub.topics | added
-        self._all.add(sub)
-        for topic in added:
-            self._by_topic.setdefault(topic, set()).add(sub)
+        if sub in self._wide:
+            return  # matched by its topic set, which now holds them
+        if sub in self._all:
+            self._index(sub, added)  # indexed here already: stays indexed
+            return
+        self._add(sub, added)
 
     def unsubscribe(self, sub: Subscription[R]) -> None:
         """Forget a subscription (its stream has ended)."""
+        self._remove(sub)
+
+    def _add(self, sub: Subscription[R], topics: frozenset[bytes]) -> None:
+        self._all.add(sub)
+        if len(topics) > WIDE:
+            self._wide.add(sub)
+        else:
+            self._index(sub, topics)
+
+    def _index(self, sub: Subscription[R], topics: frozenset[bytes]) -> None:
+        for topic in topics:
+            subs = self._by_topic.get(topic)
+            if subs is None:
+                self._by_topic[topic] = {sub}
+            else:
+                subs.add(sub)
+
+    def _remove(self, sub: Subscription[R]) -> None:
+        if sub not in self._all:
+            return
         self._all.discard(sub)
+        if sub in self._wide:
+            self._wide.discard(sub)
+            return
         for topic in sub.topics:
             subs = self._by_topic.get(topic)
             if subs is not None:
@@ -136,6 +166,9 @@ class Hub(Generic[R]):
         for row in rows:
             for sub in self._by_topic.get(row.topic, ()):
                 sub.push(row)
+            for sub in self._wide:
+                if row.topic in sub.topics:
+                    sub.push(row)
 
     def end_all(self, reason: EndReason) -> int:
         """End every open subscription (for the V3 cutover, every V3 one); returns

@@ -213,6 +213,10 @@ class Store:
             self._db = sqlite3.connect(path or ":memory:", isolation_level=None, timeout=0)
             self._configure()
             self._migrate()
+            # The newest row ids (per originator) of each group and welcome topic
+            # asked about, kept as rows are added: a client's stream over all its
+            # conversations is opened again for each new one, naming every topic.
+            self._newest: dict[tuple[str, bytes], dict[int, int]] = {}
         except sqlite3.OperationalError as exc:
             raise StateError(
                 f"cannot open the devnet database {path}: {exc} (is another devnet using it?)",
@@ -381,6 +385,7 @@ class Store:
                 )
                 if cur.rowcount == 1:
                     added.append(replace(m, id=int(cur.lastrowid or 0), created_ns=now_ns))
+        self._note_newest(_GROUPS, added)
         return added
 
     def group_messages(self, group_id: bytes, page: Page) -> list[GroupMessageRow]:
@@ -427,6 +432,7 @@ class Store:
                 )
                 if cur.rowcount == 1:
                     added.append(replace(w, id=int(cur.lastrowid or 0), created_ns=now_ns))
+        self._note_newest(_WELCOMES, added)
         return added
 
     def welcomes(self, installation_key: bytes, page: Page) -> list[WelcomeRow]:
@@ -447,6 +453,35 @@ class Store:
         """The key's welcome with the highest id, if any."""
         rows = self.welcomes(installation_key, Page(ascending=False, limit=1, cursor=0))
         return rows[0] if rows else None
+
+    # newest ids
+
+    def newest_group_message_ids(self, group_id: bytes) -> Mapping[int, int]:
+        """The highest id of the group's messages from each D14N originator ({} if
+        none): a query the first time, then from memory."""
+        return self._newest_ids(_GROUPS, group_id)
+
+    def newest_welcome_ids(self, installation_key: bytes) -> Mapping[int, int]:
+        """The highest id of the key's welcomes from each originator (as above)."""
+        return self._newest_ids(_WELCOMES, installation_key)
+
+    def _newest_ids(self, table: str, topic: bytes) -> dict[int, int]:
+        newest = self._newest.get((table, topic))
+        if newest is None:
+            column, originator = _NEWEST_BY[table]
+            rows = self._db.execute(
+                f"SELECT {originator}, max(id) FROM {table} WHERE {column} = ? GROUP BY 1",
+                (topic,),
+            ).fetchall()
+            newest = self._newest[(table, topic)] = {int(o): int(i) for o, i in rows}
+        return newest
+
+    def _note_newest(self, table: str, added: Sequence[GroupMessageRow | WelcomeRow]) -> None:
+        # After the commit: ids only grow, so a row added is its originator's newest.
+        for row in added:
+            newest = self._newest.get((table, row.topic))
+            if newest is not None:
+                newest[row.originator] = row.id
 
     # commit log
 
@@ -502,6 +537,15 @@ class Store:
         ).fetchall()
         return rows
 
+
+#: The tables `_newest_ids` reads: the column each keeps its topic in, and its
+#: rows' originator in SQL.
+_GROUPS: Final = "group_messages"
+_WELCOMES: Final = "welcomes"
+_NEWEST_BY: Final = {
+    _GROUPS: ("group_id", _GROUP_ORIGINATOR),
+    _WELCOMES: ("installation_key", _WELCOME_ORIGINATOR),
+}
 
 _GROUP_SELECT: Final = (
     "SELECT id, created_ns, group_id, data, sender_hmac, should_push, is_commit, node_id,"

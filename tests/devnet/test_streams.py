@@ -1,4 +1,5 @@
-"""Server streams below libxmtp: headers, catch-up, live order, reconnects, endings."""
+"""Server streams below libxmtp: headers, catch-up, live order, reconnects, endings,
+and the hub's fan-out to narrow and wide subscriptions."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from dataclasses import dataclass
 
 import grpc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cone.devnet import Devnet, hub
 from conepb.xmtp import mls_api_pb2 as mls
@@ -66,6 +69,51 @@ async def test_a_stream_replays_above_its_cursor_then_goes_live_in_order(devnet:
         await wire.send(n, other, 1)  # not subscribed: never delivered
         assert await _read(call, 3) == (await _all_ids(n, group))[-3:]
         call.cancel()
+
+
+async def test_a_stream_over_many_topics_replays_what_is_above_each_cursor_then_goes_live(
+    devnet: str,
+) -> None:
+    """A client's stream over all its conversations (more than `hub.WIDE` topics,
+    most with nothing above their cursors) catches up and goes live as a stream over
+    one does; a topic named twice starts from its lower cursor."""
+    async with wire.node(devnet) as n:
+        groups = [os.urandom(16) for _ in range(hub.WIDE * 2)]
+        caught_up, behind, twice, quiet, outside = (
+            groups[0],
+            groups[1],
+            groups[2],
+            groups[3],
+            os.urandom(16),
+        )
+        for group in (caught_up, behind, twice):
+            await wire.send(n, group, 2)
+        await wire.send(n, outside)
+        cursors = {g: (await _all_ids(n, g) or [0])[-1] for g in groups}
+        cursors[behind] = (await _all_ids(n, behind))[0]
+        filters = [Filter(group_id=g, id_cursor=c) for g, c in cursors.items()]
+        filters.append(Filter(group_id=twice, id_cursor=0))
+        call = _subscribe(n, *filters)
+        narrow = _subscribe(n, Filter(group_id=quiet))  # one topic: indexed by it
+        replayed = await _read(call, 3)
+        assert replayed == (await _all_ids(n, behind))[1:] + await _all_ids(n, twice)
+        await wire.send(n, outside)  # not named: never delivered
+        await wire.send(n, quiet)
+        (live,) = await _all_ids(n, quiet)
+        assert await _read(call, 1) == [live]
+        assert await _read(narrow, 1) == [live]
+        call.cancel()
+        narrow.cancel()
+
+
+async def test_an_empty_topic_among_many_filters_is_refused_by_its_place(devnet: str) -> None:
+    async with wire.node(devnet) as n:
+        filters = [Filter(group_id=os.urandom(16)) for _ in range(100)]
+        filters[57].group_id = b""
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await _read(_subscribe(n, *filters), 1)
+        assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert "filters[57].group_id is empty" in (refused.value.details() or "")
 
 
 async def test_streams_are_gapless_and_without_repeats_across_reconnects_under_load(
@@ -153,3 +201,41 @@ async def test_a_subscriber_too_slow_for_its_buffer_is_cut_off(
     with pytest.raises(hub.StreamEnded) as ended:
         await sub.next()
     assert ended.value.reason is hub.EndReason.TOO_SLOW
+
+
+_topics = st.sampled_from([bytes([i]) for i in range(3 * hub.WIDE)])
+_subscriptions = st.lists(
+    st.tuples(
+        st.frozensets(_topics, max_size=2 * hub.WIDE),  # subscribed to
+        st.frozensets(_topics, max_size=hub.WIDE),  # attached later (empty: none)
+        st.booleans(),  # unsubscribed before the rows
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(subscriptions=_subscriptions, rows=st.lists(_topics, max_size=40))
+def test_the_hub_hands_each_row_once_in_order_to_exactly_the_subscriptions_of_its_topic(
+    subscriptions: list[tuple[frozenset[bytes], frozenset[bytes], bool]], rows: list[bytes]
+) -> None:
+    """Wide subscriptions (matched by their topic set) and narrow ones (indexed by
+    topic), attached to and unsubscribed, see the same rows."""
+    live: hub.Hub[_Row] = hub.Hub()
+    subs = []
+    for topics, attached, gone in subscriptions:
+        sub = live.subscribe(topics)
+        if attached:
+            live.attach(sub, attached)
+        subs.append((sub, topics | attached, gone))
+    for sub, _, gone in subs:
+        if gone:
+            live.unsubscribe(sub)
+            live.unsubscribe(sub)  # twice, as a stream's end does
+    published = [_Row(i, topic) for i, topic in enumerate(rows, 1)]
+    live.publish(published)
+    for sub, topics, gone in subs:
+        expected = [] if gone else [r for r in published if r.topic in topics]
+        assert list(sub._rows) == expected
+    assert len(live) == sum(not gone for _, _, gone in subs)
