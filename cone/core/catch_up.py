@@ -5,8 +5,10 @@ Each period syncs, reads the conversations whose newest message changed (or keep
 the last listing when the sync brought nothing in, cone/core/relisting.py), and runs
 the window check (path 3) unless the start's full reconciliation is still running.
 The wait between periods is the interval, stretched after a long pass
-(cone/core/pacing.py); `now` starts a period at once. The listing of conversations
-(`list`) is shared with the start's read and ingest: one at a time.
+(cone/core/pacing.py); a period that falls due while new conversations wait for their
+follow-up syncs waits for them, at most one interval more; `now` starts a period at
+once. The listing of conversations (`list`) is shared with the start's read and
+ingest: one at a time.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from cone import _failpoints
 from cone.core import pacing
@@ -37,12 +39,16 @@ class CatchUp:
         *,
         reconciling: Callable[[], bool],
         on_back: Callable[[], None],
+        settled: Callable[[float], Awaitable[bool]],
     ) -> None:
         self._engine = engine
         self._ingestor = ingestor
         self._interval_s = interval_s
         self._reconciling = reconciling  # the full pass covers the window check
         self._on_back = on_back  # a sync succeeded after one failed
+        # Waits (at most the seconds given) until new conversations have had their
+        # follow-up syncs: a period that falls due during a burst waits for it.
+        self._settled = settled
         self._now = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         # libxmtp's last conversation listing and when it was asked for (`list`);
@@ -86,7 +92,7 @@ class CatchUp:
             try:
                 await asyncio.wait_for(self._now.wait(), wait)
             except TimeoutError:
-                pass
+                await self._after_new_conversations()
             self._now.clear()
             started = time.monotonic()
             try:
@@ -118,6 +124,24 @@ class CatchUp:
                     )
             elif stretched:
                 log.info("catch-ups are short again: catching up every %.0f s", wait)
+
+    async def _after_new_conversations(self) -> None:
+        """Hold a period that fell due while new conversations wait for their
+        follow-up syncs, until they have had them, at most one interval more, or
+        until `now` asks for a period. In a burst of new conversations into a big
+        store, libxmtp's sync of every conversation held its streams and the
+        follow-up syncs back for as long as it ran, 20 s and more at 10,000
+        conversations (docs/bench.md, "New conversations arriving in a big store")."""
+        held = time.monotonic()
+        settled = asyncio.ensure_future(self._settled(self._interval_s))
+        asked = asyncio.ensure_future(self._now.wait())
+        try:
+            await asyncio.wait((settled, asked), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            settled.cancel()
+            asked.cancel()
+        if (took := time.monotonic() - held) >= 0.1:
+            log.debug("a catch-up waited %.1f s for new conversations' follow-up syncs", took)
 
     async def sync(self, *, keep_listing: bool = False) -> tuple[list[ConversationInfo], bool]:
         """A full sync and ingest; Unavailable(reason=sync_failed) on failure.

@@ -50,6 +50,8 @@ class FollowUps:
         self._queue: list[tuple[float, str, int]] = []
         self._pending: set[str] = set()
         self._wake = asyncio.Event()
+        self._settled = asyncio.Event()  # set while nothing is pending
+        self._settled.set()
         self._task: asyncio.Task[None] | None = None
 
     def add(self, conversation_id: str) -> None:
@@ -57,6 +59,7 @@ class FollowUps:
         if conversation_id in self._pending:
             return
         self._pending.add(conversation_id)
+        self._settled.clear()
         appeared = time.monotonic()
         heapq.heappush(self._queue, (appeared + self._delays[0], conversation_id, 0))
         if self._task is None or self._task.done():
@@ -67,12 +70,25 @@ class FollowUps:
         """How many conversations wait for a follow-up sync."""
         return len(self._pending)
 
+    async def settled(self, limit_s: float) -> bool:
+        """Wait until no conversation waits for a follow-up sync, at most `limit_s`;
+        whether none does."""
+        try:
+            async with asyncio.timeout(limit_s):
+                await self._settled.wait()
+        except TimeoutError:
+            return False
+        return True
+
     async def stop(self) -> None:
         """Stop the worker; what was pending is dropped (a start reads every conversation)."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        self._queue.clear()
+        self._pending.clear()
+        self._settled.set()
 
     async def _run(self) -> None:
         while self._queue:
@@ -104,3 +120,5 @@ class FollowUps:
             heapq.heappush(self._queue, (appeared + self._delays[step + 1], cid, step + 1))
         else:
             self._pending.discard(cid)
+            if not self._pending:
+                self._settled.set()

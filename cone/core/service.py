@@ -116,6 +116,7 @@ class Core:
             catchup_interval_s,
             reconciling=self.reconciling,
             on_back=self._on_network_back,
+            settled=lambda limit_s: self._follow_ups.settled(limit_s),
         )
         self.ingestor.lister = self.catch_up.list  # its listings too, one at a time
         self.outbox = Outbox(store, engine, self.network)
@@ -147,7 +148,9 @@ class Core:
         self._began = time.monotonic()
         self._started = False
         # New conversations synced again soon, and their settings read (cone/core/followups.py).
-        self._follow_ups = FollowUps(engine.sync_conversation, self.ingestor.mark)
+        self._follow_ups = FollowUps(
+            lambda cid: self.engine.sync_conversation(cid), self.ingestor.mark
+        )
         self._unread_settings: set[str] = set()
         self._settings_reader: asyncio.Task[None] | None = None
         self._status = StatusReport(self)

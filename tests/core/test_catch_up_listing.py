@@ -254,3 +254,43 @@ async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(
         return any("short again" in r.getMessage() for r in caplog.records[restored:])
 
     await until(short_again)
+
+
+async def test_a_period_due_while_new_conversations_wait_for_follow_ups_waits_one_interval_more(
+    core: Core, alice: Peer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The bad timing forced: a new conversation's follow-up syncs are held, so the
+    burst never ends. Periods still come, each one interval later than it fell due
+    (cone/core/catch_up.py: libxmtp's sync of every conversation held its streams
+    back during a burst into a big store)."""
+    caplog.set_level(logging.DEBUG, logger="cone.core.service")
+    await _started(core)
+    release = asyncio.Event()
+    follow_up, synced = core.engine.sync_conversation, core.engine.sync_all
+    starts: list[float] = []  # each sync's start
+
+    async def held(conversation_id: str) -> None:
+        await release.wait()
+        await follow_up(conversation_id)
+
+    async def noted() -> SyncSummary | None:
+        starts.append(time.monotonic())
+        return await synced()
+
+    core.engine.sync_conversation = held  # type: ignore[method-assign]  # instrumentation
+    core.engine.sync_all = noted  # type: ignore[method-assign]  # instrumentation
+    group = await alice.client.conversations().create_group(
+        [core.engine.inbox_id], plain_group_options()
+    )
+    await until(lambda: core.store.read(conversations.get, bytes(group.id()).hex()))
+    since, logged = len(starts), len(caplog.records)
+
+    async def three() -> bool:
+        return len(starts) >= since + 3
+
+    await until(three)
+    release.set()
+    for before, after in itertools.pairwise(starts[since : since + 3]):
+        assert after - before >= 2 * PERIOD_S - 0.01  # the interval, then one more
+    waited = [r for r in caplog.records[logged:] if "follow-up syncs" in r.getMessage()]
+    assert len(waited) >= 2

@@ -72,3 +72,27 @@ async def test_a_failed_follow_up_sync_still_reads_the_conversation_and_goes_on(
     assert calls == 2
     assert marked == ["ab", "ab"]
     await follow.stop()
+
+
+async def test_settled_waits_until_no_conversation_waits_for_a_follow_up_at_most_its_limit() -> (
+    None
+):
+    release = asyncio.Event()
+
+    async def sync(cid: str) -> None:
+        await release.wait()
+
+    follow = FollowUps(sync, lambda cid: None, delays=(0.0, 0.01))
+    assert await follow.settled(0.0)  # nothing pending: at once
+    follow.add("ab")
+    assert not await follow.settled(0.05)  # its syncs are held
+    waiting = asyncio.create_task(follow.settled(10.0))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    release.set()
+    assert await waiting  # both steps done: settled before the limit
+    assert follow.pending() == 0
+    follow.add("cd")  # pending again until stopped, which drops it
+    assert not await follow.settled(0.01)
+    await follow.stop()
+    assert await follow.settled(0.0)
