@@ -6,11 +6,14 @@ new conversation is synced again a few times soon after it appears (`DELAYS_S`
 after it, measured from when it appeared), instead of waiting for the next catch-up.
 
 A burst of new conversations is one set of pending ids with their next due time,
-drained by one task that syncs at most `PARALLEL` at once: not three timed tasks per
-conversation (a burst of 500 made 1,500 tasks, all syncing at once, and the reads
-ingest needed queued behind them). A conversation that appears again while pending
-keeps its schedule. What is pending is bounded by the conversations that appeared in
-the last `DELAYS_S[-1]` seconds.
+drained by one task of `PARALLEL` workers: not three timed tasks per conversation (a
+burst of 500 made 1,500 tasks, all syncing at once, and the reads ingest needed
+queued behind them). Each worker takes the next due sync as soon as it is free, a
+conversation's first sync ahead of any later one (in a burst everything is overdue,
+and the first sync is what brings a first message the stream has not handed over),
+so a slow sync holds one worker, not a batch. A conversation that appears again
+while pending keeps its schedule. What is pending is the conversations that appeared
+in the last `DELAYS_S[-1]` seconds, and in a burst those whose syncs are behind.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from cone.errors import Unavailable
+from cone.errors import ConeError
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +49,10 @@ class FollowUps:
         self._synced = synced
         self._delays = delays
         self._parallel = parallel
-        # (due, conversation id, step): the next sync of each pending conversation.
-        self._queue: list[tuple[float, str, int]] = []
+        # (due, conversation id, step): the next sync of each pending conversation,
+        # first syncs apart from later ones, which wait while any first one is due.
+        self._first: list[tuple[float, str, int]] = []
+        self._later: list[tuple[float, str, int]] = []
         self._pending: set[str] = set()
         self._wake = asyncio.Event()
         self._settled = asyncio.Event()  # set while nothing is pending
@@ -61,7 +66,7 @@ class FollowUps:
         self._pending.add(conversation_id)
         self._settled.clear()
         appeared = time.monotonic()
-        heapq.heappush(self._queue, (appeared + self._delays[0], conversation_id, 0))
+        heapq.heappush(self._first, (appeared + self._delays[0], conversation_id, 0))
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="follow-ups")
         self._wake.set()
@@ -86,39 +91,50 @@ class FollowUps:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-        self._queue.clear()
+        self._first.clear()
+        self._later.clear()
         self._pending.clear()
         self._settled.set()
 
     async def _run(self) -> None:
-        while self._queue:
-            wait = self._queue[0][0] - time.monotonic()
-            if wait > 0:
+        await asyncio.gather(*(self._worker() for _ in range(self._parallel)))
+
+    async def _worker(self) -> None:
+        """Take the next due sync, a first one before any later one, while any
+        conversation is pending; sleep until the next falls due or the schedule
+        changes (a conversation added, a sync done)."""
+        while self._pending:
+            item = self._next_due()
+            if item is None:
                 self._wake.clear()
+                dues = [queue[0][0] for queue in (self._first, self._later) if queue]
+                wait = max(0.0, min(dues) - time.monotonic()) if dues else None
                 try:
                     await asyncio.wait_for(self._wake.wait(), wait)
                 except TimeoutError:
                     pass
                 continue
-            now = time.monotonic()
-            due: list[tuple[float, str, int]] = []
-            while self._queue and self._queue[0][0] <= now:
-                due.append(heapq.heappop(self._queue))
-            gate = asyncio.Semaphore(self._parallel)
-            await asyncio.gather(*(self._one(gate, *item) for item in due))
+            await self._one(*item)
 
-    async def _one(self, gate: asyncio.Semaphore, due: float, cid: str, step: int) -> None:
-        async with gate:
-            try:
-                await self._sync(cid)
-            except Unavailable as exc:
-                log.info("follow-up sync of %s failed: %s", cid, exc)
+    def _next_due(self) -> tuple[float, str, int] | None:
+        now = time.monotonic()
+        for queue in (self._first, self._later):
+            if queue and queue[0][0] <= now:
+                return heapq.heappop(queue)
+        return None
+
+    async def _one(self, due: float, cid: str, step: int) -> None:
+        try:
+            await self._sync(cid)
+        except ConeError as exc:  # its next step, or the catch-up, syncs it again
+            log.info("follow-up sync of %s failed: %s", cid, exc)
         self._synced(cid)
         if step + 1 < len(self._delays):
             # Measured from when it appeared: a late sync does not push the next back.
             appeared = due - self._delays[step]
-            heapq.heappush(self._queue, (appeared + self._delays[step + 1], cid, step + 1))
+            heapq.heappush(self._later, (appeared + self._delays[step + 1], cid, step + 1))
         else:
             self._pending.discard(cid)
             if not self._pending:
                 self._settled.set()
+        self._wake.set()

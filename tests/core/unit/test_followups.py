@@ -96,3 +96,45 @@ async def test_settled_waits_until_no_conversation_waits_for_a_follow_up_at_most
     assert not await follow.settled(0.01)
     await follow.stop()
     assert await follow.settled(0.0)
+
+
+async def test_first_syncs_go_before_later_ones_and_none_waits_for_a_batch_to_end() -> None:
+    """The bad timing forced: one sync is held while a burst keeps arriving. The
+    other worker goes on: each new conversation's first sync goes ahead of the
+    later syncs already due, and none waits for the held one."""
+    order: list[tuple[str, int]] = []
+    steps: Counter[str] = Counter()
+    held = asyncio.Event()
+
+    async def sync(cid: str) -> None:
+        order.append((cid, steps[cid]))
+        steps[cid] += 1
+        if cid == "held":
+            await held.wait()
+
+    follow = FollowUps(sync, lambda cid: None, delays=(0.0, 0.0, 0.0), parallel=2)
+    follow.add("held")
+    follow.add("a")
+
+    async def a_done() -> bool:
+        return steps["a"] == 3
+
+    await until(a_done)  # all of a's steps while "held" holds the other worker
+    assert steps["held"] == 1
+    for cid in ("b", "c"):
+        follow.add(cid)
+
+    async def c_done() -> bool:
+        return steps["c"] == 3
+
+    await until(c_done)
+    after_a = [item for item in order if item[0] in ("b", "c")]
+    assert after_a[:2] == [("b", 0), ("c", 0)]  # first syncs ahead of b's later ones
+    held.set()
+
+    async def drained() -> bool:
+        return follow.pending() == 0
+
+    await until(drained)
+    assert steps == {"held": 3, "a": 3, "b": 3, "c": 3}
+    await follow.stop()
