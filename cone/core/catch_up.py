@@ -5,9 +5,9 @@ Each period syncs, reads the conversations whose newest message changed (or keep
 the last listing when the sync brought nothing in, cone/core/relisting.py), and runs
 the window check (path 3) unless the start's full reconciliation is still running.
 The wait between periods is the interval, stretched after a long pass
-(cone/core/pacing.py); a period that falls due while new conversations wait for their
-follow-up syncs waits for them, at most one interval more; `now` starts a period at
-once. The listing of conversations (`list`) is shared with the start's read and
+(cone/core/pacing.py); a period that falls due while the follow-up syncs of new
+conversations are behind (a burst) waits for them, at most one interval more; `now`
+starts a period at once. The listing of conversations (`list`) is shared with the start's read and
 ingest: one at a time.
 """
 
@@ -39,16 +39,16 @@ class CatchUp:
         *,
         reconciling: Callable[[], bool],
         on_back: Callable[[], None],
-        settled: Callable[[float], Awaitable[bool]],
+        caught_up: Callable[[float], Awaitable[bool]],
     ) -> None:
         self._engine = engine
         self._ingestor = ingestor
         self._interval_s = interval_s
         self._reconciling = reconciling  # the full pass covers the window check
         self._on_back = on_back  # a sync succeeded after one failed
-        # Waits (at most the seconds given) until new conversations have had their
-        # follow-up syncs: a period that falls due during a burst waits for it.
-        self._settled = settled
+        # Waits (at most the seconds given) until the follow-up syncs of new
+        # conversations are not behind: a period that falls due in a burst waits.
+        self._caught_up = caught_up
         self._now = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         # libxmtp's last conversation listing and when it was asked for (`list`);
@@ -92,7 +92,7 @@ class CatchUp:
             try:
                 await asyncio.wait_for(self._now.wait(), wait)
             except TimeoutError:
-                await self._after_new_conversations()
+                await self._after_burst()
             self._now.clear()
             started = time.monotonic()
             try:
@@ -125,20 +125,21 @@ class CatchUp:
             elif stretched:
                 log.info("catch-ups are short again: catching up every %.0f s", wait)
 
-    async def _after_new_conversations(self) -> None:
-        """Hold a period that fell due while new conversations wait for their
-        follow-up syncs, until they have had them, at most one interval more, or
-        until `now` asks for a period. In a burst of new conversations into a big
-        store, libxmtp's sync of every conversation held its streams and the
-        follow-up syncs back for as long as it ran, 20 s and more at 10,000
-        conversations (docs/bench.md, "New conversations arriving in a big store")."""
+    async def _after_burst(self) -> None:
+        """Hold a period that fell due while the follow-up syncs of new conversations
+        are behind, until they have caught up, at most one interval more, or until
+        `now` asks for a period. In a burst of new conversations into a big store,
+        libxmtp's sync of every conversation held its streams and the follow-up syncs
+        back for 18 s and more at 10,000 conversations (docs/bench.md, "New
+        conversations arriving in a big store"); a new conversation now and then
+        holds nothing."""
         held = time.monotonic()
-        settled = asyncio.ensure_future(self._settled(self._interval_s))
+        caught_up = asyncio.ensure_future(self._caught_up(self._interval_s))
         asked = asyncio.ensure_future(self._now.wait())
         try:
-            await asyncio.wait((settled, asked), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((caught_up, asked), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            settled.cancel()
+            caught_up.cancel()
             asked.cancel()
         if (took := time.monotonic() - held) >= 0.1:
             log.debug("a catch-up waited %.1f s for new conversations' follow-up syncs", took)

@@ -55,8 +55,8 @@ class FollowUps:
         self._later: list[tuple[float, str, int]] = []
         self._pending: set[str] = set()
         self._wake = asyncio.Event()
-        self._settled = asyncio.Event()  # set while nothing is pending
-        self._settled.set()
+        self._caught_up = asyncio.Event()  # set while the workers can take every one
+        self._caught_up.set()
         self._task: asyncio.Task[None] | None = None
 
     def add(self, conversation_id: str) -> None:
@@ -64,7 +64,8 @@ class FollowUps:
         if conversation_id in self._pending:
             return
         self._pending.add(conversation_id)
-        self._settled.clear()
+        if len(self._pending) > self._parallel:
+            self._caught_up.clear()
         appeared = time.monotonic()
         heapq.heappush(self._first, (appeared + self._delays[0], conversation_id, 0))
         if self._task is None or self._task.done():
@@ -75,12 +76,13 @@ class FollowUps:
         """How many conversations wait for a follow-up sync."""
         return len(self._pending)
 
-    async def settled(self, limit_s: float) -> bool:
-        """Wait until no conversation waits for a follow-up sync, at most `limit_s`;
-        whether none does."""
+    async def caught_up(self, limit_s: float) -> bool:
+        """Wait until the follow-ups are not behind, at most `limit_s`: no more
+        conversations wait for them than the workers sync at once (a burst has
+        passed); whether they are."""
         try:
             async with asyncio.timeout(limit_s):
-                await self._settled.wait()
+                await self._caught_up.wait()
         except TimeoutError:
             return False
         return True
@@ -94,7 +96,7 @@ class FollowUps:
         self._first.clear()
         self._later.clear()
         self._pending.clear()
-        self._settled.set()
+        self._caught_up.set()
 
     async def _run(self) -> None:
         await asyncio.gather(*(self._worker() for _ in range(self._parallel)))
@@ -135,6 +137,6 @@ class FollowUps:
             heapq.heappush(self._later, (appeared + self._delays[step + 1], cid, step + 1))
         else:
             self._pending.discard(cid)
-            if not self._pending:
-                self._settled.set()
+            if len(self._pending) <= self._parallel:
+                self._caught_up.set()
         self._wake.set()

@@ -116,7 +116,7 @@ class Core:
             catchup_interval_s,
             reconciling=self.reconciling,
             on_back=self._on_network_back,
-            settled=lambda limit_s: self._follow_ups.settled(limit_s),
+            caught_up=lambda limit_s: self._follow_ups.caught_up(limit_s),
         )
         self.ingestor.lister = self.catch_up.list  # its listings too, one at a time
         self.outbox = Outbox(store, engine, self.network)

@@ -10,6 +10,7 @@ up to the next sync (cone/core/relisting.py, docs/guarantees.md path 2).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import os
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from xmtp_bindings import xmtpv3 as ffi
 
+from cone.core.followups import PARALLEL
 from cone.core.pacing import FLOOR_S, next_wait
 from cone.core.relisting import EVERY
 from cone.core.service import Core
@@ -256,13 +258,13 @@ async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(
     await until(short_again)
 
 
-async def test_a_period_due_while_new_conversations_wait_for_follow_ups_waits_one_interval_more(
+async def test_a_period_due_while_the_follow_ups_are_behind_waits_one_interval_more(
     core: Core, alice: Peer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The bad timing forced: a new conversation's follow-up syncs are held, so the
-    burst never ends. Periods still come, each one interval later than it fell due
-    (cone/core/catch_up.py: libxmtp's sync of every conversation held its streams
-    back during a burst into a big store)."""
+    """The bad timing forced: the follow-up syncs of more new conversations than they
+    take at once are held, so the burst never ends. Periods still come, each one
+    interval later than it fell due (cone/core/catch_up.py: libxmtp's sync of every
+    conversation held its streams back during a burst into a big store)."""
     caplog.set_level(logging.DEBUG, logger="cone.core.service")
     await _started(core)
     release = asyncio.Event()
@@ -279,10 +281,12 @@ async def test_a_period_due_while_new_conversations_wait_for_follow_ups_waits_on
 
     core.engine.sync_conversation = held  # type: ignore[method-assign]  # instrumentation
     core.engine.sync_all = noted  # type: ignore[method-assign]  # instrumentation
-    group = await alice.client.conversations().create_group(
-        [core.engine.inbox_id], plain_group_options()
-    )
-    await until(lambda: core.store.read(conversations.get, bytes(group.id()).hex()))
+    for _ in range(PARALLEL + 1):  # one more than the follow-ups sync at once
+        group = await alice.client.conversations().create_group(
+            [core.engine.inbox_id], plain_group_options()
+        )
+        cid = bytes(group.id()).hex()
+        await until(functools.partial(core.store.read, conversations.get, cid))
     since, logged = len(starts), len(caplog.records)
 
     async def three() -> bool:

@@ -74,28 +74,29 @@ async def test_a_failed_follow_up_sync_still_reads_the_conversation_and_goes_on(
     await follow.stop()
 
 
-async def test_settled_waits_until_no_conversation_waits_for_a_follow_up_at_most_its_limit() -> (
-    None
-):
+async def test_caught_up_waits_until_no_more_wait_than_the_workers_take_at_most_its_limit() -> None:
     release = asyncio.Event()
 
     async def sync(cid: str) -> None:
         await release.wait()
 
-    follow = FollowUps(sync, lambda cid: None, delays=(0.0, 0.01))
-    assert await follow.settled(0.0)  # nothing pending: at once
+    follow = FollowUps(sync, lambda cid: None, delays=(0.0, 0.01), parallel=2)
+    assert await follow.caught_up(0.0)  # nothing pending: at once
     follow.add("ab")
-    assert not await follow.settled(0.05)  # its syncs are held
-    waiting = asyncio.create_task(follow.settled(10.0))
+    follow.add("cd")
+    assert await follow.caught_up(0.0)  # as many as the workers take: not behind
+    follow.add("ef")
+    assert not await follow.caught_up(0.05)  # one more, and the syncs are held
+    waiting = asyncio.create_task(follow.caught_up(10.0))
     await asyncio.sleep(0.01)
     assert not waiting.done()
     release.set()
-    assert await waiting  # both steps done: settled before the limit
-    assert follow.pending() == 0
-    follow.add("cd")  # pending again until stopped, which drops it
-    assert not await follow.settled(0.01)
+    assert await waiting  # caught up before the limit
+    for cid in ("gh", "ij", "kl"):
+        follow.add(cid)  # behind again until stopped, which drops them
+    assert not await follow.caught_up(0.0)
     await follow.stop()
-    assert await follow.settled(0.0)
+    assert await follow.caught_up(0.0)
 
 
 async def test_first_syncs_go_before_later_ones_and_none_waits_for_a_batch_to_end() -> None:
