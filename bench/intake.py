@@ -170,15 +170,18 @@ def _new_rows(conn: Any, after: int) -> list[tuple[int, str]]:
     return rows
 
 
-async def _watch_store(home: Path, burst: Burst, ready: asyncio.Event, stop: asyncio.Event) -> None:
-    """Poll cone's store read-only for conversations given a message since the watch
-    began (by the inbox's sequence: a big store's older messages are never read);
-    `ready` is set once the watch has its starting point."""
-    conn = await asyncio.to_thread(open_database, home / STORE_NAME, store_key(home))
+def _open_watch(home: Path) -> tuple[Any, int]:
+    """cone's store, read-only, and the inbox's sequence now: where a watch starts."""
+    conn = open_database(home / STORE_NAME, store_key(home))
     conn.execute("PRAGMA query_only = ON")
+    (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
+    return conn, int(last)
+
+
+async def _watch_store(conn: Any, last: int, burst: Burst, stop: asyncio.Event) -> None:
+    """Poll cone's store for conversations given a message past sequence `last` (a
+    big store's older messages are never read); closes `conn` when stopped."""
     try:
-        last = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()[0]
-        ready.set()
         while not stop.is_set():
             for seq, cid in await asyncio.to_thread(_new_rows, conn, last):
                 burst.take(cid)
@@ -197,13 +200,13 @@ async def cone_side(
     inbox_id = (await d.client.identity()).inbox_id
     assert d.proc is not None
     burst = Burst()
-    ready, stop = asyncio.Event(), asyncio.Event()
-    watcher = asyncio.create_task(_watch_store(d.home, burst, ready, stop))
+    # The watch starts before the burst does: opening the store derives its key, and
+    # a first message committed meanwhile would lie below its starting point.
+    conn, last = await asyncio.to_thread(_open_watch, d.home)
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(_watch_store(conn, last, burst, stop))
+    cpu = _cpu_s(d.proc.pid)
     try:
-        # Opening the store derives its key: a burst started meanwhile could have its
-        # first message committed below the watch's starting point, never seen.
-        await _until(ready, watcher)
-        cpu = _cpu_s(d.proc.pid)
         await asyncio.gather(_make(peers, inbox_id, n, inflight, burst), _wait(burst, n, "cone"))
     finally:
         stop.set()
@@ -214,16 +217,6 @@ async def cone_side(
     missing = [c for c in burst.published if held.get(c, 0) < 1]
     assert not missing, f"{len(missing)} conversations not listed as requests with a message"
     return burst, cpu
-
-
-async def _until(ready: asyncio.Event, task: asyncio.Task[None]) -> None:
-    """Wait for `ready`, or for `task` to end first (its error is raised)."""
-    waiting = asyncio.create_task(ready.wait())
-    await asyncio.wait({waiting, task}, return_when=asyncio.FIRST_COMPLETED)
-    if not ready.is_set():
-        waiting.cancel()
-        await task  # raises what ended it
-        raise RuntimeError("the store watcher ended before it started")
 
 
 # --- raw libxmtp ------------------------------------------------------------------

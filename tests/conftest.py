@@ -37,10 +37,10 @@ def pytest_configure(config: pytest.Config) -> None:
     (libxmtp peers run in it, and libxmtp writes to stdout) through cone's log, as
     cone's own processes do: known-benign records such as `PoolNeedsConnection`
     while a closed peer's workers wind down are dropped, other records are one plain
-    line each, pytest's own output passes unchanged. With fd capture (the default), pytest keeps the terminal's fd 1 aside
-    and puts it back between tests; that saved fd becomes the pipe, so lines between
-    tests and after the summary are routed too, and a test's captured output stays
-    as it was."""
+    line each, pytest's own output passes unchanged. With fd capture (the default),
+    pytest keeps the terminal's fd 1 aside and puts it back between tests; that saved
+    fd becomes the pipe, so lines between tests and after the summary are routed too,
+    and a test's captured output stays as it was."""
     # A suite started in the background by a non-interactive shell inherits SIGINT
     # ignored, and so would every command it starts (an ignored signal survives exec).
     # The tests that press Ctrl-C on a command expect what a terminal's foreground

@@ -7,8 +7,8 @@ the window check (path 3) unless the start's full reconciliation is still runnin
 The wait between periods is the interval, stretched after a long pass
 (cone/core/pacing.py); a period that falls due while the follow-up syncs of new
 conversations are behind (a burst) waits for them, at most one interval more; `now`
-starts a period at once. The listing of conversations (`list`) is shared with the start's read and
-ingest: one at a time.
+starts a period at once. The listing of conversations (`list`) is shared with the
+start's read and ingest: one at a time.
 """
 
 from __future__ import annotations

@@ -79,13 +79,8 @@ async def test_a_stream_over_many_topics_replays_what_is_above_each_cursor_then_
     one does; a topic named twice starts from its lower cursor."""
     async with wire.node(devnet) as n:
         groups = [os.urandom(16) for _ in range(hub.WIDE * 2)]
-        caught_up, behind, twice, quiet, outside = (
-            groups[0],
-            groups[1],
-            groups[2],
-            groups[3],
-            os.urandom(16),
-        )
+        caught_up, behind, twice, quiet = groups[:4]
+        outside = os.urandom(16)
         for group in (caught_up, behind, twice):
             await wire.send(n, group, 2)
         await wire.send(n, outside)
