@@ -35,7 +35,12 @@ sizes compare with each other (the growth), on the same machine load:
   to make them (the baseline); the latency of each first message, as the bench's
   store watcher saw it and as the daemon's `-v` line stamped its commit (the watcher
   shares its loop with the in-process devnet and the peers); and the daemon's CPU.
-  It runs last, so the memory figures below do not include it.
+  Meanwhile two of the store's own peers send a text every 0.5 s, each into a
+  conversation cone accepted long ago: its latency by the daemon's `-v` line
+  (libxmtp's message stream takes a new conversation in by subscribing again, and
+  reads nothing meanwhile: cone keeps accepted conversations on a stream of their
+  own, cone/engine/_subscriptions.py). It runs last, so the memory figures below do
+  not include it.
 - memory: the daemon's resident set (VmRSS) after start and after the
   reconciliation, its peak (VmHWM) before the ingest burst, its resident set right
   after the burst, and its peak over the whole run; and, sampled every 0.5 s, what
@@ -86,6 +91,9 @@ _ARRIVED = re.compile(r"^(\S+Z) DEBUG \S+: message in \S+ in ([0-9a-f]+) from", 
 # The intake phase: new peers, each making its share of the new conversations.
 INTAKE_PEERS = 10
 INTAKE_INFLIGHT = 4
+# The store's own peers that send into accepted conversations during the intake.
+KNOWN_PEERS = 2
+KNOWN_EVERY_S = 0.5
 
 
 class _VerboseDaemon(DaemonProcess):
@@ -239,7 +247,7 @@ async def run_size(
             out.update({f"most_{k}": v for k, v in sampler.most.items()})
             if new_conversations:
                 _phase("intake")
-                out.update(await _intake(d, url, work, new_conversations))
+                out.update(await _intake(d, copy, url, work, new_conversations))
         finally:
             await sampler.stop()
             await d.stop()
@@ -327,13 +335,43 @@ async def _ingest(
     return {"active": n, "ingest_sent_s": sent, "ingest_s": took}
 
 
-async def _intake(d: DaemonProcess, url: str, work: Path, n: int) -> dict[str, float]:
+async def _known_during(
+    layout: _bigstore.Layout, url: str, burst: asyncio.Task[Any]
+) -> dict[str, float]:
+    """Texts into accepted conversations while `burst` runs, one every KNOWN_EVERY_S,
+    each into a conversation of its own (the last of each peer's: the ingest phase
+    took the first); when each was sent, bench clock."""
+    keys = layout.peers()[:KNOWN_PEERS]
+    convs = layout.conversations()
+    clients = [await k.open(url, layout.peers_dir) for k in keys]
+    sent: dict[str, float] = {}
+    try:
+        while not burst.done():
+            i = len(sent)
+            key, client = keys[i % len(keys)], clients[i % len(keys)]
+            cid = convs[key.name][-1 - i // len(keys)]
+            at = time.monotonic()
+            await client.conversation(bytes.fromhex(cid)).send_text(f"meanwhile {i}")
+            sent[cid] = at
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(burst), KNOWN_EVERY_S)
+    finally:
+        for c in clients:
+            c.release_db_connection()
+    return sent
+
+
+async def _intake(
+    d: DaemonProcess, layout: _bigstore.Layout, url: str, work: Path, n: int
+) -> dict[str, float]:
     directory = work / "newcomers"
     directory.mkdir(exist_ok=True)
     peers = [await Peer.create(url, directory, f"new{i}") for i in range(INTAKE_PEERS)]
     wall = time.time() - time.monotonic()  # the daemon's log stamps, on the bench's clock
     try:
-        burst, cpu = await intake.cone_side(d, peers, n, INTAKE_INFLIGHT)
+        made = asyncio.create_task(intake.cone_side(d, peers, n, INTAKE_INFLIGHT))
+        known = await _known_during(layout, url, made)
+        burst, cpu = await made
     finally:
         for p in peers:
             p.close()
@@ -342,13 +380,26 @@ async def _intake(d: DaemonProcess, url: str, work: Path, n: int) -> dict[str, f
     # peers, all busy during the burst: the daemon's own `-v` line for each first
     # message (written once it is committed) says when it was taken in, without it.
     logged: dict[str, float] = {}
-    for stamp, cid in _ARRIVED.findall(d.stderr()):
-        if cid in burst.published and cid not in logged:
+    known_logged: dict[str, float] = {}
+
+    async def all_logged() -> bool:
+        for stamp, cid in _ARRIVED.findall(d.stderr()):
             at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() - wall
-            logged[cid] = max(0.0, at - burst.published[cid])
+            if cid in burst.published and cid not in logged:
+                logged[cid] = max(0.0, at - burst.published[cid])
+            elif cid in known and cid not in known_logged and at >= known[cid] - 0.05:
+                known_logged[cid] = max(0.0, at - known[cid])
+        return len(known_logged) == len(known)
+
+    # A text sent into an accepted conversation at the burst's end may still be on its way.
+    await until(all_logged, timeout=120)
     assert len(logged) == len(burst.published), "a first message without its `-v` line"
     by_log = list(logged.values())
+    meanwhile = list(known_logged.values())
     return {
+        "known": len(meanwhile),
+        "known_p50_ms": statistics.median(meanwhile) * 1000,
+        "known_max_ms": max(meanwhile) * 1000,
         "intake": n,
         "intake_made_s": burst.made_s(),
         "intake_s": burst.took_s(),
@@ -406,6 +457,9 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
             ("intake: the same by the daemon's log, p50 (ms)", "intake_log_p50_ms", "{:,.0f}"),
             ("intake: the same by the daemon's log, p95 (ms)", "intake_log_p95_ms", "{:,.0f}"),
             ("intake: the daemon's CPU over it (s)", "intake_cpu_s", "{:.1f}"),
+            ("intake: texts into accepted conversations meanwhile", "known", "{:.0f}"),
+            ("intake: each to cone's store by its log, p50 (ms)", "known_p50_ms", "{:,.0f}"),
+            ("intake: each to cone's store by its log, max (ms)", "known_max_ms", "{:,.0f}"),
         ]
     print(
         "| figure | "

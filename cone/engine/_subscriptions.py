@@ -1,13 +1,29 @@
-"""The three streams cone keeps open: messages, conversations and consent.
+"""The four streams cone keeps open: messages, requests, conversations and consent.
 
 Each is a `SupervisedStream` (cone/engine/streams.py) whose opener subscribes
 through the engine's offloaded calls and waits until libxmtp says it is ready.
+
+Messages come on two streams, split by the conversation's consent in XMTP: allowed
+conversations on "messages", the rest (requests, whose consent is still unknown) on
+"requests". libxmtp's message stream takes in a new conversation by subscribing
+again with the topic of every conversation it carries, one new conversation at a
+time, and reads nothing meanwhile; a burst of new conversations from strangers
+would hold back every accepted conversation's messages behind thousands of topics.
+Split, such a burst only renews "requests", whose topics are the requests alone,
+and "messages" never sees it (libxmtp drops a new conversation whose consent its
+filter excludes before subscribing again). libxmtp chooses a stream's conversations
+when it subscribes: after a conversation's consent changes, `Regrouping` renews both.
+Denied conversations are on neither (libxmtp's unfiltered stream, which cone kept
+before, left them out too when it subscribed): what they send comes in by sync.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
+
+from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine import _convert
 from cone.engine._calls import NETWORK_CALL_S, Calls
@@ -17,6 +33,15 @@ from cone.engine.streams import Opener, StreamHandle, SupervisedStream
 
 #: How long ending a stream waits for libxmtp's task to stop (it is aborted: prompt).
 ENDING_S: Final = 5.0
+
+#: The message streams, each with the XMTP consent of the conversations it carries.
+BY_CONSENT: Final = {
+    "messages": [ffi.FfiConsentState.ALLOWED],
+    "requests": [ffi.FfiConsentState.UNKNOWN],
+}
+
+#: The least time between two renewals of the message streams after consent changes.
+REGROUP_S: Final = 5.0
 
 
 def supervised_streams(
@@ -78,13 +103,13 @@ def supervised_streams(
             name, opener(f"the {label} stream", open_), convert, on_item, on_restart, on_error
         )
 
+    def messages(states: list[Any]) -> Callable[[Any, Any], Awaitable[Any]]:
+        return lambda c, cb: c.stream_all_messages(cb, states)
+
     return [
-        supervised(
-            "messages",
-            "message",
-            lambda c, cb: c.stream_all_messages(cb, None),
-            message,
-            on_message,
+        *(
+            supervised(name, name.removesuffix("s"), messages(states), message, on_message)
+            for name, states in BY_CONSENT.items()
         ),
         supervised(
             "conversations",
@@ -103,4 +128,40 @@ def supervised_streams(
     ]
 
 
-__all__ = ["supervised_streams"]
+class Regrouping:
+    """Renews the message streams after consent changed, at most once per
+    `interval_s`: a change moves a conversation between them, and libxmtp reads a
+    stream's conversations only when it subscribes. Until the renewal, a
+    conversation stays on the stream it was on, which carries its messages still."""
+
+    def __init__(
+        self, streams: Callable[[], Iterable[SupervisedStream]], interval_s: float = REGROUP_S
+    ) -> None:
+        self._streams = streams
+        self._interval_s = interval_s
+        self._last = -interval_s
+        self._timer: asyncio.TimerHandle | None = None
+
+    def request(self) -> None:
+        """Renew soon: now, or when `interval_s` has passed since the last renewal."""
+        if self._timer is not None:
+            return  # the renewal already waiting covers this change too
+        loop = asyncio.get_running_loop()
+        wait = max(0.0, self._last + self._interval_s - loop.time())
+        self._timer = loop.call_later(wait, self._renew)
+
+    def _renew(self) -> None:
+        self._timer = None
+        self._last = asyncio.get_running_loop().time()
+        for s in self._streams():
+            if s.name in BY_CONSENT:
+                s.renew()
+
+    def cancel(self) -> None:
+        """Drop a renewal still waiting (the streams are stopping)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+__all__ = ["BY_CONSENT", "REGROUP_S", "Regrouping", "supervised_streams"]

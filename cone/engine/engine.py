@@ -30,7 +30,7 @@ from cone.engine._offload import Offload
 from cone.engine._opening import REGISTER_S, open_identity
 from cone.engine._reads import Reads
 from cone.engine._sending import Sending
-from cone.engine._subscriptions import supervised_streams
+from cone.engine._subscriptions import Regrouping, supervised_streams
 from cone.engine.consent import Consent
 from cone.engine.groups import Groups
 from cone.engine.installations import Installations
@@ -72,6 +72,8 @@ class Engine:
         self.gateway_url = gateway_url
         self._streams: list[SupervisedStream] = []
         self._handlers: dict[str, Any] = {}
+        # A consent change moves a conversation from one message stream to the other.
+        self._regrouping = Regrouping(lambda: self._streams)
         # This engine's sends, whose stream echoes are dropped (cone/engine/_echoes.py).
         self._echoes = Echoes(inbox_id)
         # These read the client at each call, so the cutover's swap reaches them and
@@ -243,10 +245,12 @@ class Engine:
     ) -> None:
         """Record consent in XMTP (synced to this inbox's other installations)."""
         await self._consent.set(conversation_id, peer_inbox_id, allowed)
+        self._regrouping.request()
 
     async def reset_consent(self, *, conversation_id: str, peer_inbox_id: str | None) -> None:
         """Set XMTP's consent records for a conversation (and a DM's peer) back to unknown."""
         await self._consent.reset(conversation_id, peer_inbox_id)
+        self._regrouping.request()
 
     async def inbox_consent(self, inbox_id: str) -> XmtpConsent:
         """XMTP's consent record for an inbox."""
@@ -281,7 +285,8 @@ class Engine:
         on_consent: Callable[[list[ConsentUpdate]], None],
         on_restart: Callable[[], None],
     ) -> None:
-        """Open the message, conversation and consent streams under supervision.
+        """Open the message (two: cone/engine/_subscriptions.py), conversation and
+        consent streams under supervision.
 
         The handlers run on the event loop with plain values (messages, conversation
         ids, consent updates): what libxmtp hands over is read on libxmtp's own thread.
@@ -294,12 +299,19 @@ class Engine:
             "on_restart": on_restart,
         }
         self._cut.watch()
+
+        def consent(updates: list[ConsentUpdate]) -> None:
+            # Another installation's change, or this one's own coming back.
+            if any(u.conversation_id is not None for u in updates):
+                self._regrouping.request()
+            on_consent(updates)
+
         self._streams = supervised_streams(
             self._current,
             self._x,
             on_message=on_message,
             on_conversation=on_conversation,
-            on_consent=on_consent,
+            on_consent=consent,
             on_restart=on_restart,
             on_error=self._cut.stream_error,
             echoes=self._echoes,
@@ -318,6 +330,7 @@ class Engine:
 
     async def _stop_streams(self) -> None:
         """Stop every stream at once: each waits for libxmtp's task to end."""
+        self._regrouping.cancel()
         await asyncio.gather(*(s.stop() for s in self._streams))
         self._streams = []
 

@@ -91,6 +91,17 @@ class _Callback(ffi.FfiMessageCallback, ffi.FfiConversationCallback, ffi.FfiCons
         self._to_loop(self.closed.set)
 
 
+async def _closed_or_renewed(closed: asyncio.Event, renew: asyncio.Event) -> bool:
+    """Wait until the subscription closes (False) or a renewal is asked for (True)."""
+    waits = [asyncio.ensure_future(closed.wait()), asyncio.ensure_future(renew.wait())]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+    return renew.is_set() and not closed.is_set()
+
+
 @dataclass(frozen=True)
 class StreamHandle:
     """An open stream: `end()` closes it (a bounded libxmtp call)."""
@@ -120,6 +131,8 @@ class SupervisedStream:
     _settled: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     # Cuts a backoff wait short (the network is known to be back).
     _retry_now: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    # Asks for a fresh subscription while this one is open (see `renew`).
+    _renew: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 
     def __post_init__(self) -> None:
         self.health = StreamHealth(self.name)
@@ -137,22 +150,38 @@ class SupervisedStream:
         """Reopen now if the stream is waiting out a backoff."""
         self._retry_now.set()
 
+    def renew(self) -> None:
+        """Close the open subscription and open a fresh one at once: libxmtp chooses
+        a stream's conversations when it subscribes, and not again. Not a restart:
+        libxmtp subscribes from each conversation's cursor, so the gap skips nothing,
+        and no backoff, error or `on_restart` follows. A stream waiting out a backoff
+        reopens now."""
+        self._renew.set()
+        self._retry_now.set()
+
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         delay = BACKOFF_START_S
-        first = True
+        failed = False  # the subscription before this one ended or was refused
         while True:
             callback = _Callback(loop, self.convert, self.on_item, self.health)
             closer = None
+            renewed = False
+            # This subscription is the fresh one asked for; a later ask renews it.
+            self._renew.clear()
             try:
                 closer = await self.opener(callback)
                 self.health.connected = True
                 self._settled.set()
-                if not first:
+                if failed:
                     # Whatever the gap skipped is read back from libxmtp's database.
                     self.on_restart()
+                    failed = False
                 opened_at = time.monotonic()
-                await callback.closed.wait()
+                if await _closed_or_renewed(callback.closed, self._renew):
+                    await closer.end()
+                    renewed = True
+                    continue
                 if time.monotonic() - opened_at > BACKOFF_MAX_S:
                     delay = BACKOFF_START_S
                 raw = callback.error or ""
@@ -178,9 +207,9 @@ class SupervisedStream:
                     else (exc.message if isinstance(exc, ConeError) else str(exc))
                 )
             finally:
-                self.health.connected = False
+                self.health.connected = renewed
                 self._settled.set()
-            first = False
+            failed = True
             self.health.restarts += 1
             # The engine reads libxmtp's own words (the V3 cutover's text).
             self.on_error(raw)

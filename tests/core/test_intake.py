@@ -92,7 +92,7 @@ async def test_first_messages_sent_while_the_message_stream_is_down_arrive_by_fo
     daemon: DaemonProcess, devnet_node: Devnet, tmp_path: Path
 ) -> None:
     # The bad timing the follow-up syncs guard, held for the whole test: cone's
-    # message stream cannot resubscribe (as while libxmtp resubscribes to take in a
+    # message streams cannot resubscribe (as while libxmtp resubscribes to take in a
     # new group), so a first message sent into a new group reaches libxmtp's
     # database only by a sync; the conversation stream still reports the groups.
     inbox_id = (await daemon.client.identity()).inbox_id
@@ -110,7 +110,8 @@ async def test_first_messages_sent_while_the_message_stream_is_down_arrive_by_fo
     sent = dict(pair for pairs in made for pair in pairs)
     held = await _held(daemon, set(sent), timeout=120)
     assert {cid: held[cid] for cid in sent} == dict.fromkeys(sent, 1)
-    assert not (await _streams(daemon))["messages"].connected  # it never came back
+    streams = await _streams(daemon)
+    assert not streams["messages"].connected and not streams["requests"].connected  # never back
     devnet_node.faults.clear()
     await _accept_and_receive(daemon, sent)
 

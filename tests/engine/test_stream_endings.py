@@ -62,7 +62,7 @@ _SCRIPT = textwrap.dedent(
     engine = loop.run_until_complete(opened())
     loop.close()  # the supervisors never ran their ending: the streams stay open
     print("loop closed", flush=True)
-    for _ in range(2):  # messages and conversations (the consent stream is local)
+    for _ in range(3):  # messages, requests, conversations (the consent stream is local)
         if not ended.acquire(timeout=float(sys.argv[3])):
             print("a stream did not end", flush=True)
             os._exit(2)
@@ -140,15 +140,15 @@ async def test_a_subscription_given_up_on_while_it_opens_is_ended_with_its_engin
         on_consent=lambda u: None,
         on_restart=lambda: None,
     )
-    assert len(made) == 3
-    # The node holds every new subscription back: the two network streams reopen, and
-    # their subscriptions wait to be ready.
+    assert len(made) == 4
+    # The node holds every new subscription back: the three network streams reopen,
+    # and their subscriptions wait to be ready.
     devnet_node.faults.set_latency("SubscribeGroupMessages", 3600)
     devnet_node.faults.set_latency("SubscribeWelcomeMessages", 3600)
     devnet_node.faults.drop_streams()
 
     async def reopening() -> bool:
-        return len(made) == 5
+        return len(made) == 7
 
     await until(reopening)
     await asyncio.sleep(0.5)  # the subscriptions reach the node, and wait there

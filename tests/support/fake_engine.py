@@ -403,7 +403,8 @@ class FakeEngine:
 
     def stream_health(self) -> list[StreamHealth]:
         return [
-            StreamHealth(name, connected=True) for name in ("messages", "conversations", "consent")
+            StreamHealth(name, connected=True)
+            for name in ("messages", "requests", "conversations", "consent")
         ]
 
     async def release_db(self) -> None:

@@ -1,0 +1,159 @@
+"""Messages come on two streams split by XMTP consent (cone/engine/_subscriptions.py):
+a burst of new conversations from strangers does not hold back an accepted
+conversation's messages, and a conversation whose consent changes moves to the other
+stream without losing a message. Real engines and peers on the devnet; the slow
+resubscription that a big store pays is forced with the node's latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from xmtp_bindings import xmtpv3 as ffi
+
+from cone.devnet import Devnet
+from cone.engine import _client
+from cone.engine.engine import Engine
+from cone.engine.port import RawMessage, StreamHealth
+from support.peers import WAIT_S, Peer, plain_group_options
+from support.waiting import until
+
+#: How long the node holds back each new message subscription once the streams run.
+HELD_S = 3.0
+#: New conversations a stranger opens with the engine at once.
+BURST = 3
+SUBSCRIBE = "SubscribeGroupMessages"
+
+
+@pytest.fixture
+async def engine(devnet: str, tmp_path: Path) -> AsyncIterator[Engine]:
+    """An engine with a new identity on the devnet, closed after the test."""
+    made = await Engine.open(
+        api_url=devnet,
+        db_path=str(tmp_path / "cone.db3"),
+        db_key=os.urandom(32),
+        wallet_key=_client.generate_wallet_key(),
+        new=True,
+    )
+    yield made
+    await made.close()
+
+
+class Heard:
+    """What the engine's streams hand over."""
+
+    def __init__(self) -> None:
+        self.messages: list[RawMessage] = []
+        self.conversations: set[str] = set()
+
+    async def start(self, engine: Engine) -> None:
+        await engine.start_streams(
+            on_message=self.messages.append,
+            on_conversation=self.conversations.add,
+            on_consent=lambda updates: None,
+            on_restart=lambda: None,
+        )
+
+    def has(self, message_id: bytes) -> bool:
+        return message_id.hex() in {m.id for m in self.messages}
+
+
+def _health(engine: Engine, name: str) -> StreamHealth:
+    (health,) = [h for h in engine.stream_health() if h.name == name]
+    return health
+
+
+async def test_a_burst_of_requests_does_not_hold_back_an_accepted_conversation(
+    devnet_node: Devnet, engine: Engine, alice: Peer, tmp_path: Path
+) -> None:
+    stranger = await Peer.create(devnet_node.url, tmp_path, "stranger")
+    dm = await engine.find_or_create_dm(alice.inbox_id)
+    await engine.set_consent(conversation_id=dm.id, allowed=True, peer_inbox_id=alice.inbox_id)
+    await alice.sync()
+    heard = Heard()
+    await heard.start(engine)
+    subscribed = devnet_node.faults.resolve(SUBSCRIBE)
+    before = devnet_node.stats.streams.get(subscribed, 0)
+    # From now on each new message subscription waits HELD_S at the node, as one with
+    # every topic of a big store does: libxmtp takes new conversations in one at a
+    # time, each by subscribing again, and reads nothing meanwhile.
+    devnet_node.faults.set_latency(SUBSCRIBE, HELD_S)
+    me = _client.identifier(engine.address)
+    made = [
+        bytes(
+            (
+                await stranger.client.conversations().create_group_by_identity(
+                    [me], plain_group_options()
+                )
+            ).id()
+        ).hex()
+        for _ in range(BURST)
+    ]
+
+    async def welcomed() -> bool:
+        return set(made) <= heard.conversations
+
+    await until(welcomed)
+    await asyncio.sleep(0.5)  # the message streams see the welcomes, and start taking them in
+    sent = await alice.send(alice.conversation(bytes.fromhex(dm.id)), "while strangers knock")
+
+    async def delivered() -> bool:
+        return heard.has(sent)
+
+    await until(delivered)
+    # It came while the requests were still being taken in (one stream for everything
+    # would have had BURST subscriptions to finish first, each HELD_S).
+    assert devnet_node.stats.streams.get(subscribed, 0) < before + BURST
+    # The requests' own first messages still come, once their stream has taken them in.
+    firsts = [await stranger.send(stranger.conversation(bytes.fromhex(g)), "hi") for g in made]
+
+    async def all_in() -> bool:
+        return all(heard.has(m) for m in firsts)
+
+    await until(all_in, timeout=WAIT_S + BURST * HELD_S)
+    assert [_health(engine, n).restarts for n in ("messages", "requests")] == [0, 0]
+
+
+async def test_a_conversation_accepted_moves_to_the_message_stream_losing_nothing(
+    devnet_node: Devnet, engine: Engine, tmp_path: Path
+) -> None:
+    stranger = await Peer.create(devnet_node.url, tmp_path, "stranger")
+    heard = Heard()
+    await heard.start(engine)
+    dm = await stranger.client.conversations().find_or_create_dm_by_identity(
+        _client.identifier(engine.address),
+        ffi.FfiCreateDmOptions(message_disappearing_settings=None),
+    )
+    conversation_id = bytes(dm.id()).hex()
+    first = await stranger.send(dm, "one")
+
+    async def came(message_id: bytes) -> bool:
+        return heard.has(message_id)
+
+    await until(lambda: came(first))
+    requests, messages = _health(engine, "requests"), _health(engine, "messages")
+    assert messages.last_event_ns is None  # a request: on the requests stream alone
+    subscribed = devnet_node.faults.resolve(SUBSCRIBE)
+    before = devnet_node.stats.streams.get(subscribed, 0)
+
+    await engine.set_consent(
+        conversation_id=conversation_id, allowed=True, peer_inbox_id=stranger.inbox_id
+    )
+
+    async def renewed() -> bool:  # both message streams subscribed again
+        return devnet_node.stats.streams.get(subscribed, 0) >= before + 2
+
+    await until(renewed)
+    sent_at = time.time_ns()
+    second = await stranger.send(dm, "two")
+    await until(lambda: came(second))
+    assert (messages.last_event_ns or 0) >= sent_at  # now on the message stream
+    assert {m.id for m in heard.messages} == {first.hex(), second.hex()}
+    # A renewal is no restart: no backoff, no error, and both stayed connected.
+    assert [requests.restarts, messages.restarts] == [0, 0]
+    assert requests.connected and messages.connected
