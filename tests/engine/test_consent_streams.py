@@ -27,11 +27,22 @@ from support.waiting import until
 HELD_S = 3.0
 #: New conversations a stranger opens with the engine at once.
 BURST = 3
-SUBSCRIBE = "SubscribeGroupMessages"
+#: The node's method that libxmtp subscribes to conversations' messages with, by API.
+SUBSCRIBE = {
+    "v3": "SubscribeGroupMessages",
+    "d14n": "/xmtp.xmtpv4.message_api.ReplicationApi/SubscribeEnvelopes",
+}
+
+
+@pytest.fixture(params=["v3", "d14n"])
+def api(request: pytest.FixtureRequest) -> str:
+    """The XMTP API libxmtp speaks to the devnet, the engine and its peers alike."""
+    name: str = request.param
+    return name
 
 
 @pytest.fixture
-async def engine(devnet: str, tmp_path: Path) -> AsyncIterator[Engine]:
+async def engine(devnet: str, api: str, tmp_path: Path) -> AsyncIterator[Engine]:
     """An engine with a new identity on the devnet, closed after the test."""
     made = await Engine.open(
         api_url=devnet,
@@ -39,6 +50,7 @@ async def engine(devnet: str, tmp_path: Path) -> AsyncIterator[Engine]:
         db_key=os.urandom(32),
         wallet_key=_client.generate_wallet_key(),
         new=True,
+        gateway_url=devnet if api == "d14n" else None,
     )
     yield made
     await made.close()
@@ -69,20 +81,22 @@ def _health(engine: Engine, name: str) -> StreamHealth:
 
 
 async def test_a_burst_of_requests_does_not_hold_back_an_accepted_conversation(
-    devnet_node: Devnet, engine: Engine, alice: Peer, tmp_path: Path
+    devnet_node: Devnet, engine: Engine, api: str, tmp_path: Path
 ) -> None:
-    stranger = await Peer.create(devnet_node.url, tmp_path, "stranger")
+    d14n = api == "d14n"
+    alice = await Peer.create(devnet_node.url, tmp_path, "alice", d14n=d14n)
+    stranger = await Peer.create(devnet_node.url, tmp_path, "stranger", d14n=d14n)
     dm = await engine.find_or_create_dm(alice.inbox_id)
     await engine.set_consent(conversation_id=dm.id, allowed=True, peer_inbox_id=alice.inbox_id)
     await alice.sync()
     heard = Heard()
     await heard.start(engine)
-    subscribed = devnet_node.faults.resolve(SUBSCRIBE)
+    subscribed = devnet_node.faults.resolve(SUBSCRIBE[api])
     before = devnet_node.stats.streams.get(subscribed, 0)
     # From now on each new message subscription waits HELD_S at the node, as one with
     # every topic of a big store does: libxmtp takes new conversations in one at a
     # time, each by subscribing again, and reads nothing meanwhile.
-    devnet_node.faults.set_latency(SUBSCRIBE, HELD_S)
+    devnet_node.faults.set_latency(subscribed, HELD_S)
     me = _client.identifier(engine.address)
     made = [
         bytes(
@@ -120,9 +134,9 @@ async def test_a_burst_of_requests_does_not_hold_back_an_accepted_conversation(
 
 
 async def test_a_conversation_accepted_moves_to_the_message_stream_losing_nothing(
-    devnet_node: Devnet, engine: Engine, tmp_path: Path
+    devnet_node: Devnet, engine: Engine, api: str, tmp_path: Path
 ) -> None:
-    stranger = await Peer.create(devnet_node.url, tmp_path, "stranger")
+    stranger = await Peer.create(devnet_node.url, tmp_path, "stranger", d14n=api == "d14n")
     heard = Heard()
     await heard.start(engine)
     dm = await stranger.client.conversations().find_or_create_dm_by_identity(
@@ -138,7 +152,7 @@ async def test_a_conversation_accepted_moves_to_the_message_stream_losing_nothin
     await until(lambda: came(first))
     requests, messages = _health(engine, "requests"), _health(engine, "messages")
     assert messages.last_event_ns is None  # a request: on the requests stream alone
-    subscribed = devnet_node.faults.resolve(SUBSCRIBE)
+    subscribed = devnet_node.faults.resolve(SUBSCRIBE[api])
     before = devnet_node.stats.streams.get(subscribed, 0)
 
     await engine.set_consent(
