@@ -368,11 +368,12 @@ async def _intake(
     directory.mkdir(exist_ok=True)
     peers = [await Peer.create(url, directory, f"new{i}") for i in range(INTAKE_PEERS)]
     wall = time.time() - time.monotonic()  # the daemon's log stamps, on the bench's clock
+    made = asyncio.create_task(intake.cone_side(d, peers, n, INTAKE_INFLIGHT))
     try:
-        made = asyncio.create_task(intake.cone_side(d, peers, n, INTAKE_INFLIGHT))
         known = await _known_during(layout, url, made)
         burst, cpu = await made
     finally:
+        made.cancel()  # done by now, unless the texts into accepted conversations failed
         for p in peers:
             p.close()
     latencies = burst.latencies()
