@@ -1,4 +1,10 @@
-"""The message stream's echoes of this engine's own sends, dropped where they arrive.
+"""The streams' echoes of this engine's own sends and consent records.
+
+The consent stream hands back every consent record this installation sets, too: its
+echo is no news (the change itself already renewed the message streams), and is told
+apart by `ConsentEchoes` so that it does not renew them a second time.
+
+The rest is about messages, dropped where they arrive.
 
 libxmtp's message stream hands back every message this installation publishes. cone
 accounts for its own sends itself (the outbox's settle record tells ingest), so their
@@ -12,6 +18,8 @@ from __future__ import annotations
 
 import threading
 from typing import Final
+
+from cone.engine.port import XmtpConsent
 
 
 class Echoes:
@@ -43,4 +51,29 @@ class Echoes:
             return self._ids.pop(message_id, False) is None
 
 
-__all__ = ["Echoes"]
+class ConsentEchoes:
+    """Conversation consent this engine is recording, until the consent stream hands
+    it back (at most `LIMIT`, the oldest forgotten first). Used on the event loop only:
+    noted before libxmtp records it, so a record is in before its echo can arrive."""
+
+    LIMIT: Final = 1024
+
+    def __init__(self) -> None:
+        self._records: dict[tuple[str, XmtpConsent], None] = {}
+
+    def add(self, conversation_id: str, consent: XmtpConsent) -> None:
+        """Note a record about to be set."""
+        self._records[(conversation_id, consent)] = None
+        if len(self._records) > self.LIMIT:
+            del self._records[next(iter(self._records))]
+
+    def discard(self, conversation_id: str, consent: XmtpConsent) -> None:
+        """Forget a record libxmtp did not set (its call failed)."""
+        self._records.pop((conversation_id, consent), None)
+
+    def take(self, conversation_id: str, consent: XmtpConsent) -> bool:
+        """Whether a streamed record is the echo of one of these (asked once per record)."""
+        return self._records.pop((conversation_id, consent), False) is None
+
+
+__all__ = ["ConsentEchoes", "Echoes"]

@@ -1,4 +1,5 @@
-"""The four streams cone keeps open: messages, requests, conversations and consent.
+"""The five streams cone keeps open: messages, requests, accepted, conversations
+and consent.
 
 Each is a `SupervisedStream` (cone/engine/streams.py) whose opener subscribes
 through the engine's offloaded calls and waits until libxmtp says it is ready.
@@ -11,15 +12,23 @@ time, and reads nothing meanwhile; a burst of new conversations from strangers
 would hold back every accepted conversation's messages behind thousands of topics.
 Split, such a burst only renews "requests", whose topics are the requests alone,
 and "messages" never sees it (libxmtp drops a new conversation whose consent its
-filter excludes before subscribing again). libxmtp chooses a stream's conversations
-when it subscribes: after a conversation's consent changes, `Regrouping` renews both.
-Denied conversations are on neither (libxmtp's unfiltered stream, which cone kept
-before, left them out too when it subscribed): what they send comes in by sync.
+filter excludes before subscribing again). Denied conversations are on neither
+(libxmtp's unfiltered stream, which cone kept before, left them out too when it
+subscribed): what they send comes in by sync.
+
+libxmtp chooses a stream's conversations when it subscribes, and not again, so a
+conversation whose consent changes stays where it was until `Regrouping` renews the
+streams. Subscribing "messages" again costs seconds in a big store (libxmtp reads
+every conversation's cursor and the messages above it; 1.6–2.4 s at 10,000
+conversations, during which libxmtp hands over no message on any stream), so a
+conversation allowed meanwhile gets a subscription of its own on "accepted", and
+"messages" subscribes again only once `RECENT_LIMIT` of them have gathered there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
@@ -28,8 +37,10 @@ from xmtp_bindings import xmtpv3 as ffi
 from cone.engine import _convert
 from cone.engine._calls import NETWORK_CALL_S, Calls
 from cone.engine._echoes import Echoes
-from cone.engine.port import ConsentUpdate, RawMessage
+from cone.engine.port import ConsentUpdate, RawMessage, XmtpConsent
 from cone.engine.streams import Opener, StreamHandle, SupervisedStream
+
+log = logging.getLogger(__name__)
 
 #: How long ending a stream waits for libxmtp's task to stop (it is aborted: prompt).
 ENDING_S: Final = 5.0
@@ -43,11 +54,16 @@ BY_CONSENT: Final = {
 #: The least time between two renewals of the message streams after consent changes.
 REGROUP_S: Final = 5.0
 
+#: At most this many conversations on "accepted", each a subscription of its own;
+#: one more, and "messages" subscribes again to take them all.
+RECENT_LIMIT: Final = 32
+
 
 def supervised_streams(
     client: Callable[[], Any],
     x: Calls,
     *,
+    recent: Callable[[], Iterable[str]],
     on_message: Callable[[RawMessage], None],
     on_conversation: Callable[[str], None],
     on_consent: Callable[[list[ConsentUpdate]], None],
@@ -57,8 +73,9 @@ def supervised_streams(
 ) -> list[SupervisedStream]:
     """The message, conversation and consent streams, not yet started; `client`
     gives libxmtp's current client at each (re)subscription (it changes at the
-    cutover), `on_error` hears each stream's ending error. A message in `echoes`
-    (this engine's own send) is dropped on libxmtp's thread, never converted."""
+    cutover), `recent` the conversations "accepted" carries at each, `on_error` hears
+    each stream's ending error. A message in `echoes` (this engine's own send) is
+    dropped on libxmtp's thread, never converted."""
 
     def message(m: Any) -> RawMessage | None:
         if echoes.take(m.sender_inbox_id, m.id):
@@ -68,29 +85,59 @@ def supervised_streams(
     def conversation(c: Any) -> str:
         return bytes(c.id()).hex()
 
-    def opener(name: str, open_: Callable[[Any, Any], Awaitable[Any]]) -> Opener:
-        async def ready(cb: Any) -> Any:
-            closer = await open_(client().conversations(), cb)
-            try:
-                await closer.wait_for_ready()
-            except BaseException:
-                # Given up on (out of time, or stopping): a subscription nobody holds
-                # would live on, and call back after its loop has closed.
-                closer.end()
-                raise
-            if closer.is_closed():
-                # libxmtp reports "ready" also for a subscription that failed.
-                raise ConnectionError(
-                    "the subscription failed: the node refused it or cannot be reached"
-                )
-            return closer
+    async def ready(subscribing: Awaitable[Any]) -> Any:
+        closer = await subscribing
+        try:
+            await closer.wait_for_ready()
+        except BaseException:
+            # Given up on (out of time, or stopping): a subscription nobody holds
+            # would live on, and call back after its loop has closed.
+            closer.end()
+            raise
+        if closer.is_closed():
+            # libxmtp reports "ready" also for a subscription that failed.
+            raise ConnectionError(
+                "the subscription failed: the node refused it or cannot be reached"
+            )
+        return closer
 
+    async def each_ready(cb: Any) -> list[Any]:
+        # One subscription per conversation; one that fails takes the others down.
+        closers: list[Any] = []
+        try:
+            for cid in recent():
+                try:
+                    conv = client().conversation(bytes.fromhex(cid))
+                except ffi.FfiError:
+                    continue  # not in libxmtp's database: nothing to stream yet
+                closers.append(await ready(conv.stream(cb)))
+        except BaseException:
+            for closer in closers:
+                closer.end()
+            raise
+        return closers
+
+    async def end_each(closers: list[Any]) -> None:
+        for closer in closers:
+            await closer.end_and_wait()
+
+    def opener(name: str, open_: Callable[[Any, Any], Awaitable[Any]]) -> Opener:
         async def opened(cb: Any) -> StreamHandle:
-            closer: Any = await x.call(lambda: ready(cb), NETWORK_CALL_S, f"opening {name}")
+            closer: Any = await x.call(
+                lambda: ready(open_(client().conversations(), cb)),
+                NETWORK_CALL_S,
+                f"opening {name}",
+            )
             # Waits for libxmtp's task to end: none of its callbacks can come later.
             return StreamHandle(lambda: x.call(closer.end_and_wait, ENDING_S, f"ending {name}"))
 
         return opened
+
+    async def accepted(cb: Any) -> StreamHandle:
+        closers = await x.call(lambda: each_ready(cb), NETWORK_CALL_S, "opening accepted streams")
+        return StreamHandle(
+            lambda: x.call(lambda: end_each(closers), ENDING_S, "ending accepted streams")
+        )
 
     def supervised(
         name: str,
@@ -111,6 +158,7 @@ def supervised_streams(
             supervised(name, name.removesuffix("s"), messages(states), message, on_message)
             for name, states in BY_CONSENT.items()
         ),
+        SupervisedStream("accepted", accepted, message, on_message, on_restart, on_error),
         supervised(
             "conversations",
             "conversation",
@@ -129,21 +177,35 @@ def supervised_streams(
 
 
 class Regrouping:
-    """Renews the message streams after consent changed, at most once per
-    `interval_s`: a change moves a conversation between them, and libxmtp reads a
-    stream's conversations only when it subscribes. Until the renewal, a
-    conversation stays on the stream it was on, which carries its messages still."""
+    """Moves conversations between the message streams after their consent changed,
+    at most once per `interval_s` (libxmtp reads a stream's conversations only when
+    it subscribes). A conversation allowed joins `recent`, which "accepted" carries
+    one subscription each; each renewal also renews "requests" (few topics: the
+    requests alone), which drops it. "messages" is renewed, and `recent` emptied,
+    only once `recent` holds more than `limit`. Until a renewal, a conversation stays
+    on the stream it was on, which carries its messages still."""
 
     def __init__(
-        self, streams: Callable[[], Iterable[SupervisedStream]], interval_s: float = REGROUP_S
+        self,
+        streams: Callable[[], Iterable[SupervisedStream]],
+        interval_s: float | None = None,
+        limit: int | None = None,
     ) -> None:
         self._streams = streams
-        self._interval_s = interval_s
-        self._last = -interval_s
+        self._interval_s = REGROUP_S if interval_s is None else interval_s
+        self._limit = RECENT_LIMIT if limit is None else limit
+        self._last = -self._interval_s
         self._timer: asyncio.TimerHandle | None = None
+        #: Conversations allowed since "messages" last subscribed again, oldest first.
+        self.recent: dict[str, None] = {}
 
-    def request(self) -> None:
-        """Renew soon: now, or when `interval_s` has passed since the last renewal."""
+    def changed(self, conversation_id: str, consent: XmtpConsent) -> None:
+        """A conversation's consent changed: renew soon, now or when `interval_s`
+        has passed since the last renewal."""
+        if consent is XmtpConsent.ALLOWED:
+            self.recent[conversation_id] = None
+        else:
+            self.recent.pop(conversation_id, None)
         if self._timer is not None:
             return  # the renewal already waiting covers this change too
         loop = asyncio.get_running_loop()
@@ -153,8 +215,16 @@ class Regrouping:
     def _renew(self) -> None:
         self._timer = None
         self._last = asyncio.get_running_loop().time()
+        renewing = {"requests", "accepted"}
+        if len(self.recent) > self._limit:
+            # "messages" takes them all. Meanwhile they are on no stream (and while
+            # it subscribes libxmtp hands over nothing on any): its fresh
+            # subscription reads each from its cursor once it is ready.
+            renewing.add("messages")
+            self.recent.clear()
+        log.debug("renewing the streams %s", ", ".join(sorted(renewing)))
         for s in self._streams():
-            if s.name in BY_CONSENT:
+            if s.name in renewing:
                 s.renew()
 
     def cancel(self) -> None:
@@ -164,4 +234,4 @@ class Regrouping:
             self._timer = None
 
 
-__all__ = ["BY_CONSENT", "REGROUP_S", "Regrouping", "supervised_streams"]
+__all__ = ["BY_CONSENT", "RECENT_LIMIT", "REGROUP_S", "Regrouping", "supervised_streams"]

@@ -24,7 +24,7 @@ from cone.engine._calls import LOCAL_CALL_S, Calls
 from cone.engine._client import wallet_address
 from cone.engine._cutover import Cutover
 from cone.engine._database import Database
-from cone.engine._echoes import Echoes
+from cone.engine._echoes import ConsentEchoes, Echoes
 from cone.engine._network import Network
 from cone.engine._offload import Offload
 from cone.engine._opening import REGISTER_S, open_identity
@@ -74,6 +74,7 @@ class Engine:
         self._handlers: dict[str, Any] = {}
         # A consent change moves a conversation from one message stream to the other.
         self._regrouping = Regrouping(lambda: self._streams)
+        self._consent_echoes = ConsentEchoes()
         # This engine's sends, whose stream echoes are dropped (cone/engine/_echoes.py).
         self._echoes = Echoes(inbox_id)
         # These read the client at each call, so the cutover's swap reaches them and
@@ -244,13 +245,30 @@ class Engine:
         self, *, conversation_id: str, allowed: bool, peer_inbox_id: str | None = None
     ) -> None:
         """Record consent in XMTP (synced to this inbox's other installations)."""
-        await self._consent.set(conversation_id, peer_inbox_id, allowed)
-        self._regrouping.request()
+        consent = XmtpConsent.ALLOWED if allowed else XmtpConsent.DENIED
+        await self._recording(
+            conversation_id, consent, self._consent.set(conversation_id, peer_inbox_id, allowed)
+        )
 
     async def reset_consent(self, *, conversation_id: str, peer_inbox_id: str | None) -> None:
         """Set XMTP's consent records for a conversation (and a DM's peer) back to unknown."""
-        await self._consent.reset(conversation_id, peer_inbox_id)
-        self._regrouping.request()
+        await self._recording(
+            conversation_id,
+            XmtpConsent.UNKNOWN,
+            self._consent.reset(conversation_id, peer_inbox_id),
+        )
+
+    async def _recording(
+        self, conversation_id: str, consent: XmtpConsent, call: Awaitable[None]
+    ) -> None:
+        # The consent stream hands the record back: noted first, its echo renews nothing.
+        self._consent_echoes.add(conversation_id, consent)
+        try:
+            await call
+        except BaseException:
+            self._consent_echoes.discard(conversation_id, consent)
+            raise
+        self._regrouping.changed(conversation_id, consent)
 
     async def inbox_consent(self, inbox_id: str) -> XmtpConsent:
         """XMTP's consent record for an inbox."""
@@ -301,14 +319,18 @@ class Engine:
         self._cut.watch()
 
         def consent(updates: list[ConsentUpdate]) -> None:
-            # Another installation's change, or this one's own coming back.
-            if any(u.conversation_id is not None for u in updates):
-                self._regrouping.request()
+            # Another installation's change moves a conversation; this one's own
+            # coming back does not again.
+            for u in updates:
+                cid = u.conversation_id
+                if cid is not None and not self._consent_echoes.take(cid, u.consent):
+                    self._regrouping.changed(cid, u.consent)
             on_consent(updates)
 
         self._streams = supervised_streams(
             self._current,
             self._x,
+            recent=lambda: list(self._regrouping.recent),
             on_message=on_message,
             on_conversation=on_conversation,
             on_consent=consent,

@@ -151,11 +151,12 @@ class SupervisedStream:
         self._retry_now.set()
 
     def renew(self) -> None:
-        """Close the open subscription and open a fresh one at once: libxmtp chooses
-        a stream's conversations when it subscribes, and not again. Not a restart:
-        libxmtp subscribes from each conversation's cursor, so the gap skips nothing,
-        and no backoff, error or `on_restart` follows. A stream waiting out a backoff
-        reopens now."""
+        """Open a fresh subscription now, and close the open one once it is ready:
+        libxmtp chooses a stream's conversations when it subscribes, and not again.
+        Not a restart: the open one carries on meanwhile, so nothing waits and no
+        backoff, error or `on_restart` follows. A fresh subscription that fails ends
+        both, and the stream restarts as after any failure. A stream waiting out a
+        backoff reopens now."""
         self._renew.set()
         self._retry_now.set()
 
@@ -166,7 +167,6 @@ class SupervisedStream:
         while True:
             callback = _Callback(loop, self.convert, self.on_item, self.health)
             closer = None
-            renewed = False
             # This subscription is the fresh one asked for; a later ask renews it.
             self._renew.clear()
             try:
@@ -178,10 +178,22 @@ class SupervisedStream:
                     self.on_restart()
                     failed = False
                 opened_at = time.monotonic()
-                if await _closed_or_renewed(callback.closed, self._renew):
-                    await closer.end()
-                    renewed = True
-                    continue
+                while await _closed_or_renewed(callback.closed, self._renew):
+                    # Make before break: the open subscription carries its
+                    # conversations until the fresh one is ready, so a renewal holds
+                    # nothing back (in a big store, subscribing takes seconds). Both
+                    # may hand over a message meanwhile: ingest takes an id once.
+                    self._renew.clear()
+                    began, held = time.monotonic(), closer
+                    callback, closer = (
+                        _Callback(loop, self.convert, self.on_item, self.health),
+                        None,
+                    )
+                    try:
+                        closer = await self.opener(callback)
+                    finally:
+                        await self._end(held)  # a fresh one that failed is the failure
+                    log.debug("stream %s renewed in %.2f s", self.name, time.monotonic() - began)
                 if time.monotonic() - opened_at > BACKOFF_MAX_S:
                     delay = BACKOFF_START_S
                 raw = callback.error or ""
@@ -190,10 +202,7 @@ class SupervisedStream:
                 )
             except asyncio.CancelledError:
                 if closer is not None:
-                    try:
-                        await closer.end()
-                    except Exception as exc:  # stopping anyway
-                        log.warning("ending stream %s: %s", self.name, exc)
+                    await self._end(closer)
                 raise
             except Exception as exc:  # any failure means: retry later
                 # A refused subscription's own error may still be on its way to the
@@ -207,7 +216,7 @@ class SupervisedStream:
                     else (exc.message if isinstance(exc, ConeError) else str(exc))
                 )
             finally:
-                self.health.connected = renewed
+                self.health.connected = False
                 self._settled.set()
             failed = True
             self.health.restarts += 1
@@ -225,6 +234,12 @@ class SupervisedStream:
                 delay = BACKOFF_START_S
             except TimeoutError:
                 delay = min(delay * 2, BACKOFF_MAX_S)
+
+    async def _end(self, closer: StreamHandle) -> None:
+        try:
+            await closer.end()
+        except Exception as exc:  # given up on: libxmtp aborts its task anyway
+            log.warning("ending stream %s: %s", self.name, exc)
 
     async def stop(self) -> None:
         """Stop the supervisor and close the stream."""

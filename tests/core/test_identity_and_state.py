@@ -101,7 +101,13 @@ async def test_health_and_reflection_answer_on_the_socket(daemon: DaemonProcess)
 
 async def test_status_reports_streams_and_budgets(daemon: DaemonProcess) -> None:
     status = await daemon.client.call("Status", pb.StatusRequest())
-    assert {s.name for s in status.streams} == {"messages", "requests", "conversations", "consent"}
+    assert {s.name for s in status.streams} == {
+        "messages",
+        "requests",
+        "accepted",
+        "conversations",
+        "consent",
+    }
     assert all(s.connected for s in status.streams)
     assert status.installations == 1
     assert status.identity_updates >= 1

@@ -12,14 +12,15 @@ import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.devnet import Devnet
-from cone.engine import _client
+from cone.engine import _client, _subscriptions
 from cone.engine.engine import Engine
-from cone.engine.port import RawMessage, StreamHealth
+from cone.engine.port import RawMessage, StreamHealth, XmtpConsent
 from support.peers import WAIT_S, Peer, plain_group_options
 from support.waiting import until
 
@@ -62,12 +63,15 @@ class Heard:
     def __init__(self) -> None:
         self.messages: list[RawMessage] = []
         self.conversations: set[str] = set()
+        self.consent: set[str] = set()  # conversations with a consent update
 
     async def start(self, engine: Engine) -> None:
         await engine.start_streams(
             on_message=self.messages.append,
             on_conversation=self.conversations.add,
-            on_consent=lambda updates: None,
+            on_consent=lambda updates: self.consent.update(
+                u.conversation_id for u in updates if u.conversation_id
+            ),
             on_restart=lambda: None,
         )
 
@@ -133,17 +137,22 @@ async def test_a_burst_of_requests_does_not_hold_back_an_accepted_conversation(
     assert [_health(engine, n).restarts for n in ("messages", "requests")] == [0, 0]
 
 
-async def test_a_conversation_accepted_moves_to_the_message_stream_losing_nothing(
+async def _request_from(stranger: Peer, engine: Engine) -> tuple[Any, str]:
+    """A DM from `stranger` to the engine: a request (its consent unknown)."""
+    dm = await stranger.client.conversations().find_or_create_dm_by_identity(
+        _client.identifier(engine.address),
+        ffi.FfiCreateDmOptions(message_disappearing_settings=None),
+    )
+    return dm, bytes(dm.id()).hex()
+
+
+async def test_a_conversation_accepted_moves_to_a_stream_of_its_own_losing_nothing(
     devnet_node: Devnet, engine: Engine, api: str, tmp_path: Path
 ) -> None:
     stranger = await Peer.create(devnet_node.url, tmp_path, "stranger", d14n=api == "d14n")
     heard = Heard()
     await heard.start(engine)
-    dm = await stranger.client.conversations().find_or_create_dm_by_identity(
-        _client.identifier(engine.address),
-        ffi.FfiCreateDmOptions(message_disappearing_settings=None),
-    )
-    conversation_id = bytes(dm.id()).hex()
+    dm, conversation_id = await _request_from(stranger, engine)
     first = await stranger.send(dm, "one")
 
     async def came(message_id: bytes) -> bool:
@@ -151,6 +160,7 @@ async def test_a_conversation_accepted_moves_to_the_message_stream_losing_nothin
 
     await until(lambda: came(first))
     requests, messages = _health(engine, "requests"), _health(engine, "messages")
+    accepted = _health(engine, "accepted")
     assert messages.last_event_ns is None  # a request: on the requests stream alone
     subscribed = devnet_node.faults.resolve(SUBSCRIBE[api])
     before = devnet_node.stats.streams.get(subscribed, 0)
@@ -159,15 +169,140 @@ async def test_a_conversation_accepted_moves_to_the_message_stream_losing_nothin
         conversation_id=conversation_id, allowed=True, peer_inbox_id=stranger.inbox_id
     )
 
-    async def renewed() -> bool:  # both message streams subscribed again
+    async def renewed() -> bool:  # "requests" without it, "accepted" with it
         return devnet_node.stats.streams.get(subscribed, 0) >= before + 2
 
     await until(renewed)
+    await asyncio.sleep(0.2)  # the fresh subscriptions ready, the old ones ended
     sent_at = time.time_ns()
     second = await stranger.send(dm, "two")
     await until(lambda: came(second))
-    assert (messages.last_event_ns or 0) >= sent_at  # now on the message stream
+    assert (accepted.last_event_ns or 0) >= sent_at  # now on a subscription of its own
+    assert messages.last_event_ns is None  # "messages" did not subscribe again for it
     assert {m.id for m in heard.messages} == {first.hex(), second.hex()}
-    # A renewal is no restart: no backoff, no error, and both stayed connected.
-    assert [requests.restarts, messages.restarts] == [0, 0]
-    assert requests.connected and messages.connected
+    # A renewal is no restart: no backoff, no error, and all stayed connected.
+    assert [requests.restarts, accepted.restarts, messages.restarts] == [0, 0, 0]
+    assert requests.connected and accepted.connected and messages.connected
+
+
+async def test_past_the_limit_the_message_stream_takes_the_accepted_conversations(
+    devnet_node: Devnet, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_subscriptions, "RECENT_LIMIT", 1)
+    monkeypatch.setattr(_subscriptions, "REGROUP_S", 0.2)
+    changes: list[tuple[str, XmtpConsent]] = []
+    changed = _subscriptions.Regrouping.changed
+
+    def counted(self: _subscriptions.Regrouping, cid: str, consent: XmtpConsent) -> None:
+        changes.append((cid, consent))
+        changed(self, cid, consent)
+
+    # Instrumentation: the real renewals run.
+    monkeypatch.setattr(_subscriptions.Regrouping, "changed", counted)
+    d14n = api == "d14n"
+    engine = await Engine.open(
+        api_url=devnet_node.url,
+        db_path=str(tmp_path / "cone.db3"),
+        db_key=os.urandom(32),
+        wallet_key=_client.generate_wallet_key(),
+        new=True,
+        gateway_url=devnet_node.url if d14n else None,
+    )
+    try:
+        strangers = [
+            await Peer.create(devnet_node.url, tmp_path, f"stranger{i}", d14n=d14n)
+            for i in range(2)
+        ]
+        heard = Heard()
+        await heard.start(engine)
+        dms = [await _request_from(s, engine) for s in strangers]
+        firsts = [await s.send(dm, "hello") for s, (dm, _) in zip(strangers, dms, strict=True)]
+
+        async def all_came() -> bool:
+            return all(heard.has(m) for m in firsts)
+
+        await until(all_came)
+        messages, accepted = _health(engine, "messages"), _health(engine, "accepted")
+        subscribed = devnet_node.faults.resolve(SUBSCRIBE[api])
+
+        def count() -> int:
+            return devnet_node.stats.streams.get(subscribed, 0)
+
+        async def accept(i: int, renewals: int) -> None:
+            before = count()
+            cid = dms[i][1]
+            await engine.set_consent(
+                conversation_id=cid, allowed=True, peer_inbox_id=strangers[i].inbox_id
+            )
+
+            async def renewed() -> bool:
+                return count() >= before + renewals
+
+            await until(renewed)
+
+            async def echoed() -> bool:  # the consent stream hands the change back
+                return cid in heard.consent
+
+            await until(echoed)
+            await asyncio.sleep(0.6)  # the fresh subscriptions ready; past the interval
+
+        await accept(0, 2)  # "requests" without it, "accepted" with it
+        assert list(engine._regrouping.recent) == [dms[0][1]]
+        await accept(1, 2)  # past the limit: "messages" and "requests" ("accepted" is empty)
+        # The consent stream's echo of each change moved nothing again.
+        assert changes == [(cid, XmtpConsent.ALLOWED) for _, cid in dms]
+        assert list(engine._regrouping.recent) == []
+        sent_at = time.time_ns()
+        seconds = [await s.send(dm, "again") for s, (dm, _) in zip(strangers, dms, strict=True)]
+
+        async def seconds_came() -> bool:
+            return all(heard.has(m) for m in seconds)
+
+        await until(seconds_came)
+        assert (messages.last_event_ns or 0) >= sent_at  # both on "messages" now
+        assert (accepted.last_event_ns or 0) < sent_at
+        assert [_health(engine, n).restarts for n in ("messages", "requests", "accepted")] == [
+            0,
+            0,
+            0,
+        ]
+    finally:
+        await engine.close()
+
+
+async def test_a_renewal_holds_nothing_back_while_the_node_is_slow_to_subscribe(
+    devnet_node: Devnet, engine: Engine, api: str, tmp_path: Path
+) -> None:
+    d14n = api == "d14n"
+    knocking = await Peer.create(devnet_node.url, tmp_path, "knocking", d14n=d14n)
+    welcome = await Peer.create(devnet_node.url, tmp_path, "welcome", d14n=d14n)
+    heard = Heard()
+    await heard.start(engine)
+    waiting, _ = await _request_from(knocking, engine)
+    _, to_accept = await _request_from(welcome, engine)
+    first = await knocking.send(waiting, "first")
+
+    async def came(message_id: bytes) -> bool:
+        return heard.has(message_id)
+
+    await until(lambda: came(first))
+    subscribed = devnet_node.faults.resolve(SUBSCRIBE[api])
+    before = devnet_node.stats.streams.get(subscribed, 0)
+    # Every fresh subscription now waits HELD_S at the node, as one over every topic
+    # of a big store takes seconds to be ready.
+    devnet_node.faults.set_latency(subscribed, HELD_S)
+    await engine.set_consent(
+        conversation_id=to_accept, allowed=True, peer_inbox_id=welcome.inbox_id
+    )
+    await asyncio.sleep(0.3)  # the renewal has begun: "requests" subscribes again
+    second = await knocking.send(waiting, "second")
+    await until(lambda: came(second))
+    # The old subscription carried it while the fresh one was held back at the node.
+    assert devnet_node.stats.streams.get(subscribed, 0) < before + 2
+    devnet_node.faults.clear()
+
+    async def renewed() -> bool:
+        return devnet_node.stats.streams.get(subscribed, 0) >= before + 2
+
+    await until(renewed, timeout=WAIT_S + HELD_S)
+    assert [_health(engine, n).restarts for n in ("messages", "requests", "accepted")] == [0, 0, 0]

@@ -1,5 +1,6 @@
 """The message stream's echo of the engine's own send is dropped on libxmtp's thread;
-every other message, a second installation of the same inbox's included, passes."""
+every other message, a second installation of the same inbox's included, passes. The
+consent stream's echo of the engine's own record is told apart (cone/engine/_echoes.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine import _client
+from cone.engine._echoes import ConsentEchoes
 from cone.engine.engine import Engine
-from cone.engine.port import RawMessage
+from cone.engine.port import RawMessage, XmtpConsent
 from support.peers import WAIT_S, Peer
 from support.waiting import until
 
@@ -87,3 +89,19 @@ async def test_the_engines_own_send_is_not_streamed_back_and_its_siblings_sends_
     finally:
         await engine.close()
         sibling.release_db_connection()
+
+
+def test_a_consent_record_is_an_echo_once_and_only_with_its_own_state() -> None:
+    echoes = ConsentEchoes()
+    echoes.add("aa", XmtpConsent.ALLOWED)
+    echoes.add("bb", XmtpConsent.DENIED)
+    assert not echoes.take("aa", XmtpConsent.DENIED)  # another change of the same conversation
+    assert not echoes.take("cc", XmtpConsent.ALLOWED)
+    assert echoes.take("aa", XmtpConsent.ALLOWED)
+    assert not echoes.take("aa", XmtpConsent.ALLOWED)  # a second one is news
+    echoes.discard("bb", XmtpConsent.DENIED)  # libxmtp did not record it
+    assert not echoes.take("bb", XmtpConsent.DENIED)
+    for i in range(ConsentEchoes.LIMIT + 1):  # bounded: the oldest is forgotten
+        echoes.add(f"{i:04x}", XmtpConsent.ALLOWED)
+    assert not echoes.take("0000", XmtpConsent.ALLOWED)
+    assert echoes.take("0001", XmtpConsent.ALLOWED)

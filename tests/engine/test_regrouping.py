@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 from cone.engine._subscriptions import Regrouping
+from cone.engine.port import XmtpConsent
 from cone.engine.streams import StreamHandle, SupervisedStream
 from support.waiting import until
 
@@ -21,40 +22,68 @@ class _Stream:
         self.renewals.append(asyncio.get_running_loop().time())
 
 
-async def test_changes_close_together_renew_the_message_streams_once_per_interval() -> None:
-    streams = [_Stream("messages"), _Stream("requests"), _Stream("conversations")]
-    regrouping = Regrouping(lambda: streams, interval_s=0.3)  # type: ignore[arg-type,return-value]
-    loop = asyncio.get_running_loop()
-    regrouping.request()
-    regrouping.request()
-    await asyncio.sleep(0.05)
-    messages, requests, conversations = streams
-    assert len(messages.renewals) == len(requests.renewals) == 1  # at once, and once
-    assert conversations.renewals == []  # not a message stream
-    first = messages.renewals[0]
+def _streams() -> dict[str, _Stream]:
+    return {n: _Stream(n) for n in ("messages", "requests", "accepted", "conversations")}
 
-    regrouping.request()  # a change soon after: waits out the interval
-    regrouping.request()
+
+async def test_changes_close_together_renew_the_message_streams_once_per_interval() -> None:
+    streams = _streams()
+    regrouping = Regrouping(lambda: streams.values(), interval_s=0.3)  # type: ignore[arg-type,return-value]
+    loop = asyncio.get_running_loop()
+    regrouping.changed("aa", XmtpConsent.ALLOWED)
+    regrouping.changed("bb", XmtpConsent.DENIED)
     await asyncio.sleep(0.05)
-    assert len(messages.renewals) == 1
+    accepted, requests = streams["accepted"], streams["requests"]
+    assert len(accepted.renewals) == len(requests.renewals) == 1  # at once, and once
+    # "messages" is not renewed for one conversation; nor is a stream of conversations.
+    assert streams["messages"].renewals == streams["conversations"].renewals == []
+    first = accepted.renewals[0]
+
+    regrouping.changed("cc", XmtpConsent.ALLOWED)  # a change soon after: waits out the interval
+    regrouping.changed("dd", XmtpConsent.UNKNOWN)
+    await asyncio.sleep(0.05)
+    assert len(accepted.renewals) == 1
 
     async def renewed_again() -> bool:
-        return len(messages.renewals) == 2
+        return len(accepted.renewals) == 2
 
     await until(renewed_again)
-    assert messages.renewals[1] - first >= 0.3
+    assert accepted.renewals[1] - first >= 0.3
     assert len(requests.renewals) == 2
 
     await asyncio.sleep(0.35)  # quiet for longer than the interval: the next is at once
     asked = loop.time()
-    regrouping.request()
-    await until(lambda: _at_least(messages, 3))
-    assert messages.renewals[2] - asked < 0.3
+    regrouping.changed("ee", XmtpConsent.DENIED)
+    await until(lambda: _at_least(accepted, 3))
+    assert accepted.renewals[2] - asked < 0.3
 
-    regrouping.request()
+    regrouping.changed("ff", XmtpConsent.ALLOWED)
     regrouping.cancel()  # stopping: the renewal still waiting is dropped
     await asyncio.sleep(0.4)
-    assert len(messages.renewals) == 3
+    assert len(accepted.renewals) == 3
+
+
+async def test_accepted_carries_allowed_conversations_until_messages_takes_them() -> None:
+    streams = _streams()
+    regrouping = Regrouping(lambda: streams.values(), interval_s=0.01, limit=2)  # type: ignore[arg-type,return-value]
+    regrouping.changed("aa", XmtpConsent.ALLOWED)
+    regrouping.changed("bb", XmtpConsent.ALLOWED)
+    regrouping.changed("cc", XmtpConsent.DENIED)  # never allowed: on no subscription of its own
+    assert list(regrouping.recent) == ["aa", "bb"]
+    regrouping.changed("aa", XmtpConsent.UNKNOWN)  # reset: off "accepted" again
+    regrouping.changed("aa", XmtpConsent.DENIED)
+    assert list(regrouping.recent) == ["bb"]
+    await until(lambda: _at_least(streams["accepted"], 1))
+    regrouping.changed("dd", XmtpConsent.ALLOWED)
+    await until(lambda: _at_least(streams["accepted"], 2))
+    assert list(regrouping.recent) == ["bb", "dd"]  # at the limit, not above it
+    assert streams["messages"].renewals == []
+
+    regrouping.changed("ee", XmtpConsent.ALLOWED)  # one more: "messages" takes them all
+    await until(lambda: _at_least(streams["messages"], 1))
+    assert list(regrouping.recent) == []
+    assert len(streams["accepted"].renewals) == len(streams["requests"].renewals) == 3
+    assert streams["conversations"].renewals == []
 
 
 async def _at_least(stream: _Stream, n: int) -> bool:
@@ -62,14 +91,23 @@ async def _at_least(stream: _Stream, n: int) -> bool:
 
 
 class _Subscriptions:
-    """Opens stand-in subscriptions, each closed by `end` or by `close_all`."""
+    """Opens stand-in subscriptions, each closed by `end`; an open waits while `hold`
+    is clear, and raises `refuse` when set."""
 
     def __init__(self) -> None:
+        self.asked = 0
         self.opened = 0
         self.ended = 0
         self.callbacks: list[Any] = []
+        self.hold = asyncio.Event()
+        self.hold.set()
+        self.refuse: Exception | None = None
 
     async def open(self, callback: Any) -> StreamHandle:
+        self.asked += 1
+        await self.hold.wait()
+        if self.refuse is not None:
+            raise self.refuse
         self.opened += 1
         self.callbacks.append(callback)
 
@@ -80,28 +118,49 @@ class _Subscriptions:
         return StreamHandle(end)
 
 
-async def test_a_renewal_reopens_at_once_and_is_no_restart() -> None:
-    subs = _Subscriptions()
-    restarts: list[None] = []
-    errors: list[str] = []
-    stream = SupervisedStream(
+def _stream(
+    subs: _Subscriptions, items: list[Any], restarts: list[None], errors: list[str]
+) -> SupervisedStream:
+    return SupervisedStream(
         "messages",
         subs.open,
         convert=lambda item: item,
-        on_item=lambda item: None,
+        on_item=items.append,
         on_restart=lambda: restarts.append(None),
         on_error=errors.append,
     )
+
+
+async def test_a_renewal_opens_the_fresh_subscription_before_it_closes_the_open_one() -> None:
+    subs = _Subscriptions()
+    items: list[Any] = []
+    restarts: list[None] = []
+    errors: list[str] = []
+    stream = _stream(subs, items, restarts, errors)
     await stream.start()
     try:
         assert subs.opened == 1
+        subs.hold.clear()  # the fresh subscription takes its time, as in a big store
         stream.renew()
 
-        async def reopened() -> bool:
-            return subs.opened == 2
+        async def asked() -> bool:
+            return subs.asked == 2
 
-        await until(reopened)
-        assert subs.ended == 1  # the old subscription was closed first
+        await until(asked)
+        # Meanwhile the open subscription is neither closed nor deaf.
+        subs.callbacks[0].on_message("meanwhile")
+        await until(lambda: _has(items, "meanwhile"))
+        assert subs.ended == 0
+        assert stream.health.connected
+
+        subs.hold.set()
+
+        async def swapped() -> bool:
+            return subs.ended == 1
+
+        await until(swapped)
+        assert subs.opened == 2
+        assert subs.callbacks[0].closed.is_set()  # the old one, once the fresh was ready
         assert stream.health.connected
         assert (stream.health.restarts, restarts, errors) == (0, [], [])
 
@@ -117,3 +176,38 @@ async def test_a_renewal_reopens_at_once_and_is_no_restart() -> None:
         assert errors == [""]
     finally:
         await stream.stop()
+    assert subs.ended == 2  # stopping closed the last one
+
+
+async def test_a_fresh_subscription_that_fails_ends_the_open_one_and_restarts() -> None:
+    subs = _Subscriptions()
+    restarts: list[None] = []
+    errors: list[str] = []
+    stream = _stream(subs, [], restarts, errors)
+    await stream.start()
+    try:
+        subs.refuse = ConnectionError("the node refused it")
+        stream.renew()
+
+        async def failed() -> bool:
+            return stream.health.restarts == 1
+
+        await until(failed)
+        assert subs.ended == 1  # not left open beside the retries
+        assert not stream.health.connected
+        assert stream.health.last_error == "the node refused it"
+        assert errors == ["the node refused it"]
+
+        subs.refuse = None  # the node is back: reopened after the backoff, as a restart
+
+        async def reopened() -> bool:
+            return subs.opened == 2 and restarts == [None]
+
+        await until(reopened)
+        assert stream.health.connected
+    finally:
+        await stream.stop()
+
+
+async def _has(items: list[Any], item: Any) -> bool:
+    return item in items

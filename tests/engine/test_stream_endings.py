@@ -140,15 +140,16 @@ async def test_a_subscription_given_up_on_while_it_opens_is_ended_with_its_engin
         on_consent=lambda u: None,
         on_restart=lambda: None,
     )
-    assert len(made) == 4
+    assert len(made) == 5
     # The node holds every new subscription back: the three network streams reopen,
-    # and their subscriptions wait to be ready.
+    # and their subscriptions wait to be ready ("accepted" carries no conversation
+    # yet: it has no subscription to drop).
     devnet_node.faults.set_latency("SubscribeGroupMessages", 3600)
     devnet_node.faults.set_latency("SubscribeWelcomeMessages", 3600)
     devnet_node.faults.drop_streams()
 
     async def reopening() -> bool:
-        return len(made) == 7
+        return len(made) == 8
 
     await until(reopening)
     await asyncio.sleep(0.5)  # the subscriptions reach the node, and wait there

@@ -404,7 +404,7 @@ class FakeEngine:
     def stream_health(self) -> list[StreamHealth]:
         return [
             StreamHealth(name, connected=True)
-            for name in ("messages", "requests", "conversations", "consent")
+            for name in ("messages", "requests", "accepted", "conversations", "consent")
         ]
 
     async def release_db(self) -> None:
