@@ -39,8 +39,14 @@ sizes compare with each other (the growth), on the same machine load:
   conversation cone accepted long ago: its latency by the daemon's `-v` line
   (libxmtp's message stream takes a new conversation in by subscribing again, and
   reads nothing meanwhile: cone keeps accepted conversations on a stream of their
-  own, cone/engine/_subscriptions.py). It runs last, so the memory figures below do
-  not include it.
+  own, cone/engine/_subscriptions.py).
+- accepting: the daemon accepts 40 of those requests, one a second, while the
+  same two peers text accepted conversations every 0.2 s: each text's latency by
+  the daemon's `-v` line, and how many took over 0.5 s (libxmtp chooses a stream's
+  conversations when it subscribes, so accepting moves conversations between
+  streams; subscribing the message stream of 10,000 conversations again takes
+  seconds, during which libxmtp hands over nothing). These two phases run last, so
+  the memory figures below do not include them.
 - memory: the daemon's resident set (VmRSS) after start and after the
   reconciliation, its peak (VmHWM) before the ingest burst, its resident set right
   after the burst, and its peak over the whole run; and, sampled every 0.5 s, what
@@ -94,6 +100,12 @@ INTAKE_INFLIGHT = 4
 # The store's own peers that send into accepted conversations during the intake.
 KNOWN_PEERS = 2
 KNOWN_EVERY_S = 0.5
+# The accepting phase: requests accepted one a second (past `RECENT_LIMIT`, so that
+# the message stream subscribes again once), while the store's peers text.
+ACCEPTS = 40
+ACCEPT_EVERY_S = 1.0
+ACCEPTING_TEXT_EVERY_S = 0.2
+SLOW_S = 0.5
 
 
 class _VerboseDaemon(DaemonProcess):
@@ -248,6 +260,8 @@ async def run_size(
             if new_conversations:
                 _phase("intake")
                 out.update(await _intake(d, copy, url, work, new_conversations))
+                _phase("accepting")
+                out.update(await _accepting(d, copy, url))
         finally:
             await sampler.stop()
             await d.stop()
@@ -336,9 +350,9 @@ async def _ingest(
 
 
 async def _known_during(
-    layout: _bigstore.Layout, url: str, burst: asyncio.Task[Any]
+    layout: _bigstore.Layout, url: str, burst: asyncio.Task[Any], every_s: float
 ) -> dict[str, float]:
-    """Texts into accepted conversations while `burst` runs, one every KNOWN_EVERY_S,
+    """Texts into accepted conversations while `burst` runs, one every `every_s`,
     each into a conversation of its own (the last of each peer's: the ingest phase
     took the first); when each was sent, bench clock."""
     keys = layout.peers()[:KNOWN_PEERS]
@@ -354,7 +368,7 @@ async def _known_during(
             await client.conversation(bytes.fromhex(cid)).send_text(f"meanwhile {i}")
             sent[cid] = at
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(burst), KNOWN_EVERY_S)
+                await asyncio.wait_for(asyncio.shield(burst), every_s)
     finally:
         for c in clients:
             c.release_db_connection()
@@ -370,7 +384,7 @@ async def _intake(
     wall = time.time() - time.monotonic()  # the daemon's log stamps, on the bench's clock
     made = asyncio.create_task(intake.cone_side(d, peers, n, INTAKE_INFLIGHT))
     try:
-        known = await _known_during(layout, url, made)
+        known = await _known_during(layout, url, made, KNOWN_EVERY_S)
         burst, cpu = await made
     finally:
         made.cancel()  # done by now, unless the texts into accepted conversations failed
@@ -380,23 +394,14 @@ async def _intake(
     # The bench's store watcher shares its loop with the in-process devnet and the
     # peers, all busy during the burst: the daemon's own `-v` line for each first
     # message (written once it is committed) says when it was taken in, without it.
-    logged: dict[str, float] = {}
-    known_logged: dict[str, float] = {}
-
-    async def all_logged() -> bool:
-        for stamp, cid in _ARRIVED.findall(d.stderr()):
-            at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() - wall
-            if cid in burst.published and cid not in logged:
-                logged[cid] = max(0.0, at - burst.published[cid])
-            elif cid in known and cid not in known_logged and at >= known[cid] - 0.05:
-                known_logged[cid] = max(0.0, at - known[cid])
-        return len(known_logged) == len(known)
-
     # A text sent into an accepted conversation at the burst's end may still be on its way.
-    await until(all_logged, timeout=120)
+    meanwhile = list((await _logged(d, known, wall)).values())
+    logged: dict[str, float] = {}
+    for cid, at in _arrivals(d, wall):
+        if cid in burst.published and cid not in logged:
+            logged[cid] = max(0.0, at - burst.published[cid])
     assert len(logged) == len(burst.published), "a first message without its `-v` line"
     by_log = list(logged.values())
-    meanwhile = list(known_logged.values())
     return {
         "known": len(meanwhile),
         "known_p50_ms": statistics.median(meanwhile) * 1000,
@@ -409,6 +414,60 @@ async def _intake(
         "intake_log_p50_ms": statistics.median(by_log) * 1000,
         "intake_log_p95_ms": intake.percentile_ms(by_log, 0.95),
         "intake_cpu_s": cpu,
+    }
+
+
+def _arrivals(d: DaemonProcess, wall: float) -> list[tuple[str, float]]:
+    """Each message the daemon's `-v` lines say it took in: its conversation, and when
+    (bench clock, given `wall`: the bench's wall clock less its monotonic one)."""
+    return [
+        (cid, datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() - wall)
+        for stamp, cid in _ARRIVED.findall(d.stderr())
+    ]
+
+
+async def _logged(d: DaemonProcess, sent: dict[str, float], wall: float) -> dict[str, float]:
+    """How long each text of `sent` (conversation: when) took to the daemon's store,
+    by its `-v` line; waits for the last ones, which may still be on their way."""
+    logged: dict[str, float] = {}
+
+    async def all_logged() -> bool:
+        for cid, at in _arrivals(d, wall):
+            if cid in sent and cid not in logged and at >= sent[cid] - 0.05:
+                logged[cid] = max(0.0, at - sent[cid])
+        return len(logged) == len(sent)
+
+    await until(all_logged, timeout=120)
+    return logged
+
+
+async def _accepting(d: DaemonProcess, layout: _bigstore.Layout, url: str) -> dict[str, float]:
+    """The daemon accepts ACCEPTS of the intake's requests, one every ACCEPT_EVERY_S,
+    while two of the store's peers text accepted conversations (a consent change
+    moves conversations between libxmtp's streams: cone/engine/_subscriptions.py)."""
+    held = (await d.client.call("Requests", pb.RequestsRequest())).requests
+    ids = [r.conversation_id for r in held[:ACCEPTS]]
+
+    async def accept_all() -> None:
+        for cid in ids:
+            began = time.monotonic()
+            await d.client.call("Accept", pb.AcceptRequest(conversation_id=cid))
+            await asyncio.sleep(max(0.0, began + ACCEPT_EVERY_S - time.monotonic()))
+
+    wall = time.time() - time.monotonic()
+    accepting = asyncio.create_task(accept_all())
+    try:
+        sent = await _known_during(layout, url, accepting, ACCEPTING_TEXT_EVERY_S)
+        await accepting
+    finally:
+        accepting.cancel()  # done by now, unless the texts failed
+    latencies = list((await _logged(d, sent, wall)).values())
+    return {
+        "accepts": len(ids),
+        "accepting_texts": len(latencies),
+        "accepting_p50_ms": statistics.median(latencies) * 1000,
+        "accepting_max_ms": max(latencies) * 1000,
+        "accepting_slow": sum(1 for x in latencies if x > SLOW_S),
     }
 
 
@@ -461,6 +520,11 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
             ("intake: texts into accepted conversations meanwhile", "known", "{:.0f}"),
             ("intake: each to cone's store by its log, p50 (ms)", "known_p50_ms", "{:,.0f}"),
             ("intake: each to cone's store by its log, max (ms)", "known_max_ms", "{:,.0f}"),
+            ("accepting: requests accepted, one a second", "accepts", "{:.0f}"),
+            ("accepting: texts into accepted conversations meanwhile", "accepting_texts", "{:.0f}"),
+            ("accepting: each to cone's store by its log, p50 (ms)", "accepting_p50_ms", "{:,.0f}"),
+            ("accepting: each to cone's store by its log, max (ms)", "accepting_max_ms", "{:,.0f}"),
+            (f"accepting: of them over {SLOW_S} s", "accepting_slow", "{:.0f}"),
         ]
     print(
         "| figure | "
