@@ -20,7 +20,7 @@ libxmtp chooses a stream's conversations when it subscribes, and not again, so a
 conversation whose consent changes stays where it was until `Regrouping` renews the
 streams. Subscribing "messages" again costs seconds in a big store (libxmtp reads
 every conversation's cursor and the messages above it; 1.6–2.4 s at 10,000
-conversations, during which libxmtp hands over no message on any stream), so a
+conversations, during which libxmtp hands over no message), so a
 conversation allowed meanwhile gets a subscription of its own on "accepted", and
 "messages" subscribes again only once `RECENT_LIMIT` of them have gathered there.
 """
@@ -180,8 +180,8 @@ class Regrouping:
     """Moves conversations between the message streams after their consent changed,
     at most once per `interval_s` (libxmtp reads a stream's conversations only when
     it subscribes). A conversation allowed joins `recent`, which "accepted" carries
-    one subscription each; each renewal also renews "requests" (few topics: the
-    requests alone), which drops it. "messages" is renewed, and `recent` emptied,
+    one subscription each; each renewal renews "accepted" if `recent` changed, and
+    "requests" (few topics: the requests alone), which drops it. "messages" is renewed, and `recent` emptied,
     only once `recent` holds more than `limit`. Until a renewal, a conversation stays
     on the stream it was on, which carries its messages still."""
 
@@ -198,6 +198,7 @@ class Regrouping:
         self._timer: asyncio.TimerHandle | None = None
         #: Conversations allowed since "messages" last subscribed again, oldest first.
         self.recent: dict[str, None] = {}
+        self._carried: list[str] = []  # `recent` when "accepted" last subscribed
 
     def changed(self, conversation_id: str, consent: XmtpConsent) -> None:
         """A conversation's consent changed: renew soon, now or when `interval_s`
@@ -218,10 +219,13 @@ class Regrouping:
         renewing = {"requests", "accepted"}
         if len(self.recent) > self._limit:
             # "messages" takes them all. Meanwhile they are on no stream (and while
-            # it subscribes libxmtp hands over nothing on any): its fresh
+            # it subscribes libxmtp hands over nothing anyway): its fresh
             # subscription reads each from its cursor once it is ready.
             renewing.add("messages")
             self.recent.clear()
+        if list(self.recent) == self._carried:
+            renewing.discard("accepted")  # a change of a conversation it does not carry
+        self._carried = list(self.recent)
         log.debug("renewing the streams %s", ", ".join(sorted(renewing)))
         for s in self._streams():
             if s.name in renewing:

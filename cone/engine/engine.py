@@ -72,7 +72,7 @@ class Engine:
         self.gateway_url = gateway_url
         self._streams: list[SupervisedStream] = []
         self._handlers: dict[str, Any] = {}
-        # A consent change moves a conversation from one message stream to the other.
+        # A consent change moves a conversation between the message streams.
         self._regrouping = Regrouping(lambda: self._streams)
         self._consent_echoes = ConsentEchoes()
         # This engine's sends, whose stream echoes are dropped (cone/engine/_echoes.py).

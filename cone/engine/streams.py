@@ -180,9 +180,9 @@ class SupervisedStream:
                 opened_at = time.monotonic()
                 while await _closed_or_renewed(callback.closed, self._renew):
                     # Make before break: the open subscription carries its
-                    # conversations until the fresh one is ready, so a renewal holds
-                    # nothing back (in a big store, subscribing takes seconds). Both
-                    # may hand over a message meanwhile: ingest takes an id once.
+                    # conversations until the fresh one is ready, so a node slow to
+                    # subscribe holds nothing back. Both may hand over a message
+                    # meanwhile: ingest takes an id once.
                     self._renew.clear()
                     began, held = time.monotonic(), closer
                     callback, closer = (
