@@ -192,9 +192,10 @@ class Regrouping:
         limit: int | None = None,
     ) -> None:
         self._streams = streams
-        self._interval_s = REGROUP_S if interval_s is None else interval_s
-        self._limit = RECENT_LIMIT if limit is None else limit
-        self._last = -self._interval_s
+        # None: the module's setting, read at each use.
+        self._interval_s = interval_s
+        self._limit = limit
+        self._last: float | None = None
         self._timer: asyncio.TimerHandle | None = None
         #: Conversations allowed since "messages" last subscribed again, oldest first.
         self.recent: dict[str, None] = {}
@@ -210,14 +211,15 @@ class Regrouping:
         if self._timer is not None:
             return  # the renewal already waiting covers this change too
         loop = asyncio.get_running_loop()
-        wait = max(0.0, self._last + self._interval_s - loop.time())
+        interval = REGROUP_S if self._interval_s is None else self._interval_s
+        wait = 0.0 if self._last is None else max(0.0, self._last + interval - loop.time())
         self._timer = loop.call_later(wait, self._renew)
 
     def _renew(self) -> None:
         self._timer = None
         self._last = asyncio.get_running_loop().time()
         renewing = {"requests", "accepted"}
-        if len(self.recent) > self._limit:
+        if len(self.recent) > (RECENT_LIMIT if self._limit is None else self._limit):
             # "messages" takes them all. Meanwhile they are on no stream (and while
             # it subscribes libxmtp hands over nothing anyway): its fresh
             # subscription reads each from its cursor once it is ready.

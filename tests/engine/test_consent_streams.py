@@ -189,7 +189,11 @@ async def test_a_conversation_accepted_moves_to_a_stream_of_its_own_losing_nothi
 
 
 async def test_past_the_limit_the_message_stream_takes_the_accepted_conversations(
-    devnet_node: Devnet, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    devnet_node: Devnet,
+    engine: Engine,
+    api: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_subscriptions, "RECENT_LIMIT", 1)
     monkeypatch.setattr(_subscriptions, "REGROUP_S", 0.2)
@@ -203,78 +207,66 @@ async def test_past_the_limit_the_message_stream_takes_the_accepted_conversation
     # Instrumentation: the real renewals run.
     monkeypatch.setattr(_subscriptions.Regrouping, "changed", counted)
     d14n = api == "d14n"
-    engine = await Engine.open(
-        api_url=devnet_node.url,
-        db_path=str(tmp_path / "cone.db3"),
-        db_key=os.urandom(32),
-        wallet_key=_client.generate_wallet_key(),
-        new=True,
-        gateway_url=devnet_node.url if d14n else None,
-    )
-    try:
-        strangers = [
-            await Peer.create(devnet_node.url, tmp_path, f"stranger{i}", d14n=d14n)
-            for i in range(2)
-        ]
-        heard = Heard()
-        await heard.start(engine)
-        dms = [await _request_from(s, engine) for s in strangers]
-        firsts = [await s.send(dm, "hello") for s, (dm, _) in zip(strangers, dms, strict=True)]
+    strangers = [
+        await Peer.create(devnet_node.url, tmp_path, f"stranger{i}", d14n=d14n) for i in range(2)
+    ]
+    heard = Heard()
+    await heard.start(engine)
+    dms = [await _request_from(s, engine) for s in strangers]
+    firsts = [await s.send(dm, "hello") for s, (dm, _) in zip(strangers, dms, strict=True)]
 
-        async def all_came() -> bool:
-            return all(heard.has(m) for m in firsts)
+    async def all_came() -> bool:
+        return all(heard.has(m) for m in firsts)
 
-        await until(all_came)
-        messages, accepted = _health(engine, "messages"), _health(engine, "accepted")
-        subscribed = devnet_node.faults.resolve(SUBSCRIBE[api])
+    await until(all_came)
+    messages, accepted = _health(engine, "messages"), _health(engine, "accepted")
+    subscribed = devnet_node.faults.resolve(SUBSCRIBE[api])
 
-        def count() -> int:
-            return devnet_node.stats.streams.get(subscribed, 0)
+    def count() -> int:
+        return devnet_node.stats.streams.get(subscribed, 0)
 
-        async def accept(i: int) -> None:
-            before = count()
-            cid = dms[i][1]
-            await engine.set_consent(
-                conversation_id=cid, allowed=True, peer_inbox_id=strangers[i].inbox_id
-            )
+    async def accept(i: int) -> None:
+        before = count()
+        cid = dms[i][1]
+        await engine.set_consent(
+            conversation_id=cid, allowed=True, peer_inbox_id=strangers[i].inbox_id
+        )
 
-            async def renewed() -> bool:
-                return count() >= before + 2
+        async def renewed() -> bool:
+            return count() >= before + 2
 
-            await until(renewed)
+        await until(renewed)
 
-            async def echoed() -> bool:  # the consent stream hands the change back
-                return cid in heard.consent
+        async def echoed() -> bool:  # the consent stream hands the change back
+            return cid in heard.consent
 
-            await until(echoed)
-            await asyncio.sleep(0.6)  # the fresh subscriptions ready; past the interval
+        await until(echoed)
+        await asyncio.sleep(0.6)  # the fresh subscriptions ready; past the interval
 
-        await accept(0)  # "requests" without it, "accepted" with it
-        assert list(engine._regrouping.recent) == [dms[0][1]]
-        await accept(1)  # past the limit: "messages" and "requests" ("accepted" is empty)
-        # The consent stream's echo of each change moved nothing again.
-        assert changes == [(cid, XmtpConsent.ALLOWED) for _, cid in dms]
-        assert list(engine._regrouping.recent) == []
-        sent_at = time.time_ns()
-        seconds = [await s.send(dm, "again") for s, (dm, _) in zip(strangers, dms, strict=True)]
+    await accept(0)  # "requests" without it, "accepted" with it
+    assert list(engine._regrouping.recent) == [dms[0][1]]
+    await accept(1)  # past the limit: "messages" and "requests" ("accepted" is empty)
+    # The consent stream's echo of each change moved nothing again.
+    assert changes == [(cid, XmtpConsent.ALLOWED) for _, cid in dms]
+    assert list(engine._regrouping.recent) == []
+    sent_at = time.time_ns()
+    seconds = [await s.send(dm, "again") for s, (dm, _) in zip(strangers, dms, strict=True)]
 
-        async def seconds_came() -> bool:
-            return all(heard.has(m) for m in seconds)
+    async def seconds_came() -> bool:
+        return all(heard.has(m) for m in seconds)
 
-        await until(seconds_came)
+    await until(seconds_came)
 
-        async def on_messages() -> bool:
-            return (messages.last_event_ns or 0) >= sent_at
+    async def on_messages() -> bool:
+        return (messages.last_event_ns or 0) >= sent_at
 
-        await until(on_messages)  # both on "messages" now, and no longer on "accepted"
-        assert (accepted.last_event_ns or 0) < sent_at
-        assert [_health(engine, n).restarts for n in ("messages", "requests", "accepted")] == [
-            0,
-            0,
-            0,
-        ]
-    finally:
-        await engine.close()
+    await until(on_messages)  # both on "messages" now, and no longer on "accepted"
+    assert (accepted.last_event_ns or 0) < sent_at
+    assert [_health(engine, n).restarts for n in ("messages", "requests", "accepted")] == [
+        0,
+        0,
+        0,
+    ]
 
 
 async def test_a_renewal_holds_nothing_back_while_the_node_is_slow_to_subscribe(
