@@ -2,15 +2,19 @@
 
 A registered identity opens offline and never registers a new installation by
 accident (XMTP allows 10 per inbox); a damaged database is reported with what to do.
+Around the opening, cone's index in libxmtp's database is kept (cone/engine/_cursor_index.py).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
+from cone.engine import _cursor_index
 from cone.engine._calls import Calls
 from cone.engine._client import open_client
 from cone.engine._errors import detail, is_damaged_database
@@ -20,6 +24,8 @@ from cone.errors import ConeError, FailedPrecondition, StateError
 # Registering a new installation is a handful of node calls; against an unreachable
 # node libxmtp gives up after about 2 s, this bounds a node that never answers.
 REGISTER_S: Final = 60.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,11 @@ async def open_identity(
     async def reopen(gateway: str) -> Any:
         return await opening(gateway_url=gateway, register=False, allow_offline=True)
 
+    indexed = False
+
     async def opened() -> tuple[Any, bool, str, str]:
+        nonlocal indexed
+        indexed = _cursor_index.drop_stale(Path(db_path), db_key)
         client = await opening(gateway_url=gateway_url, register=new, allow_offline=not new)
         registered = client.signature_request() is None
         return client, registered, client.inbox_id(), bytes(client.installation_id()).hex()
@@ -81,6 +91,16 @@ async def open_identity(
             "or start with a new state directory.",
             reason="installation_mismatch",
         )
+    if not indexed:
+        # Once libxmtp's migrations are done. It bounds itself (MAKE_S) and fails nothing.
+        try:
+            await Calls(offload).call_sync(
+                functools.partial(_cursor_index.make, Path(db_path), db_key),
+                _cursor_index.MAKE_S + 2 * _cursor_index.CHILD_GRACE_S,
+                "indexing libxmtp's messages",
+            )
+        except ConeError as err:
+            log.warning("%s", err)
     return Opened(client, inbox_id, installation_id, reopen)
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlcipher3 import dbapi2 as sqlcipher
-
 from cone.config import KEY_FILE_NAME, STORE_NAME, XMTP_DB_NAME
 from cone.engine import _client
 from cone.store import Store, load_db_key, meta
+from cone.store.xmtp_database import open_xmtp_database
 
 
 def store_key(home: Path) -> bytes:
@@ -49,21 +48,12 @@ async def open_xmtp(home: Path, api_url: str) -> Any:
 
 
 def open_xmtp_db(home: Path) -> Any:
-    """libxmtp's database of a stopped daemon, opened as libxmtp opens it: SQLCipher 4
-    with the key cone keeps for it, the salt from its side file and a 32-byte
-    plaintext header (close it after)."""
+    """libxmtp's database of a stopped daemon, opened as libxmtp opens it, with the key
+    cone keeps for it (close it after)."""
     store = open_store(home)
     try:
         key = store.read_now(meta.get, "xmtp_db_key")
     finally:
         store.close()
     assert key is not None
-    path = home / XMTP_DB_NAME
-    salt = Path(f"{path}.sqlcipher_salt").read_text().strip()
-    conn = sqlcipher.connect(str(path), isolation_level=None)
-    conn.execute(f"PRAGMA key = \"x'{key.hex()}'\"")
-    conn.execute("PRAGMA cipher_plaintext_header_size = 32")
-    conn.execute(f"PRAGMA cipher_salt = \"x'{salt}'\"")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA busy_timeout = 5000")
-    return conn
+    return open_xmtp_database(home / XMTP_DB_NAME, key)

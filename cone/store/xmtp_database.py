@@ -1,0 +1,127 @@
+"""libxmtp's own database, opened as libxmtp opens it, and the one thing cone keeps in
+it: an index of its own (why: cone/engine/_cursor_index.py).
+
+libxmtp writes SQLCipher 4 with a 32-byte plaintext header (the salt kept beside the
+file, in `<db>.sqlcipher_salt`). The connection changes none of libxmtp's settings.
+
+Never open it in a process where libxmtp has it open, or may still (a client closed
+but not yet collected): libxmtp links its own copy of SQLite, and two copies in one
+process break each other's POSIX locks on the file (closing one's descriptor drops the
+other's locks), which corrupts it; seen in this project's tests as "database disk image
+is malformed". `run` therefore does its work in a child process, which this file is
+when run as a script: it imports nothing of cone's, so the child starts in about 30 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlcipher3 import dbapi2 as sqlcipher
+
+#: libxmtp's plaintext header: the salt is not in the file, but beside it.
+PLAINTEXT_HEADER_BYTES = 32
+#: The index's table and columns (libxmtp's stored messages by conversation and cursor).
+INDEXED = "group_messages (group_id, originator_id, sequence_id)"
+#: SQLite's virtual-machine steps between two checks of a bound.
+_CHECK_EVERY = 1000
+
+
+def open_xmtp_database(path: Path, key: bytes, *, busy_s: float = 5.0) -> sqlcipher.Connection:
+    """A connection to libxmtp's existing database at `path` with its `key` (close it
+    after), from a process where libxmtp does not have it open. Raises sqlcipher's
+    DatabaseError when the key, the salt or the file is bad, OSError when the salt
+    file is missing or `path` is a symbolic link."""
+    if path.is_symlink():
+        raise OSError(f"{path} is a symbolic link")
+    salt = Path(f"{path}.sqlcipher_salt").read_text().strip()
+    bytes.fromhex(salt)  # a salt that is not hex never reaches the pragma
+    conn = sqlcipher.connect(str(path), isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA cipher_log_level = NONE")
+        conn.execute(f"PRAGMA key = \"x'{key.hex()}'\"")
+        conn.execute(f"PRAGMA cipher_plaintext_header_size = {PLAINTEXT_HEADER_BYTES}")
+        conn.execute(f"PRAGMA cipher_salt = \"x'{salt}'\"")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_s * 1000)}")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the key opens it
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _indexes(conn: sqlcipher.Connection, prefix: str) -> list[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND substr(name, 1, ?) = ?",
+        (len(prefix), prefix),
+    ).fetchall()
+    return [name for (name,) in rows]
+
+
+def _work(request: dict[str, Any]) -> dict[str, Any]:
+    """What the child does: `list` the indexes named with `prefix`; `drop_stale` those
+    of them but `name`; `make` the index `name` within `bound_s`."""
+    prefix, name = request["prefix"], request["name"]
+    conn = open_xmtp_database(Path(request["path"]), bytes.fromhex(request["key"]))
+    try:
+        if request["action"] == "list":
+            return {"indexes": _indexes(conn, prefix)}
+        if request["action"] == "drop_stale":
+            dropped = [n for n in _indexes(conn, prefix) if n != name]
+            for stale in dropped:
+                conn.execute(f'DROP INDEX IF EXISTS "{stale}"')
+            return {"dropped": dropped, "has": name in _indexes(conn, prefix)}
+        started = time.monotonic()
+        deadline = started + float(request["bound_s"])
+        # Nonzero from the handler interrupts the statement, which then rolls back.
+        conn.set_progress_handler(lambda: time.monotonic() > deadline, _CHECK_EVERY)
+        made = name not in _indexes(conn, prefix)
+        try:
+            conn.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON {INDEXED}')
+        except sqlcipher.OperationalError:
+            if time.monotonic() <= deadline:
+                raise
+            return {"error": f"given up after {request['bound_s']} s"}
+        return {"made": made, "seconds": time.monotonic() - started}
+    finally:
+        conn.close()
+
+
+def run(request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """Do `request` (see `_work`; `key` as hex) in a child process, killed after
+    `timeout_s`. Its outcome, or {"error": why}."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", __file__],
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": str(exc)}
+    try:
+        outcome: dict[str, Any] = json.loads(done.stdout)
+    except ValueError:
+        return {"error": (done.stderr.strip().splitlines() or ["no answer"])[-1]}
+    return outcome
+
+
+def _main() -> None:
+    try:
+        outcome = _work(json.loads(sys.stdin.read()))
+    except Exception as exc:
+        outcome = {"error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(outcome))
+
+
+if __name__ == "__main__":
+    _main()
+
+
+__all__ = ["INDEXED", "open_xmtp_database", "run"]
