@@ -9,6 +9,10 @@ docstring for what differs from real traffic) and cached in DIR between runs. Ea
 size runs on a fresh copy of its cached store, in one run, so the figures of the
 sizes compare with each other (the growth), on the same machine load:
 
+- index: before the start, cone's index in libxmtp's database is made on the copy, as
+  the daemon's first start under this libxmtp build makes it (once:
+  cone/engine/_cursor_index.py), timed apart, so that the start below is any later
+  start's.
 - start: the daemon's process started until its first `receive` is answered (from
   the store, while the start's read and first sync run: `stale`), and until that
   first sync is done (its log line, with the read / streams / sync parts); then
@@ -45,7 +49,8 @@ sizes compare with each other (the growth), on the same machine load:
   the daemon's `-v` line, and how many took over 0.5 s (libxmtp chooses a stream's
   conversations when it subscribes, so accepting moves conversations between
   streams; subscribing the message stream of 10,000 conversations again takes
-  seconds, during which libxmtp hands over nothing). These two phases run last, so
+  seconds, during which libxmtp hands over nothing), and how long each renewal of
+  `messages` took by the daemon's `-v` line. These two phases run last, so
   the memory figures below do not include them.
 - memory: the daemon's resident set (VmRSS) after start and after the
   reconciliation, its peak (VmHWM) before the ingest burst, its resident set right
@@ -76,10 +81,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from bench import _bigstore, intake
+from cone.config import XMTP_DB_NAME
 from cone.devnet import Devnet
+from cone.engine import _cursor_index
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
+from support.state import xmtp_key
 from support.waiting import until
 
 _STARTED = re.compile(
@@ -93,6 +101,7 @@ _DONE = re.compile(
 # conversation listing cone takes.
 _SYNCED = re.compile(r"synced in \d+ ms \((?:libxmtp synced (\d+) of \d+|no summary)")
 _LISTING = re.compile(r"conversation listing: \d+ in ")
+_RENEWED = re.compile(r"DEBUG \S+: stream (\S+) renewed in ([0-9.]+) s", re.MULTILINE)
 _ARRIVED = re.compile(r"^(\S+Z) DEBUG \S+: message in \S+ in ([0-9a-f]+) from", re.MULTILINE)
 # The intake phase: new peers, each making its share of the new conversations.
 INTAKE_PEERS = 10
@@ -205,7 +214,7 @@ async def run_size(
 ) -> dict[str, float]:
     """One size, on a fresh copy of its cached store."""
     copy = await asyncio.to_thread(layout.copy_to, work / "run")
-    out: dict[str, float] = {}
+    out: dict[str, float] = {"index_s": await asyncio.to_thread(_made_index, copy.home)}
     async with Devnet(port=0, db=copy.devnet_db) as url:
         d = _VerboseDaemon(copy.home, url, _bigstore.PRODUCTION_PACE)
         t0 = time.perf_counter()
@@ -274,6 +283,15 @@ async def run_size(
             d.log.close()
     await asyncio.to_thread(shutil.rmtree, copy.root)
     return out
+
+
+def _made_index(home: Path) -> float:
+    """Make cone's index in libxmtp's database of a stopped daemon, as its start would;
+    how long it took."""
+    key = xmtp_key(home)
+    started = time.perf_counter()
+    assert _cursor_index.make(home / XMTP_DB_NAME, key)
+    return time.perf_counter() - started
 
 
 def _idle_counts(log: str, idle_s: float) -> dict[str, float]:
@@ -455,6 +473,7 @@ async def _accepting(d: DaemonProcess, layout: _bigstore.Layout, url: str) -> di
             await asyncio.sleep(max(0.0, began + ACCEPT_EVERY_S - time.monotonic()))
 
     wall = time.time() - time.monotonic()
+    seen = len(d.stderr())
     accepting = asyncio.create_task(accept_all())
     try:
         sent = await _known_during(layout, url, accepting, ACCEPTING_TEXT_EVERY_S)
@@ -462,8 +481,13 @@ async def _accepting(d: DaemonProcess, layout: _bigstore.Layout, url: str) -> di
     finally:
         accepting.cancel()  # done by now, unless the texts failed
     latencies = list((await _logged(d, sent, wall)).values())
+    renewed: dict[str, list[float]] = {}
+    for name, took in _RENEWED.findall(d.stderr()[seen:]):
+        renewed.setdefault(name, []).append(float(took))
+    print(f"  accepting: streams renewed, each in (s): {renewed}", flush=True)
     return {
         "accepts": len(ids),
+        "accepting_messages_renewed_s": max(renewed.get("messages", [0.0])),
         "accepting_texts": len(latencies),
         "accepting_p50_ms": statistics.median(latencies) * 1000,
         "accepting_max_ms": max(latencies) * 1000,
@@ -475,6 +499,7 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
     sizes = sorted(results)
     print(f"\nbig store, {n_conversations:,} conversations:")
     rows = [
+        ("cone's index in libxmtp's database, made once (s)", "index_s", "{:.1f}"),
         ("start to first receive (s)", "start_s", "{:.2f}"),
         ("receive (100) while starting, p50 (ms)", "during_start_receive_ms", "{:.1f}"),
         ("start to first sync done (s)", "synced_s", "{:.1f}"),
@@ -525,6 +550,11 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
             ("accepting: each to cone's store by its log, p50 (ms)", "accepting_p50_ms", "{:,.0f}"),
             ("accepting: each to cone's store by its log, max (ms)", "accepting_max_ms", "{:,.0f}"),
             (f"accepting: of them over {SLOW_S} s", "accepting_slow", "{:.0f}"),
+            (
+                "accepting: `messages` renewed in, longest (s)",
+                "accepting_messages_renewed_s",
+                "{:.2f}",
+            ),
         ]
     print(
         "| figure | "

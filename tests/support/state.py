@@ -3,6 +3,7 @@
 store = open_store(home)                      # cone's SQLCipher store, with its key
 client = await open_xmtp(home, devnet_url)    # its libxmtp client (daemon stopped)
 conn = open_xmtp_db(home)                     # libxmtp's database itself, as SQL
+key = xmtp_key(home)                          # the key of libxmtp's database
 """
 
 from __future__ import annotations
@@ -47,13 +48,19 @@ async def open_xmtp(home: Path, api_url: str) -> Any:
     return client
 
 
-def open_xmtp_db(home: Path) -> Any:
-    """libxmtp's database of a stopped daemon, opened as libxmtp opens it, with the key
-    cone keeps for it (close it after)."""
+def xmtp_key(home: Path) -> bytes:
+    """The key of libxmtp's database, as cone keeps it, of a stopped daemon."""
     store = open_store(home)
     try:
         key = store.read_now(meta.get, "xmtp_db_key")
     finally:
         store.close()
     assert key is not None
-    return open_xmtp_database(home / XMTP_DB_NAME, key)
+    return key
+
+
+def open_xmtp_db(home: Path) -> Any:
+    """libxmtp's database of a stopped daemon, opened as libxmtp opens it, with the key
+    cone keeps for it (close it after; never in a process where libxmtp has it open:
+    cone/store/xmtp_database.py)."""
+    return open_xmtp_database(home / XMTP_DB_NAME, xmtp_key(home))
