@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 MAKE_S: Final = 60.0
 #: How long a child may take beyond its work's own bound (its start, its opening).
 CHILD_GRACE_S: Final = 10.0
+#: The longest dropping a stale index may take (it frees, and overwrites, its pages).
+DROP_S: Final = 30.0
 PREFIX: Final = "cone_messages_cursor_"
 
 
@@ -62,7 +64,7 @@ def drop_stale(path: Path, key: bytes) -> bool:
     build's index is there already (False too when there is no database yet)."""
     if not path.exists():
         return False
-    outcome = xmtp_database.run(_request("drop_stale", path, key), CHILD_GRACE_S)
+    outcome = xmtp_database.run(_request("drop_stale", path, key), DROP_S)
     if "error" in outcome:
         # A bad file is libxmtp's own opening to report, with advice.
         log.debug("libxmtp's database not checked for stale indexes: %s", outcome["error"])
@@ -88,4 +90,4 @@ def make(path: Path, key: bytes) -> bool:
     return True
 
 
-__all__ = ["MAKE_S", "PREFIX", "drop_stale", "index_name", "make"]
+__all__ = ["DROP_S", "MAKE_S", "PREFIX", "drop_stale", "index_name", "make"]
