@@ -86,7 +86,10 @@ def make(path: Path, key: bytes) -> bool:
         )
         return False
     if outcome["made"]:
-        log.info("indexed libxmtp's messages by cursor in %.1f s", outcome["seconds"])
+        took = float(outcome["seconds"])
+        # Worth a line when a big store waited for it (an upgrade), not at a new identity.
+        log.log(logging.INFO if took >= 1.0 else logging.DEBUG,
+                "indexed libxmtp's messages by cursor in %.1f s", took)  # fmt: skip
     return True
 
 
