@@ -63,13 +63,11 @@ def _indexes(conn: sqlcipher.Connection, prefix: str) -> list[str]:
 
 
 def _work(request: dict[str, Any]) -> dict[str, Any]:
-    """What the child does: `list` the indexes named with `prefix`; `drop_stale` those
-    of them but `name`; `make` the index `name` within `bound_s`."""
+    """What the child does: `drop_stale` the indexes named with `prefix` but `name`;
+    `make` the index `name` within `bound_s`."""
     prefix, name = request["prefix"], request["name"]
     conn = open_xmtp_database(Path(request["path"]), bytes.fromhex(request["key"]))
     try:
-        if request["action"] == "list":
-            return {"indexes": _indexes(conn, prefix)}
         if request["action"] == "drop_stale":
             dropped = [n for n in _indexes(conn, prefix) if n != name]
             for stale in dropped:
