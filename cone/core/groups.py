@@ -36,7 +36,7 @@ from cone.errors import (
     InvalidArgument,
     unknown_conversation,
 )
-from cone.store import Consent, Kind, Store, conversations
+from cone.store import Kind, Store, conversations
 from cone.store import groups as group_keys
 
 log = logging.getLogger(__name__)
@@ -124,10 +124,7 @@ class Groups:
                 )
                 await _failpoints.reached("group_created")
             await self._store.write(group_keys.set_group, key, group_id)
-        now = time.time_ns()
-        await self._store.write(
-            conversations.ensure, group_id, Kind.GROUP, "", Consent.ACCEPTED, now
-        )
+        await self._store.write(conversations.accept_own, group_id, Kind.GROUP, "", time.time_ns())
         await self._engine.set_consent(conversation_id=group_id, allowed=True)
         if rec.state != "settled":
             await _failpoints.reached("group_recorded")

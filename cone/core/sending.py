@@ -21,7 +21,7 @@ from cone.errors import (
     NotFound,
     StateError,
 )
-from cone.store import Consent, Kind, Store, conversations, inbox
+from cone.store import Kind, Store, conversations, inbox
 from cone.store.outbox import by_message_id
 
 # Below this much free space on the state directory's disk, sends are refused at once.
@@ -53,12 +53,7 @@ class Sending:
         """The accepted DM with an inbox; sending there accepts it."""
         dm = await self._engine.find_or_create_dm(inbox_id)
         now = time.time_ns()
-        await self._store.write(
-            conversations.ensure, dm.id, Kind.DM, inbox_id, Consent.ACCEPTED, now
-        )
-        conv = await self._store.read(conversations.require, dm.id)
-        if conv.consent is not Consent.ACCEPTED:
-            await self._store.write(conversations.set_consent, dm.id, Consent.ACCEPTED, now)
+        if await self._store.write(conversations.accept_own, dm.id, Kind.DM, inbox_id, now):
             await self._engine.set_consent(
                 conversation_id=dm.id, allowed=True, peer_inbox_id=inbox_id
             )

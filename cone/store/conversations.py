@@ -59,6 +59,25 @@ def ensure(
     return require(conn, conversation_id)
 
 
+def accept_own(
+    conn: Connection, conversation_id: str, kind: Kind, peer_inbox_id: str, now_ns: int
+) -> bool:
+    """Record a conversation this identity opens or makes as accepted; returns whether
+    it was recorded before as not accepted (a request, or blocked).
+
+    A listing or a stream may have recorded it first, with XMTP's consent of that
+    moment (a group made here is unknown to XMTP's consent until cone allows it):
+    inserting only when new would leave it a request, its messages held back."""
+    conv = get(conn, conversation_id)
+    if conv is None:
+        ensure(conn, conversation_id, kind, peer_inbox_id, Consent.ACCEPTED, now_ns)
+        return False
+    if conv.consent is Consent.ACCEPTED:
+        return False
+    set_consent(conn, conversation_id, Consent.ACCEPTED, now_ns)
+    return True
+
+
 def set_consent(
     conn: Connection, conversation_id: str, consent: Consent, now_ns: int
 ) -> Conversation:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,11 @@ from xmtp_bindings import xmtpv3 as ffi
 
 from cone.core.groups import marker
 from cone.errors import ConeError, Conflict, FailedPrecondition
+from cone.store import Consent, conversations
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import BACKENDS, DaemonProcess
 from support.peers import Peer
-from support.state import open_xmtp
+from support.state import open_store, open_xmtp
 from support.waiting import receive_n, until
 
 
@@ -267,6 +269,62 @@ async def test_a_kill9_while_creating_a_group_never_makes_a_second_one(
     await alice.client.conversations().sync()
     groups = alice.client.conversations().list_groups(_list_options())
     assert [bytes(g.conversation().id()).hex() for g in groups] == [gid]
+
+
+async def test_a_group_recorded_as_a_request_while_it_is_made_is_accepted_still(
+    home: Path, devnet: str, alice: Peer, tmp_path: Path
+) -> None:
+    # libxmtp inserts a group it makes, then allows it in a second transaction: a
+    # listing in between records it as a request. Forced here: with createGroup held
+    # after libxmtp made the group, a sync records it and the test writes the
+    # request that listing would have recorded. A kill -9 right after XMTP's consent
+    # is set leaves no consent echo to repair it. The retry must record it accepted,
+    # or the members' messages wait as a request's.
+    marker_file = tmp_path / "stopped"
+    release = tmp_path / "release"
+    env = {
+        "CONE_FAILPOINT": "group_created,group_recorded",
+        "CONE_FAILPOINT_FILE": str(marker_file),
+        "CONE_FAILPOINT_RELEASE": str(release),
+    }
+    async with DaemonProcess(home, devnet, extra_env=env) as daemon:
+        call = asyncio.create_task(_create(daemon, [alice.address], "raced", name="raced"))
+
+        made, recorded = (
+            Path(f"{marker_file}-{name}") for name in env["CONE_FAILPOINT"].split(",")
+        )
+
+        async def stopped_at_made() -> bool:
+            return made.exists()
+
+        async def stopped_at_recorded() -> bool:
+            return recorded.exists()
+
+        await until(stopped_at_made)
+        await daemon.client.call("Sync", pb.SyncRequest())
+        (listed,) = (
+            await daemon.client.call("Conversations", pb.ConversationsRequest())
+        ).conversations
+        gid = listed.conversation_id
+        store = open_store(home)
+        try:
+            store.write_now(conversations.set_consent, gid, Consent.REQUESTED, time.time_ns())
+        finally:
+            store.close()
+        await asyncio.to_thread(Path(f"{release}-group_created").touch)
+        await until(stopped_at_recorded)
+        daemon.kill9()
+        with pytest.raises(ConeError):
+            await call
+        for name in env:
+            daemon.env.pop(name)
+        await daemon.restart()
+        created = await _create(daemon, [alice.address], "raced", name="raced")
+        assert created.deduplicated and created.group.conversation_id == gid
+        assert created.group.consent == pb.CONSENT_STATE_ACCEPTED
+        await alice.send(await _group_of(alice, gid), "in the raced group")
+        (msg,) = await receive_n(daemon.client, 1)
+        assert (msg.conversation_id, msg.text) == (gid, "in the raced group")
 
 
 def _list_options() -> Any:

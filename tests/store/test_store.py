@@ -113,6 +113,22 @@ def test_only_accepted_conversations_and_unblocked_senders_are_pending(store: St
     assert [m.id for m in store.write_now(inbox.take_pending, "a", 10, ["req"], 1)[0]] == ["m0003"]
 
 
+def test_a_conversation_of_ones_own_is_accepted_whoever_recorded_it_first(store: Store) -> None:
+    own = lambda cid: store.write_now(conversations.accept_own, cid, Kind.GROUP, "", 5)  # noqa: E731
+    consent = lambda cid: store.read_now(conversations.require, cid).consent  # noqa: E731
+    assert own("new") is False and consent("new") is Consent.ACCEPTED
+    assert own("new") is False
+    # A listing recorded it first as a request (or it was blocked): accepted now, and
+    # what waited in it becomes receivable.
+    store.write_now(conversations.ensure, "listed", Kind.GROUP, "", Consent.REQUESTED, 2)
+    store.write_now(inbox.insert_messages, [_msg(1, "listed", "member")])
+    assert store.write_now(inbox.take_pending, "a", 10, [], 3)[0] == []
+    assert own("listed") is True and consent("listed") is Consent.ACCEPTED
+    assert [m.id for m in store.write_now(inbox.take_pending, "a", 10, [], 6)[0]] == ["m0001"]
+    store.write_now(conversations.set_consent, "listed", Consent.BLOCKED, 7)
+    assert own("listed") is True and consent("listed") is Consent.ACCEPTED
+
+
 def test_accepting_a_request_gives_its_messages_new_sequences_and_keeps_receipts(
     store: Store,
 ) -> None:
