@@ -20,7 +20,8 @@ database, `drop_stale` drops an index made under another build, and once libxmtp
 opened it (its migrations done), `make` makes the index of this build. Making it reads
 every message once (2.3 s at 1,000,000), once per libxmtp build, and gives up after
 `MAKE_S`: libxmtp then works as it would without it. Neither ever fails the opening.
-Both run in a child process (cone/store/xmtp_database.py says why).
+Both run in a child process (cone/store/xmtp_database.py says why), which stops,
+rolled back, once the daemon's process has ended.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ when run as a script: it imports nothing of cone's, so the child starts in about
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -64,27 +65,36 @@ def _indexes(conn: sqlcipher.Connection, prefix: str) -> list[str]:
 
 def _work(request: dict[str, Any]) -> dict[str, Any]:
     """What the child does: `drop_stale` the indexes named with `prefix` but `name`;
-    `make` the index `name` within `bound_s`."""
-    prefix, name = request["prefix"], request["name"]
+    `make` the index `name` within `bound_s`. Either stops, rolled back, once the
+    process `parent` has ended (killed, the next start's libxmtp would wait on its lock)."""
+    prefix, name, parent = request["prefix"], request["name"], request["parent"]
+    started = time.monotonic()
+    deadline = started + float(request.get("bound_s", "inf"))
+
+    def given_up() -> str | None:
+        if os.getppid() != parent:
+            return "cone's process ended"
+        if time.monotonic() > deadline:
+            return f"given up after {request['bound_s']} s"
+        return None
+
     conn = open_xmtp_database(Path(request["path"]), bytes.fromhex(request["key"]))
+    # Nonzero from the handler interrupts the statement, which then rolls back.
+    conn.set_progress_handler(lambda: given_up() is not None, _CHECK_EVERY)
     try:
         if request["action"] == "drop_stale":
             dropped = [n for n in _indexes(conn, prefix) if n != name]
             for stale in dropped:
                 conn.execute(f'DROP INDEX IF EXISTS "{stale}"')
             return {"dropped": dropped, "has": name in _indexes(conn, prefix)}
-        started = time.monotonic()
-        deadline = started + float(request["bound_s"])
-        # Nonzero from the handler interrupts the statement, which then rolls back.
-        conn.set_progress_handler(lambda: time.monotonic() > deadline, _CHECK_EVERY)
         made = name not in _indexes(conn, prefix)
-        try:
-            conn.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON {INDEXED}')
-        except sqlcipher.OperationalError:
-            if time.monotonic() <= deadline:
-                raise
-            return {"error": f"given up after {request['bound_s']} s"}
+        conn.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON {INDEXED}')
         return {"made": made, "seconds": time.monotonic() - started}
+    except sqlcipher.OperationalError:
+        why = given_up()
+        if why is None:
+            raise
+        return {"error": why}
     finally:
         conn.close()
 
@@ -95,7 +105,7 @@ def run(request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     try:
         done = subprocess.run(
             [sys.executable, "-I", __file__],
-            input=json.dumps(request),
+            input=json.dumps({**request, "parent": os.getpid()}),
             capture_output=True,
             text=True,
             timeout=timeout_s,

@@ -7,18 +7,23 @@ database from child processes, as cone does.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from cone.engine import _client, _cursor_index, _opening
 from cone.engine.engine import Engine
+
+T = TypeVar("T")
 
 #: The shape of xmtp_db's `messages_newer_than` in libxmtp 1.10 (group_message.rs),
 #: for two conversations, one with a cursor of two originators and one without.
@@ -154,3 +159,60 @@ def test_an_unreadable_database_is_left_to_libxmtp_to_report(tmp_path: Path) -> 
     _cursor_index.drop_stale(path, os.urandom(32))  # neither raises nor writes
     assert not _cursor_index.make(path, os.urandom(32))
     assert path.stat().st_size == 8192
+
+
+async def test_making_the_index_stops_when_cone_is_killed(devnet: str, tmp_path: Path) -> None:
+    # Left running, an orphaned child would hold libxmtp's database locked while the
+    # next start's libxmtp waits on it.
+    key = os.urandom(32)
+    await (await _open(tmp_path, _client.generate_wallet_key(), key, devnet, new=True)).close()
+    _sql(tmp_path, key, [f"DROP INDEX {_cursor_index.index_name()}", _stored(300_000)])
+    request = _cursor_index._request("make", tmp_path / "xmtp.db3", key, bound_s=60.0)
+    await asyncio.to_thread(_killed_while_making, request)
+    assert _indexes(tmp_path, key) == set()
+
+
+def _stored(n: int) -> str:
+    return STORED_2000.replace("i < 2000", f"i < {n}")
+
+
+def _killed_while_making(request: dict[str, object]) -> None:
+    """Run `request` through a process that is killed (-9) as soon as its child runs;
+    return once the child has ended."""
+    with subprocess.Popen(
+        [sys.executable, "-c", "import json, sys; from cone.store import xmtp_database as x;"
+         " x.run(json.loads(sys.stdin.readline()), 60)"],
+        stdin=subprocess.PIPE, text=True,
+    ) as parent:  # fmt: skip
+        try:
+            assert parent.stdin is not None
+            parent.stdin.write(json.dumps(request) + "\n")
+            parent.stdin.flush()
+            child = _polled(lambda: _child_of(parent.pid))
+        finally:
+            parent.kill()
+    _polled(lambda: _ended(child))
+
+
+def _polled(probe: Callable[[], T | None], timeout_s: float = 60.0) -> T:
+    deadline = time.monotonic() + timeout_s
+    while (value := probe()) is None or value is False:
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+    return value
+
+
+def _child_of(pid: int) -> int | None:
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        if children:
+            return int(children[0])
+    return None
+
+
+def _ended(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"  # ended, not yet reaped by whoever adopted it
