@@ -2,6 +2,7 @@
 
     python -m bench bigstore [--conversations 10000] [--messages 100000,1000000]
                              [--cache DIR] [--active 1000] [--idle-s 90] [--intake 500]
+                             [--start-only]
 
 The stores are made by `bench/_bigstore.py` (real conversations on a devnet kept in
 SQLite, then stored messages written into libxmtp's and cone's databases; see its
@@ -15,9 +16,10 @@ sizes compare with each other (the growth), on the same machine load:
   start's.
 - start: the daemon's process started until its first `receive` is answered (from
   the store, while the start's read and first sync run: `stale`), and until that
-  first sync is done (its log line, with the read / streams / sync parts); then
-  how long the full reconciliation runs in the background, and how many messages it
-  compared and healed.
+  first sync is done (its log line, with the read / streams / sync parts, and how
+  long the read's libxmtp conversation listing took); then how long the full
+  reconciliation runs in the background, and how many messages it compared and
+  healed. `--start-only` stops there.
 - receive while reconciling: `receive` (limit 100, no wait) during the
   reconciliation against the same after it (p50, and the ratio).
 - idle: the daemon's CPU over `--idle-s` seconds once the reconciliation is done and
@@ -93,6 +95,7 @@ from support.waiting import until
 _STARTED = re.compile(
     r"core started in ([\d.]+) s: read ([\d.]+) s, streams ([\d.]+) s, first sync ([\d.]+) s"
 )
+_LISTED = re.compile(r"listed \d+ conversations in ([\d.]+) s")
 _DONE = re.compile(
     r"full reconciliation done in ([\d.]+) s: (\d+) conversations, (\d+) messages compared, (\d+) healed"
 )
@@ -211,8 +214,10 @@ async def run_size(
     work: Path,
     idle_s: float,
     new_conversations: int,
+    start_only: bool = False,
 ) -> dict[str, float]:
-    """One size, on a fresh copy of its cached store."""
+    """One size, on a fresh copy of its cached store (with `start_only`, up to the end
+    of the full reconciliation)."""
     copy = await asyncio.to_thread(layout.copy_to, work / "run")
     out: dict[str, float] = {"index_s": await asyncio.to_thread(_made_index, copy.home)}
     async with Devnet(port=0, db=copy.devnet_db) as url:
@@ -247,30 +252,12 @@ async def run_size(
                 lambda: d.client.receive(limit=100, wait_ms=0), 10
             )
             out["rss_reconciled_mib"] = _kib(pid, "VmRSS") / 1024
-            _phase("idle")
-            cpu, seen = _cpu_s(pid), len(d.stderr())
-            await asyncio.sleep(idle_s)
-            out["idle_cpu_s"] = (_cpu_s(pid) - cpu) * 30 / idle_s
-            out.update(_idle_counts(d.stderr()[seen:], idle_s))
-            _phase("conversations")
-            out.update(await _conversations(d))
-            _phase("drain")
-            out.update(await _drain(d))
-            # The peak so far, then the ingest burst's own (VmHWM only grows).
-            out["hwm_before_ingest_mib"] = _kib(pid, "VmHWM") / 1024
-            _phase("ingest")
-            out.update(await _ingest(d, copy, url, active))
-            out["rss_after_ingest_mib"] = _kib(pid, "VmRSS") / 1024
-            out["rss_peak_mib"] = _kib(pid, "VmHWM") / 1024
-            print(f"  memory at the sampled peak: {sampler.peak}", flush=True)
-            out["peak_anon_mib"] = sampler.peak["RssAnon"]
-            out["peak_db_map_mib"] = sampler.peak["db_map_mib"]
-            out.update({f"most_{k}": v for k, v in sampler.most.items()})
-            if new_conversations:
-                _phase("intake")
-                out.update(await _intake(d, copy, url, work, new_conversations))
-                _phase("accepting")
-                out.update(await _accepting(d, copy, url))
+            listed = _LISTED.search(d.stderr())
+            if listed is not None:
+                out["listing_s"] = float(listed.group(1))
+            if not start_only:
+                await _after_start(d, out, copy, url, sampler, work, idle_s, active,
+                                   new_conversations)  # fmt: skip
         finally:
             await sampler.stop()
             await d.stop()
@@ -283,6 +270,46 @@ async def run_size(
             d.log.close()
     await asyncio.to_thread(shutil.rmtree, copy.root)
     return out
+
+
+async def _after_start(
+    d: DaemonProcess,
+    out: dict[str, float],
+    copy: _bigstore.Layout,
+    url: str,
+    sampler: _MemorySampler,
+    work: Path,
+    idle_s: float,
+    active: int,
+    new_conversations: int,
+) -> None:
+    """The phases after the start and the reconciliation, their figures into `out`."""
+    assert d.proc is not None
+    pid = d.proc.pid
+    _phase("idle")
+    cpu, seen = _cpu_s(pid), len(d.stderr())
+    await asyncio.sleep(idle_s)
+    out["idle_cpu_s"] = (_cpu_s(pid) - cpu) * 30 / idle_s
+    out.update(_idle_counts(d.stderr()[seen:], idle_s))
+    _phase("conversations")
+    out.update(await _conversations(d))
+    _phase("drain")
+    out.update(await _drain(d))
+    # The peak so far, then the ingest burst's own (VmHWM only grows).
+    out["hwm_before_ingest_mib"] = _kib(pid, "VmHWM") / 1024
+    _phase("ingest")
+    out.update(await _ingest(d, copy, url, active))
+    out["rss_after_ingest_mib"] = _kib(pid, "VmRSS") / 1024
+    out["rss_peak_mib"] = _kib(pid, "VmHWM") / 1024
+    print(f"  memory at the sampled peak: {sampler.peak}", flush=True)
+    out["peak_anon_mib"] = sampler.peak["RssAnon"]
+    out["peak_db_map_mib"] = sampler.peak["db_map_mib"]
+    out.update({f"most_{k}": v for k, v in sampler.most.items()})
+    if new_conversations:
+        _phase("intake")
+        out.update(await _intake(d, copy, url, work, new_conversations))
+        _phase("accepting")
+        out.update(await _accepting(d, copy, url))
 
 
 def _made_index(home: Path) -> float:
@@ -504,6 +531,7 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         ("receive (100) while starting, p50 (ms)", "during_start_receive_ms", "{:.1f}"),
         ("start to first sync done (s)", "synced_s", "{:.1f}"),
         ("  core: read / streams / first sync (s)", "", None),
+        ("  of the read, libxmtp's conversation listing (s)", "listing_s", "{:.1f}"),
         ("full reconciliation, background (s)", "reconcile_s", "{:.1f}"),
         ("  messages compared / healed", None, None),
         ("receive (100) during reconciliation, p50 (ms)", "during_reconcile_receive_ms", "{:.1f}"),
@@ -562,6 +590,8 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         + (" | growth |" if len(sizes) > 1 else " |")
     )
     for label, key, fmt in rows:
+        if key and any(key not in results[s] for s in sizes):
+            continue  # a phase not run (--start-only)
         if key == "":
             cells = [
                 "{read_s:.1f} / {streams_s:.1f} / {sync_s:.1f}".format(**results[s]) for s in sizes
@@ -580,6 +610,8 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         print(f"| {label} | " + " | ".join(cells) + growth + " |")
     for s in sizes:
         r = results[s]
+        if "ingest_s" not in r:
+            continue
         print(f"{s:,}: ingest of {r['active']:.0f} messages into as many conversations took "
               f"{r['ingest_s'] / r['ingest_sent_s']:.2f}x the peers' publishing; drained {r['drained']:.0f}")  # fmt: skip
         if "intake_s" in r:
@@ -595,7 +627,7 @@ async def _main(args: argparse.Namespace) -> None:
         for n, layout in layouts.items():
             print(f"measuring {n:,} messages ...", flush=True)
             results[n] = await run_size(
-                layout, n, args.active, Path(work), args.idle_s, args.intake
+                layout, n, args.active, Path(work), args.idle_s, args.intake, args.start_only
             )
             print(f"  {n:,}: {results[n]}", flush=True)
     _report(args.conversations, results)
@@ -610,5 +642,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--cache", type=Path, default=_bigstore.default_cache())
     parser.add_argument(
         "--intake", type=int, default=500, help="new conversations in the intake phase (0: none)"
+    )
+    parser.add_argument(
+        "--start-only",
+        action="store_true",
+        help="only the start, its first sync and the full reconciliation",
     )
     asyncio.run(_main(parser.parse_args(argv)))
