@@ -26,6 +26,14 @@ def initial_consent(info: ConversationInfo, inbox_consent: XmtpConsent) -> Conse
     return Consent.REQUESTED
 
 
+def decided(consent: XmtpConsent) -> Consent | None:
+    """cone's decision that XMTP's consent record of a conversation stands for; None
+    for unknown, which decides nothing (a request stays one, accepted stays so)."""
+    if consent is XmtpConsent.UNKNOWN:
+        return None
+    return Consent.ACCEPTED if consent is XmtpConsent.ALLOWED else Consent.BLOCKED
+
+
 def to_inbox(raw: RawMessage, own_inbox_id: str) -> IncomingMessage | None:
     """The inbox row for a message from libxmtp, or None when it is not delivered."""
     if not raw.application or raw.sender_inbox_id == own_inbox_id:

@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iter
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from cone.core.arrivals import initial_consent
+from cone.core.arrivals import decided, initial_consent
 from cone.core.committing import READ_MARGIN_NS, AfterCommit, Committer
 from cone.core.reconciliation import Reconciler
 from cone.core.waiters import Waiters
@@ -269,9 +269,22 @@ class Ingestor:
         rec = await self._store.write(
             conversations.ensure, info.id, kind, info.peer_inbox_id, consent, time.time_ns()
         )
+        if rec.consent is consent:
+            rec = await self._consent_since(rec)
         if rec.consent is Consent.ACCEPTED:
             self._on_new()
         return rec
+
+    async def _consent_since(self, rec: Conversation) -> Conversation:
+        """A new record, after XMTP's consent record read again: a change between the
+        read `info` came from (a listing may be seconds old) and the insert reached the
+        consent stream's handler while cone did not record the conversation, and was
+        dropped there (`Core._apply_consent`); any later change finds the record."""
+        now = await self._engine.conversation(rec.id)
+        wanted = decided(now.consent) if now is not None else None
+        if wanted is None or wanted is rec.consent:
+            return rec
+        return await self._store.write(conversations.set_consent, rec.id, wanted, time.time_ns())
 
     async def _ingest_conversation(
         self,

@@ -17,6 +17,7 @@ from typing import Any
 
 from cone import PROTOCOL_VERSION, _failpoints
 from cone.core import installations
+from cone.core.arrivals import decided
 from cone.core.attachments import Fetcher
 from cone.core.backup import BackupMaker
 from cone.core.catch_up import CatchUp
@@ -38,7 +39,6 @@ from cone.engine.port import (
     EnginePort,
     NodeView,
     RawMessage,
-    XmtpConsent,
 )
 from cone.errors import (
     ConeError,
@@ -354,10 +354,11 @@ class Core:
     async def _apply_consent(self, updates: list[ConsentUpdate]) -> None:
         now = time.time_ns()
         for u in updates:
-            if u.consent is XmtpConsent.UNKNOWN or u.conversation_id is None:
+            wanted = decided(u.consent)
+            if wanted is None or u.conversation_id is None:
                 continue
+            # Not recorded yet: its recording reads XMTP's record again (`Ingestor.record`).
             conv = await self.store.read(conversations.get, u.conversation_id)
-            wanted = Consent.ACCEPTED if u.consent is XmtpConsent.ALLOWED else Consent.BLOCKED
             if conv is not None and conv.consent is not wanted:
                 await self.store.write(conversations.set_consent, conv.id, wanted, now)
         self._notify()

@@ -135,6 +135,27 @@ async def test_a_dm_from_an_inbox_allowed_elsewhere_is_accepted_at_once(
     assert await pending_texts(core) == ["it is me"]
 
 
+@pytest.mark.parametrize(("record", "expected"), [(A, Consent.ACCEPTED), (D, Consent.BLOCKED)])
+async def test_consent_given_while_a_new_conversation_is_being_recorded_is_not_lost(
+    core: Core, engine: FakeEngine, record: XmtpConsent, expected: Consent
+) -> None:
+    # The bad order, forced: a listing reads the conversation as unknown; XMTP's
+    # record changes (another installation) and its update reaches cone before the
+    # conversation is recorded, so it has nothing to move; then the listing's read
+    # records it.
+    _, peer = engine.peer("peer")
+    dm = engine.dm(peer)
+    engine.incoming(dm, peer, "hello")
+    (listed,) = [info for info in await engine.conversations() if info.id == dm]
+    assert listed.consent is U
+    engine.conversation_consent[dm] = record
+    await core._apply_consent([ConsentUpdate(dm, None, record)])
+    await core.ingestor.ingest([dm], {dm: listed})
+
+    assert await consent_of(core, dm) is expected
+    assert await pending_texts(core) == (["hello"] if record is A else [])
+
+
 async def test_consent_from_another_installation_moves_cones_decision(
     core: Core, engine: FakeEngine
 ) -> None:
