@@ -269,17 +269,17 @@ class Ingestor:
         rec = await self._store.write(
             conversations.ensure, info.id, kind, info.peer_inbox_id, consent, time.time_ns()
         )
-        if rec.consent is consent:
+        if rec.consent is consent:  # this insert's (not a record made meanwhile)
             rec = await self._consent_since(rec)
         if rec.consent is Consent.ACCEPTED:
             self._on_new()
         return rec
 
     async def _consent_since(self, rec: Conversation) -> Conversation:
-        """A new record, after XMTP's consent record read again: a change between the
-        read `info` came from (a listing may be seconds old) and the insert reached the
-        consent stream's handler while cone did not record the conversation, and was
-        dropped there (`Core._apply_consent`); any later change finds the record."""
+        """A new record, with XMTP's consent record read again once it is in the store.
+        A change made between the read `info` came from (a listing may be seconds old)
+        and the insert reached `Core._apply_consent` while the conversation was not
+        recorded, which dropped it; a later change finds the record."""
         now = await self._engine.conversation(rec.id)
         wanted = decided(now.consent) if now is not None else None
         if wanted is None or wanted is rec.consent:

@@ -66,7 +66,8 @@ def _indexes(conn: sqlcipher.Connection, prefix: str) -> list[str]:
 def _work(request: dict[str, Any]) -> dict[str, Any]:
     """What the child does: `drop_stale` the indexes named with `prefix` but `name`;
     `make` the index `name` within `bound_s`. Either stops, rolled back, once the
-    process `parent` has ended (killed, the next start's libxmtp would wait on its lock)."""
+    process `parent` has ended: left running after a kill -9 of the daemon, it would
+    hold the lock the next start's libxmtp waits on."""
     prefix, name, parent = request["prefix"], request["name"], request["parent"]
     started = time.monotonic()
     deadline = started + float(request.get("bound_s", "inf"))
