@@ -21,7 +21,9 @@ opened it (its migrations done), `make` makes the index of this build. Making it
 every message once (2.3 s at 1,000,000), once per libxmtp build, and gives up after
 `MAKE_S`: libxmtp then works as it would without it. Neither ever fails the opening.
 Both run in a child process (cone/store/xmtp_database.py says why), which stops,
-rolled back, once the daemon's process has ended.
+rolled back, once the daemon's process has ended. The same two steps keep cone's text
+of libxmtp's conversation listing view (cone/engine/_listing_view.py): put back to
+libxmtp's before another build opens the database, made once this build has.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import re
 from pathlib import Path
 from typing import Final
 
+from cone.engine import _listing_view
 from cone.engine._version import versions
 from cone.store import xmtp_database
 
@@ -53,9 +56,14 @@ def index_name() -> str:
 
 
 def _request(action: str, path: Path, key: bytes, **more: object) -> dict[str, object]:
+    name = index_name()
+    view = {
+        "name": _listing_view.NAME, "original": _listing_view.ORIGINAL,
+        "ours": _listing_view.ours(name.removeprefix(PREFIX)), "mark": _listing_view.MARK,
+    }  # fmt: skip
     return {
         "action": action, "path": str(path), "key": key.hex(), "prefix": PREFIX,
-        "name": index_name(), **more,
+        "name": name, "view": view, **more,
     }  # fmt: skip
 
 
@@ -72,7 +80,8 @@ def drop_stale(path: Path, key: bytes) -> bool:
         return False
     for name in outcome["dropped"]:
         log.info("dropped %s from libxmtp's database: made under another libxmtp build", name)
-    return bool(outcome["has"])
+    # Nothing for `make` to do: the index is there, and the view is cone's or not 1.10's.
+    return bool(outcome["has"]) and outcome.get("view") != "original"
 
 
 def make(path: Path, key: bytes) -> bool:
@@ -86,6 +95,8 @@ def make(path: Path, key: bytes) -> bool:
             outcome["error"],
         )
         return False
+    if outcome.get("view") == "foreign":
+        log.debug("libxmtp's conversation listing view is not libxmtp 1.10's: left as it is")
     if outcome["made"]:
         took = float(outcome["seconds"])
         # Worth a line when a big store waited for it (an upgrade), not at a new identity.

@@ -1,5 +1,6 @@
-"""libxmtp's own database, opened as libxmtp opens it, and the one thing cone keeps in
-it: an index of its own (why: cone/engine/_cursor_index.py).
+"""libxmtp's own database, opened as libxmtp opens it, and what cone keeps in it: an
+index of its own and a faster text of libxmtp's conversation listing view (why:
+cone/engine/_cursor_index.py, cone/engine/_listing_view.py).
 
 libxmtp writes SQLCipher 4 with a 32-byte plaintext header (the salt kept beside the
 file, in `<db>.sqlcipher_salt`). The connection changes none of libxmtp's settings.
@@ -63,9 +64,47 @@ def _indexes(conn: sqlcipher.Connection, prefix: str) -> list[str]:
     return [name for (name,) in rows]
 
 
+def _view_sql(conn: sqlcipher.Connection, name: str) -> str | None:
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'view' AND name = ?", (name,)
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _swap_view(conn: sqlcipher.Connection, view: dict[str, str], into: str) -> None:
+    """Replace the view `view["name"]` by the text `into`, in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(f'DROP VIEW "{view["name"]}"')
+        conn.execute(into)
+    except BaseException:
+        if conn.in_transaction:  # an interrupted statement rolls it back itself
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _keep_view(conn: sqlcipher.Connection, view: dict[str, str], action: str) -> dict[str, Any]:
+    """`drop_stale`: a view of cone's made for another libxmtp build (its text has
+    `mark` and is not `ours`) gets `original` back; `make`: a view whose text is
+    exactly `original` becomes `ours`. Any other text is libxmtp's own: left."""
+    current = _view_sql(conn, view["name"])
+    if action == "drop_stale":
+        if current is not None and view["mark"] in current and current != view["ours"]:
+            _swap_view(conn, view, view["original"])
+            current = view["original"]
+    elif current == view["original"]:
+        _swap_view(conn, view, view["ours"])
+        return {"view": "made"}
+    if current == view["ours"]:
+        return {"view": "ours"}
+    return {"view": "original" if current == view["original"] else "foreign"}
+
+
 def _work(request: dict[str, Any]) -> dict[str, Any]:
     """What the child does: `drop_stale` the indexes named with `prefix` but `name`;
-    `make` the index `name` within `bound_s`. Either stops, rolled back, once the
+    `make` the index `name` within `bound_s`; and with `view`, the same for a view
+    (`_keep_view`). Either stops, rolled back, once the
     process `parent` has ended: left running after a kill -9 of the daemon, it would
     hold the lock the next start's libxmtp waits on."""
     prefix, name, parent = request["prefix"], request["name"], request["parent"]
@@ -83,14 +122,15 @@ def _work(request: dict[str, Any]) -> dict[str, Any]:
     # Nonzero from the handler interrupts the statement, which then rolls back.
     conn.set_progress_handler(lambda: given_up() is not None, _CHECK_EVERY)
     try:
+        view = _keep_view(conn, request["view"], request["action"]) if "view" in request else {}
         if request["action"] == "drop_stale":
             dropped = [n for n in _indexes(conn, prefix) if n != name]
             for stale in dropped:
                 conn.execute(f'DROP INDEX IF EXISTS "{stale}"')
-            return {"dropped": dropped, "has": name in _indexes(conn, prefix)}
+            return {"dropped": dropped, "has": name in _indexes(conn, prefix), **view}
         made = name not in _indexes(conn, prefix)
         conn.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON {INDEXED}')
-        return {"made": made, "seconds": time.monotonic() - started}
+        return {"made": made, "seconds": time.monotonic() - started, **view}
     except sqlcipher.OperationalError:
         why = given_up()
         if why is None:
