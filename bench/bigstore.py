@@ -423,8 +423,9 @@ async def _known_during(
 async def _intake(
     d: DaemonProcess, layout: _bigstore.Layout, url: str, work: Path, n: int
 ) -> dict[str, float]:
-    directory = work / "newcomers"
-    directory.mkdir(exist_ok=True)
+    # A directory of this run's own: each peer's database has a random key, and the
+    # next size's newcomers must not meet this size's files.
+    directory = Path(tempfile.mkdtemp(prefix="newcomers-", dir=work))
     peers = [await Peer.create(url, directory, f"new{i}") for i in range(INTAKE_PEERS)]
     wall = time.time() - time.monotonic()  # the daemon's log stamps, on the bench's clock
     made = asyncio.create_task(intake.cone_side(d, peers, n, INTAKE_INFLIGHT))

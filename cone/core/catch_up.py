@@ -202,10 +202,12 @@ class CatchUp:
         `max_age_s` before this call, else a new one; one at a time. The catch-up's
         sync lists once a period and its window check takes that listing.
 
-        libxmtp 1.10 finds each conversation's newest message by reading every stored
-        message: at 10,000 conversations and 100,000 messages a listing costs seconds,
-        tens of MiB of libxmtp's memory while it runs, and up to 120 MiB of its
-        database mapped into the daemon by the connection that ran it. Two at once
+        libxmtp 1.10's view found each conversation's newest message by reading every
+        stored message: at 10,000 conversations and 100,000 messages a listing cost
+        seconds, tens of MiB of libxmtp's memory while it ran, and up to 120 MiB of its
+        database mapped into the daemon by the connection that ran it. cone's text of
+        the view finds it by index (cone/engine/_listing_view.py); converting 10,000
+        conversations still takes a second or two. Two at once
         (the catch-up's and the settings refresh's, or ingest's after a stream restart)
         cost that twice. A caller that waited for the one running reuses it when it was
         asked for after this call, which is as fresh as a listing of its own."""

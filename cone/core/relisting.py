@@ -1,7 +1,9 @@
 """Whether a catch-up period takes a fresh conversation listing or keeps the last one.
 
-libxmtp 1.10's listing reads every stored message to find each conversation's newest
-(docs/bench.md, "big store"), and its sync of every conversation already lists them
+A listing costs seconds in a big store (libxmtp 1.10's view read every stored message
+to find each conversation's newest, docs/bench.md, "big store"; with cone's text of it,
+cone/engine/_listing_view.py, about 1–2 s at 10,000 conversations, most of it
+converting the listing), and libxmtp's sync of every conversation already lists them
 all once inside: an idle period paid for two listings. After each sync the catch-up
 listed again for the `changed_only` ingest, which reads the conversations whose
 newest listed message moved. libxmtp's sync summary says when there can be nothing
