@@ -22,7 +22,7 @@ from cone import _failpoints
 from cone.core import pacing
 from cone.core.ingest import Ingestor
 from cone.core.relisting import Relisting
-from cone.engine.port import ConversationInfo, EnginePort
+from cone.engine.port import EnginePort, ListedConversation
 from cone.errors import Unavailable
 
 log = logging.getLogger("cone.core.service")  # the lines people know by this name
@@ -53,7 +53,7 @@ class CatchUp:
         self._task: asyncio.Task[None] | None = None
         # libxmtp's last conversation listing and when it was asked for (`list`);
         # one listing at a time.
-        self._listing: tuple[float, list[ConversationInfo]] | None = None
+        self._listing: tuple[float, list[ListedConversation]] | None = None
         self._listing_lock = asyncio.Lock()
         # Whether a period lists again or keeps that listing, and the conversations
         # cone published in since its last listing (a send syncs its group, which
@@ -96,7 +96,7 @@ class CatchUp:
             self._now.clear()
             started = time.monotonic()
             try:
-                listing: list[ConversationInfo] | None = None
+                listing: list[ListedConversation] | None = None
                 current = True
                 try:
                     listing, current = await self.sync(keep_listing=True)
@@ -144,7 +144,7 @@ class CatchUp:
         if (took := time.monotonic() - held) >= 0.1:
             log.debug("a catch-up waited %.1f s for new conversations' follow-up syncs", took)
 
-    async def sync(self, *, keep_listing: bool = False) -> tuple[list[ConversationInfo], bool]:
+    async def sync(self, *, keep_listing: bool = False) -> tuple[list[ListedConversation], bool]:
         """A full sync and ingest; Unavailable(reason=sync_failed) on failure.
         Returns the listing it read by and whether it is a fresh one.
 
@@ -197,7 +197,7 @@ class CatchUp:
             self._on_back()
         return listing, current
 
-    async def list(self, expected: int = 0, max_age_s: float = 0.0) -> list[ConversationInfo]:
+    async def list(self, expected: int = 0, max_age_s: float = 0.0) -> list[ListedConversation]:
         """libxmtp's conversation listing: the last one when it was asked for at most
         `max_age_s` before this call, else a new one; one at a time. The catch-up's
         sync lists once a period and its window check takes that listing.

@@ -41,7 +41,13 @@ from cone.core.arrivals import decided, initial_consent
 from cone.core.committing import READ_MARGIN_NS, AfterCommit, Committer
 from cone.core.reconciliation import Reconciler
 from cone.core.waiters import Waiters
-from cone.engine.port import ConversationInfo, EnginePort, RawMessage, XmtpConsent
+from cone.engine.port import (
+    ConversationInfo,
+    EnginePort,
+    ListedConversation,
+    RawMessage,
+    XmtpConsent,
+)
 from cone.store import Consent, Conversation, Kind, Store, conversations
 
 log = logging.getLogger(__name__)
@@ -87,13 +93,13 @@ class Ingestor:
         # Receives waiting now: a streamed commit takes their batches (cone/core/waiters.py).
         self._committer = Committer(store, engine.inbox_id, waiters or Waiters())
         # libxmtp's conversation listing, fresh (the core's: one listing at a time).
-        self.lister: Callable[[], Awaitable[list[ConversationInfo]]] = engine.conversations
+        self.lister: Callable[[], Awaitable[list[ListedConversation]]] = engine.conversations
         self._reconciler = Reconciler(
             store,
             engine,
             self._committer,
             lock=self._lock,
-            record=self.record,
+            record=self.recorded,
             listing=lambda: self.lister(),  # the lister in place at each pass
             on_new=on_new,
         )
@@ -201,7 +207,7 @@ class Ingestor:
             yield
 
     async def ingest_all(
-        self, listing: list[ConversationInfo] | None = None, *, changed_only: bool = False
+        self, listing: list[ListedConversation] | None = None, *, changed_only: bool = False
     ) -> int:
         """Read every conversation libxmtp knows (`listing`: libxmtp's listing, when
         the caller has just taken it); returns how many messages were new.
@@ -229,7 +235,7 @@ class Ingestor:
     async def ingest(
         self,
         conversation_ids: Iterable[str],
-        listed: Mapping[str, ConversationInfo] | None = None,
+        listed: Mapping[str, ListedConversation] | None = None,
     ) -> int:
         """Read the given conversations now (`listed`: libxmtp's listing of them, when
         the caller has it); returns how many messages were new.
@@ -243,8 +249,8 @@ class Ingestor:
         read_at: dict[str, str] = {}
         async with self._lock:
             for cid in sorted(conversation_ids):
+                total += await self._ingest_conversation(cid, [], read=True, quiet=quiet)
                 info = listed.get(cid) if listed is not None else None
-                total += await self._ingest_conversation(cid, [], read=True, info=info, quiet=quiet)
                 if info is not None:
                     read_at[cid] = info.last_message_id
             if quiet:
@@ -255,6 +261,15 @@ class Ingestor:
         if total:
             self._on_new()
         return total
+
+    async def recorded(self, conversation_id: str) -> Conversation | None:
+        """cone's record of a conversation, made first when there is none from
+        libxmtp's summary of it (read only then); None when libxmtp does not know it."""
+        known = await self._store.read(conversations.get, conversation_id)
+        if known is not None:
+            return known
+        info = await self._engine.conversation(conversation_id)
+        return await self.record(info) if info is not None else None
 
     async def record(self, info: ConversationInfo) -> Conversation:
         """Make sure cone records a conversation; returns what is recorded."""
@@ -292,13 +307,11 @@ class Ingestor:
         streamed: list[RawMessage],
         read: bool,
         *,
-        info: ConversationInfo | None = None,
         quiet: dict[str, int] | None = None,
     ) -> int:
-        info = info or await self._engine.conversation(cid)
-        if info is None:
+        conv = await self.recorded(cid)
+        if conv is None:
             return 0
-        conv = await self.record(info)
         new = len(await self._committer.commit(cid, streamed)) if streamed else 0
         if read:
             started = time.time_ns()
@@ -316,7 +329,7 @@ class Ingestor:
         self,
         *,
         full: bool,
-        listing: list[ConversationInfo] | None = None,
+        listing: list[ListedConversation] | None = None,
         current: bool = True,
     ) -> int:
         """Compare libxmtp's messages with what cone has read; ingest and report what

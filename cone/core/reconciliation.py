@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from cone import _failpoints
 from cone.core.committing import READ_MARGIN_NS, Committer
 from cone.core.window_turns import WindowTurns
-from cone.engine.port import ConversationInfo, EnginePort
+from cone.engine.port import EnginePort, ListedConversation
 from cone.store import Conversation, Store, conversations, inbox, meta
 
 # The ingest's logger: operators know these warnings as `cone.core.ingest`'s.
@@ -34,7 +34,8 @@ class Reconciler:
     """Compares libxmtp's messages with the inbox for the ingest, holding the ingest's
     `lock` for one conversation (or one page) at a time, never for a whole pass.
 
-    `record` records a conversation, `listing` gives libxmtp's conversation listing,
+    `record` records a conversation (None: libxmtp does not know it), `listing` gives
+    libxmtp's conversation listing,
     `on_new` is told when messages entered the inbox (all the ingest's own)."""
 
     def __init__(
@@ -44,8 +45,8 @@ class Reconciler:
         committer: Committer,
         *,
         lock: asyncio.Lock,
-        record: Callable[[ConversationInfo], Awaitable[Conversation]],
-        listing: Callable[[], Awaitable[list[ConversationInfo]]],
+        record: Callable[[str], Awaitable[Conversation | None]],
+        listing: Callable[[], Awaitable[list[ListedConversation]]],
         on_new: Callable[[], None],
     ) -> None:
         self._store = store
@@ -58,7 +59,7 @@ class Reconciler:
         # How many messages reconciliation has healed (kept in the store's meta).
         self.healed = 0
         # The conversations each catch-up's window check reads (all, or a turn of them).
-        self._window_turns: WindowTurns[ConversationInfo] = WindowTurns(lambda c: c.id)
+        self._window_turns: WindowTurns[ListedConversation] = WindowTurns(lambda c: c.id)
 
     async def load(self) -> None:
         """Load the healed count from the store."""
@@ -69,7 +70,7 @@ class Reconciler:
         self,
         *,
         full: bool,
-        listing: list[ConversationInfo] | None = None,
+        listing: list[ListedConversation] | None = None,
         current: bool = True,
     ) -> int:
         """Compare libxmtp's messages with what cone has read; ingest and report what
@@ -77,8 +78,8 @@ class Reconciler:
         window and a count per conversation (`listing`: libxmtp's listing; in a big
         store a turn of it, cone/core/window_turns.py). A listing that is not
         `current` (one the catch-up kept, cone/core/relisting.py) records no
-        conversation: one cone does not record yet waits for a fresh listing, which
-        carries its consent as it is then. Returns how many messages were healed.
+        conversation: one cone does not record yet waits for a fresh listing. Returns
+        how many messages were healed.
 
         Ingest is held for one conversation at a time, never for the whole pass."""
         if full:
@@ -147,10 +148,12 @@ class Reconciler:
         )
         return healed
 
-    async def _reconcile_all_of(self, info: ConversationInfo) -> tuple[int, int]:
+    async def _reconcile_all_of(self, info: ListedConversation) -> tuple[int, int]:
         await _failpoints.reached("reconcile_all")
         async with self._lock:
-            conv = await self._record(info)
+            conv = await self._record(info.id)
+        if conv is None:
+            return 0, 0
         # What the read path should already hold: stamped at or below the point the
         # last complete read started from. Anything above it is ordinary news.
         floor = conv.ingested_ns
@@ -170,10 +173,10 @@ class Reconciler:
         return healed, read
 
     async def _reconcile_recent(
-        self, info: ConversationInfo, quiet: dict[str, int], current: bool = True
+        self, info: ListedConversation, quiet: dict[str, int], current: bool = True
     ) -> int:
         conv = (
-            await self._record(info)
+            await self._record(info.id)
             if current
             else await self._store.read(conversations.get, info.id)
         )

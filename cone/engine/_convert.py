@@ -6,13 +6,12 @@ read libxmtp's database), never on the event loop.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine.consent import xmtp_consent
-from cone.engine.port import ConsentUpdate, ConversationInfo, RawMessage
+from cone.engine.port import ConsentUpdate, ConversationInfo, ListedConversation, RawMessage
 
 
 def find(client: Any, conversation_id: str) -> Any | None:
@@ -35,11 +34,14 @@ def info(conv: Any) -> ConversationInfo:
     )
 
 
-def listed(item: Any) -> ConversationInfo:
-    """A conversation from libxmtp's listing, with its newest listed message's id."""
+def listed(item: Any) -> ListedConversation:
+    """A conversation from libxmtp's listing, with its newest listed message's id: what
+    the item holds, no further query of libxmtp's database (`info` makes two)."""
     last = item.last_message()
-    found = info(item.conversation())
-    return replace(found, last_message_id=bytes(last.id).hex()) if last is not None else found
+    return ListedConversation(
+        id=bytes(item.conversation().id()).hex(),
+        last_message_id=bytes(last.id).hex() if last is not None else "",
+    )
 
 
 def raw(m: Any, conversation_id: str) -> RawMessage:

@@ -13,7 +13,7 @@ from typing import Any, Final
 from cone import _malloc
 from cone.engine import _convert
 from cone.engine._calls import LOCAL_CALL_S, Calls
-from cone.engine.port import ConversationInfo, RawMessage
+from cone.engine.port import ConversationInfo, ListedConversation, RawMessage
 
 PAGE: Final = 500
 # What each conversation adds to the listing's time bound: the listing took 9.4 s
@@ -34,7 +34,7 @@ class Reads:
         self._inbox_id = inbox_id
         self._listed = 0  # conversations in the last listing (scales its bound)
 
-    async def conversations(self, expected: int = 0) -> list[ConversationInfo]:
+    async def conversations(self, expected: int = 0) -> list[ListedConversation]:
         """Every DM and group in libxmtp's database (the device-sync group excluded),
         each with the id of the newest message the listing shows.
 
@@ -42,7 +42,7 @@ class Reads:
         `LOCAL_CALL_S` plus `LIST_S_PER_CONVERSATION` for each conversation expected
         (the caller's count, or the last listing's, whichever is larger)."""
 
-        def listed() -> list[ConversationInfo]:
+        def listed() -> list[ListedConversation]:
             items = self._client().conversations().list(_convert.every_conversation())
             found = [_convert.listed(item) for item in items]
             del items  # libxmtp's objects, freed before the trim

@@ -37,6 +37,7 @@ from cone.engine.installations import Installations
 from cone.engine.port import (
     ConsentUpdate,
     ConversationInfo,
+    ListedConversation,
     RawMessage,
     StreamHealth,
     SyncSummary,
@@ -176,7 +177,7 @@ class Engine:
 
     # --- conversations and messages: libxmtp's database (cone/engine/_reads.py) ----
 
-    async def conversations(self, expected: int = 0) -> list[ConversationInfo]:
+    async def conversations(self, expected: int = 0) -> list[ListedConversation]:
         """Every DM and group in libxmtp's database (the device-sync group excluded),
         each with the id of the newest message the listing shows; `expected` (about
         how many) scales the listing's time bound."""
@@ -384,6 +385,7 @@ __all__ = [
     "ConsentUpdate",
     "ConversationInfo",
     "Engine",
+    "ListedConversation",
     "RawMessage",
     "XmtpConsent",
 ]

@@ -24,6 +24,7 @@ from cone.engine.port import (
     ConsentUpdate,
     ConversationInfo,
     Details,
+    ListedConversation,
     Member,
     RawMessage,
     Role,
@@ -244,13 +245,14 @@ class FakeEngine:
 
     # --- conversations and messages ---------------------------------------------------
 
-    async def conversations(self, expected: int = 0) -> list[ConversationInfo]:
+    async def conversations(self, expected: int = 0) -> list[ListedConversation]:
         # As libxmtp's listing: each with its newest message by the sender's clock.
         self.listings += 1
         return [
-            replace(c.info, last_message_id=max(c.messages, key=lambda m: m.sent_at_ns).id)
-            if c.messages
-            else c.info
+            ListedConversation(
+                c.info.id,
+                max(c.messages, key=lambda m: m.sent_at_ns).id if c.messages else "",
+            )
             for c in self.held.values()
         ]
 

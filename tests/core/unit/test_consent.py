@@ -137,20 +137,34 @@ async def test_a_dm_from_an_inbox_allowed_elsewhere_is_accepted_at_once(
 
 @pytest.mark.parametrize(("record", "expected"), [(A, Consent.ACCEPTED), (D, Consent.BLOCKED)])
 async def test_consent_given_while_a_new_conversation_is_being_recorded_is_not_lost(
-    core: Core, engine: FakeEngine, record: XmtpConsent, expected: Consent
+    core: Core,
+    engine: FakeEngine,
+    record: XmtpConsent,
+    expected: Consent,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The bad order, forced: a listing reads the conversation as unknown; XMTP's
-    # record changes (another installation) and its update reaches cone before the
-    # conversation is recorded, so it has nothing to move; then the listing's read
-    # records it.
+    # The bad order, forced: the read that records the conversation finds it unknown;
+    # XMTP's record changes (another installation) and its update reaches cone before
+    # the conversation is recorded, so it has nothing to move; then that read's
+    # summary is recorded.
     _, peer = engine.peer("peer")
     dm = engine.dm(peer)
     engine.incoming(dm, peer, "hello")
-    (listed,) = [info for info in await engine.conversations() if info.id == dm]
-    assert listed.consent is U
-    engine.conversation_consent[dm] = record
-    await core._apply_consent([ConsentUpdate(dm, None, record)])
-    await core.ingestor.ingest([dm], {dm: listed})
+    read = engine.conversation
+    reads: list[ConversationInfo | None] = []
+
+    async def read_then_changed(conversation_id: str) -> ConversationInfo | None:
+        reads.append(await read(conversation_id))
+        if len(reads) == 1:
+            engine.conversation_consent[dm] = record
+            await core._apply_consent([ConsentUpdate(dm, None, record)])
+        return reads[-1]
+
+    monkeypatch.setattr(engine, "conversation", read_then_changed)
+    await core.ingestor.ingest([dm])
+
+    first = reads[0]
+    assert first is not None and first.consent is U
 
     assert await consent_of(core, dm) is expected
     assert await pending_texts(core) == (["hello"] if record is A else [])

@@ -12,7 +12,7 @@ import pytest
 
 from cone.core import reconciliation
 from cone.core.service import Core
-from cone.engine.port import ConversationInfo, RawMessage
+from cone.engine.port import ListedConversation, RawMessage
 from cone.errors import Unavailable
 from cone.store import inbox
 from support.fake_engine import FakeEngine
@@ -71,7 +71,7 @@ class _GatedListing:
         self.release = asyncio.Event()
         self.running = self.most = self.calls = 0
 
-    async def __call__(self, expected: int = 0) -> list[ConversationInfo]:
+    async def __call__(self, expected: int = 0) -> list[ListedConversation]:
         self.calls += 1
         self.running += 1
         self.most = max(self.most, self.running)

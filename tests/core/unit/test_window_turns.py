@@ -5,20 +5,20 @@ from __future__ import annotations
 
 from cone.core.service import Core
 from cone.core.window_turns import WindowTurns
-from cone.engine.port import ConversationInfo, XmtpConsent
+from cone.engine.port import ListedConversation
 from cone.store import inbox
 from support.fake_engine import FakeEngine
 
 
-def _listing(*ids: str) -> list[ConversationInfo]:
-    return [ConversationInfo(i, True, "", XmtpConsent.ALLOWED) for i in ids]
+def _listing(*ids: str) -> list[ListedConversation]:
+    return [ListedConversation(i) for i in ids]
 
 
-def _id(c: ConversationInfo) -> str:
+def _id(c: ListedConversation) -> str:
     return c.id
 
 
-def _ids(turn: list[ConversationInfo]) -> list[str]:
+def _ids(turn: list[ListedConversation]) -> list[str]:
     return [c.id for c in turn]
 
 
