@@ -207,7 +207,7 @@ class CatchUp:
         seconds, tens of MiB of libxmtp's memory while it ran, and up to 120 MiB of its
         database mapped into the daemon by the connection that ran it. cone's text of
         the view finds it by index (cone/engine/_listing_view.py); converting 10,000
-        conversations still takes a second or two. Two at once
+        conversations still takes 0.7 s. Two at once
         (the catch-up's and the settings refresh's, or ingest's after a stream restart)
         cost that twice. A caller that waited for the one running reuses it when it was
         asked for after this call, which is as fresh as a listing of its own."""

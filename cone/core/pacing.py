@@ -3,12 +3,11 @@
 The catch-up runs every `interval` (30 s by default) as a net under the streams. In a
 big store one pass is long: libxmtp's sync of every conversation lists them all
 itself, 10–17 s at 1,000,000 messages while libxmtp's view read every stored message
-for it (docs/bench.md, "big store"; about 1 s since cone's text of that view,
+for it (docs/bench.md, "big store"; under 1 s since cone's text of that view,
 cone/engine/_listing_view.py), so at a fixed 30 s an idle daemon spent a third of a
-core on it. When
-`STRETCH` times a pass is longer than the interval, the next wait is `STRETCH` times
-the pass: the catch-up then takes at most a fifth of the daemon's time, and a store
-whose passes are short keeps the interval as it is. A pass shorter
+core on it. When `STRETCH` times a pass is longer than the interval, the next wait is
+`STRETCH` times the pass: the catch-up then takes at most a fifth of the daemon's
+time, and a store whose passes are short keeps the interval as it is. A pass shorter
 than `FLOOR_S` never stretches it (a short interval configured on purpose, as tests
 do, stays), and no wait exceeds `MAX_INTERVALS` intervals. What wakes the catch-up
 at once (the network back, a stream reopened, the cutover) still does.

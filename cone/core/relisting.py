@@ -2,7 +2,7 @@
 
 A listing costs seconds in a big store (libxmtp 1.10's view read every stored message
 to find each conversation's newest, docs/bench.md, "big store"; with cone's text of it,
-cone/engine/_listing_view.py, about 1–2 s at 10,000 conversations, most of it
+cone/engine/_listing_view.py, 0.7 s at 10,000 conversations, most of it
 converting the listing), and libxmtp's sync of every conversation already lists them
 all once inside: an idle period paid for two listings. After each sync the catch-up
 listed again for the `changed_only` ingest, which reads the conversations whose
