@@ -35,8 +35,8 @@ class Reconciler:
     `lock` for one conversation (or one page) at a time, never for a whole pass.
 
     `record` records a conversation (None: libxmtp does not know it), `listing` gives
-    libxmtp's conversation listing,
-    `on_new` is told when messages entered the inbox (all the ingest's own)."""
+    libxmtp's conversation listing, `on_new` is told when messages entered the inbox
+    (all the ingest's own)."""
 
     def __init__(
         self,
