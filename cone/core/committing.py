@@ -9,7 +9,7 @@ alone enters as its metadata (unreadable), so one message never holds back anoth
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Set
 
 from cone import metrics
 from cone.core.arrivals import bare, to_inbox
@@ -41,11 +41,18 @@ class Committer:
         self.after_commit: AfterCommit | None = None
 
     async def commit(
-        self, cid: str, raws: list[RawMessage], floor_ns: int | None = None
+        self,
+        cid: str,
+        raws: list[RawMessage],
+        floor_ns: int | None = None,
+        *,
+        known: Set[str] = frozenset(),
     ) -> list[str]:
         """Commit the messages cone has not read yet, and with `floor_ns` move the
-        conversation's read point there; returns the ids that entered the inbox."""
-        new = await self._commit_unread(cid, raws, floor_ns)
+        conversation's read point there; returns the ids that entered the inbox.
+        `known`: ids the caller read from the store as read already, which are not
+        looked up again (the rest are, in the store)."""
+        new = await self._commit_unread(cid, [r for r in raws if r.id not in known], floor_ns)
         if self.after_commit is not None and raws:
             await self.after_commit(cid, raws)
         return new

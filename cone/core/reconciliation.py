@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Set
 
 from cone import _failpoints
 from cone.core.committing import READ_MARGIN_NS, Committer
@@ -27,6 +27,12 @@ log = logging.getLogger("cone.core.ingest")
 RECONCILE_WINDOW_NS = 10 * 60 * 1_000_000_000
 # The full reconciliation's pauses before it tries its failed conversations again.
 RECONCILE_AGAIN_S = (5.0, 30.0, 120.0)
+# The most of a conversation's ids the full reconciliation reads ahead (about 1.5
+# MiB); a longer conversation has each page's ids looked up instead.
+KNOWN_HELD = 10_000
+# Conversations the full reconciliation reads at once: one's libxmtp read overlaps
+# the other's store reads and commit (each conversation is still read in order by one).
+RECONCILE_AT_ONCE = 2
 _HEALED_KEY = "ingest_healed"
 
 
@@ -104,10 +110,12 @@ class Reconciler:
 
     async def reconcile_all(self) -> int:
         """Every message of every conversation against what cone has read, a page of
-        libxmtp's messages at a time (at most about 500 held, whatever the history),
-        ingest held only while one page commits: streamed messages, reads, receive and
-        send go on meanwhile. What is missing is ingested and reported as healed, and
-        wakes receivers at once. Returns how many messages were healed."""
+        libxmtp's messages at a time in each of `RECONCILE_AT_ONCE` conversations (at
+        most about 500 messages and `KNOWN_HELD` of cone's ids held for each, whatever
+        the history), ingest held only while one page commits: streamed messages,
+        reads, receive and send go on meanwhile. What is missing is ingested and
+        reported as healed, and wakes receivers at once. Returns how many messages
+        were healed."""
         started = time.monotonic()
         conversations = await self._listing()
         log.info("full reconciliation of %d conversations started", len(conversations))
@@ -122,14 +130,11 @@ class Reconciler:
             if pause is not None:
                 log.info("reconciling %d conversation(s) again in %.0f s", len(pending), pause)
                 await asyncio.sleep(pause)
-            failed = []
-            for info in pending:
-                try:
-                    found, read = await self._reconcile_all_of(info)
-                except Exception as exc:  # tried again later in the pass; others go on
-                    log.warning("reconciling %s failed: %s", info.id, exc)
-                    failed.append(info)
-                    continue
+            failed: list[ListedConversation] = []
+            queue = iter(pending)  # shared: each conversation is taken by one worker
+            for found, read in await asyncio.gather(
+                *(self._reconcile_each(queue, failed) for _ in range(RECONCILE_AT_ONCE))
+            ):
                 healed += found
                 compared += read
             pending = failed
@@ -148,6 +153,24 @@ class Reconciler:
         )
         return healed
 
+    async def _reconcile_each(
+        self, queue: Iterator[ListedConversation], failed: list[ListedConversation]
+    ) -> tuple[int, int]:
+        """One worker of the full pass: the conversations it takes from `queue`, in
+        turn, those that fail added to `failed`. Returns how many messages it healed
+        and compared."""
+        healed = compared = 0
+        for info in queue:
+            try:
+                found, read = await self._reconcile_all_of(info)
+            except Exception as exc:  # tried again later in the pass; others go on
+                log.warning("reconciling %s failed: %s", info.id, exc)
+                failed.append(info)
+                continue
+            healed += found
+            compared += read
+        return healed, compared
+
     async def _reconcile_all_of(self, info: ListedConversation) -> tuple[int, int]:
         await _failpoints.reached("reconcile_all")
         async with self._lock:
@@ -157,14 +180,19 @@ class Reconciler:
         # What the read path should already hold: stamped at or below the point the
         # last complete read started from. Anything above it is ordinary news.
         floor = conv.ingested_ns
+        # The ids cone has read in the conversation, read along its index at once: a
+        # lookup of each of libxmtp's ids costs ten times more in a big store, one
+        # random page of cone.db each. An id read since is still looked up at commit.
+        held = await self._store.read(inbox.known_in, info.id, KNOWN_HELD)
+        known: Set[str] = held if held is not None else frozenset()
         healed = read = 0
         async for raws in self._engine.message_pages(info.id, 0):
             read += len(raws)
             due = [r for r in raws if r.inserted_at_ns <= floor]
             news = [r for r in raws if r.inserted_at_ns > floor]
             async with self._lock:
-                found = await self._committer.commit(info.id, due)
-                fresh = await self._committer.commit(info.id, news)
+                found = await self._committer.commit(info.id, due, known=known)
+                fresh = await self._committer.commit(info.id, news, known=known)
                 if found:
                     await self._report_healed(info.id, found)
             healed += len(found)
@@ -226,4 +254,10 @@ class Reconciler:
         )
 
 
-__all__ = ["RECONCILE_AGAIN_S", "RECONCILE_WINDOW_NS", "Reconciler"]
+__all__ = [
+    "KNOWN_HELD",
+    "RECONCILE_AGAIN_S",
+    "RECONCILE_AT_ONCE",
+    "RECONCILE_WINDOW_NS",
+    "Reconciler",
+]

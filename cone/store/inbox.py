@@ -109,6 +109,23 @@ def known_ids(conn: Connection, message_ids: Sequence[str]) -> set[str]:
     return out
 
 
+def known_in(conn: Connection, conversation_id: str, at_most: int) -> set[str] | None:
+    """Every id cone has read in a conversation (delivered or skipped), or None when
+    there are more than `at_most`: read along the conversation's indexes, which for a
+    whole conversation costs a fraction of looking its ids up one by one."""
+    out: set[str] = set()
+    for sql in (
+        "SELECT id FROM messages WHERE conversation_id = ?",
+        "SELECT id FROM ingest_skipped WHERE conversation_id = ?",
+    ):
+        out.update(
+            r[0] for r in conn.execute(f"{sql} {limit_clause(at_most + 1)}", (conversation_id,))
+        )
+        if len(out) > at_most:
+            return None
+    return out
+
+
 def known_count(conn: Connection, conversation_id: str) -> int:
     """How many of a conversation's message ids cone has read (delivered or skipped)."""
     (a,) = conn.execute(

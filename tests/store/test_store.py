@@ -74,6 +74,22 @@ def test_each_message_enters_once_and_a_repeated_send_key_is_dropped(store: Stor
     assert store.read_now(inbox.message_count) == 2
 
 
+def test_a_conversation_s_known_ids_are_its_delivered_and_skipped_ones_up_to_a_bound(
+    store: Store,
+) -> None:
+    store.write_now(conversations.ensure, "c2", Kind.DM, "other", Consent.ACCEPTED, 1)
+    store.write_now(inbox.insert_messages, [_msg(i) for i in range(3)] + [_msg(9, "c2")])
+    store.write_now(inbox.skip, "c1", ["own-1", "own-2"])
+    store.write_now(inbox.skip, "c2", ["own-9"])
+    ids = {"m0000", "m0001", "m0002", "own-1", "own-2"}
+    assert store.read_now(inbox.known_in, "c1", 5) == ids
+    assert store.read_now(inbox.known_in, "c1", 4) is None  # more than it may hold
+    assert store.read_now(inbox.known_in, "c1", 2) is None  # past it on the first table already
+    assert store.read_now(inbox.known_in, "c2", 5) == {"m0009", "own-9"}
+    assert store.read_now(inbox.known_in, "c3", 5) == set()
+    assert store.read_now(inbox.known_ids, sorted(ids)) == ids  # what a lookup finds
+
+
 def test_consumers_are_independent_and_acks_are_idempotent(store: Store) -> None:
     store.write_now(inbox.insert_messages, [_msg(i) for i in range(5)])
     a, more = store.write_now(inbox.take_pending, "a", 3, [], 1)

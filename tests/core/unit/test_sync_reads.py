@@ -6,6 +6,7 @@ conversation whose pass failed again."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 
 import pytest
@@ -111,6 +112,32 @@ async def test_listings_run_one_at_a_time_and_a_waiting_caller_shares_the_next(
     # Each caller after the first asked while it ran: one fresh listing serves them all.
     assert gated.most == 1
     assert gated.calls == 2
+
+
+@pytest.mark.parametrize("held", [reconciliation.KNOWN_HELD, 3], ids=["read_ahead", "looked_up"])
+async def test_the_full_reconciliation_heals_exactly_what_ingest_missed(
+    core: Core, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch, held: int
+) -> None:
+    """Whether it reads a conversation's known ids ahead, or (more of them than
+    `KNOWN_HELD`) looks up each page's: each message compared once, only the one
+    ingest missed healed, an own message (skipped, not delivered) known all the same."""
+    monkeypatch.setattr(reconciliation, "KNOWN_HELD", held)
+    _, alice = engine.peer("alice")
+    _, bob = engine.peer("bob")
+    cid, other = engine.dm(alice), engine.dm(bob)
+    for i in range(4):
+        engine.incoming(cid, alice, f"read {i}")
+    engine.incoming(cid, engine.inbox_id, "own")
+    engine.incoming(other, bob, "elsewhere")
+    await core.ingestor.ingest_all()
+    # Stored by libxmtp long before cone's last read, and never taken by ingest.
+    missed = engine.incoming(cid, alice, "missed")
+    engine.held[cid].messages[-1] = dataclasses.replace(missed, inserted_at_ns=1)
+
+    assert await core.ingestor.reconcile_all() == 1
+    assert await core.store.read(inbox.known_count, cid) == 6
+    assert await core.store.read(inbox.known_ids, [missed.id]) == {missed.id}
+    assert await core.ingestor.reconcile_all() == 0
 
 
 async def test_the_full_reconciliation_reads_a_failed_conversation_again(
