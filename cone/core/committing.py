@@ -20,8 +20,9 @@ from cone.store import Connection, IncomingMessage, Store, conversations, inbox
 # The ingest's logger: `-v` shows each arrival as `cone.core.ingest` (docs/cli.md).
 log = logging.getLogger("cone.core.ingest")
 
-#: Told after each commit of a conversation's messages, with the messages read.
-AfterCommit = Callable[[str, list[RawMessage]], Awaitable[None]]
+#: Told after each commit of a conversation's messages, with the messages read and,
+#: of them, those cone had not read before.
+AfterCommit = Callable[[str, list[RawMessage], list[RawMessage]], Awaitable[None]]
 
 # How long before a read's start the next read begins: covers a libxmtp insert whose
 # stamp was taken before the read started but committed after it.
@@ -52,9 +53,13 @@ class Committer:
         conversation's read point there; returns the ids that entered the inbox.
         `known`: ids the caller read from the store as read already, which are not
         looked up again (the rest are, in the store)."""
-        new = await self._commit_unread(cid, [r for r in raws if r.id not in known], floor_ns)
+        unread = [r for r in raws if r.id not in known]
+        if unread:
+            found = await self._store.read(inbox.known_ids, [r.id for r in unread])
+            unread = [r for r in unread if r.id not in found]
+        new = await self._commit_unread(cid, unread, floor_ns)
         if self.after_commit is not None and raws:
-            await self.after_commit(cid, raws)
+            await self.after_commit(cid, raws, unread)
         return new
 
     async def commit_streamed(self, cid: str, held: list[RawMessage]) -> int | None:
@@ -85,17 +90,17 @@ class Committer:
         _log_arrivals(rows, committed)
         _count_arrivals(rows, committed)
         if self.after_commit is not None:
-            await self.after_commit(cid, held)
+            # Read before only in a race with another read path: taken as unread.
+            await self.after_commit(cid, held, held)
         return len(committed)
 
     async def _commit_unread(
-        self, cid: str, raws: list[RawMessage], floor_ns: int | None
+        self, cid: str, unread: list[RawMessage], floor_ns: int | None
     ) -> list[str]:
-        known = await self._store.read(inbox.known_ids, [r.id for r in raws]) if raws else set()
         rows: list[IncomingMessage] = []
         skipped: list[str] = []
         # The conversation's order, as its members see it.
-        for raw in sorted((r for r in raws if r.id not in known), key=_conversation_order):
+        for raw in sorted(unread, key=_conversation_order):
             row = to_inbox(raw, self._inbox_id)
             if row is None:
                 skipped.append(raw.id)

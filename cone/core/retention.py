@@ -84,8 +84,11 @@ class Retention:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
-    async def after_commit(self, conversation_id: str, raws: list[RawMessage]) -> None:
-        """Ingest's hook: messages of a conversation were just read from libxmtp."""
+    async def after_commit(
+        self, conversation_id: str, raws: list[RawMessage], unread: list[RawMessage]
+    ) -> None:
+        """Ingest's hook: messages of a conversation were just read from libxmtp,
+        `unread` of them for the first time."""
         deletions = []
         for raw in raws:
             target = self._deletion(raw)
@@ -93,7 +96,11 @@ class Retention:
                 deletions.append((raw.id, target, raw.sender_inbox_id))
         if deletions or conversation_id in self._waiting:
             await self._apply(conversation_id, deletions)
-        if any(not raw.application for raw in raws):
+        # A group update may change the setting: read it when one is taken in. One
+        # read before (the start's full reconciliation reads every message again)
+        # had its setting read then; the periodic refresh is the net for a crash
+        # between the two.
+        if any(not raw.application for raw in unread):
             await self.refresh([conversation_id])
         if conversation_id in self._settings:
             self._wake.set()

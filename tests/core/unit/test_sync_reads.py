@@ -140,6 +140,43 @@ async def test_the_full_reconciliation_heals_exactly_what_ingest_missed(
     assert await core.ingestor.reconcile_all() == 0
 
 
+async def test_a_group_update_has_its_setting_read_when_taken_in_not_when_read_again(
+    core: Core, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group update may change the disappearing setting: taking one in reads the
+    conversation's setting. The start's full reconciliation reads every message
+    again; one it had read before reads no setting (the periodic refresh is the net)."""
+    _, alice = engine.peer("alice")
+    cid = engine.dm(alice)
+    engine.incoming(cid, alice, "hello")
+    _update(engine, cid, alice)
+    asked: list[list[str]] = []
+
+    async def disappearing(conversation_ids: list[str]) -> dict[str, tuple[int, int]]:
+        asked.append(list(conversation_ids))
+        return {}
+
+    monkeypatch.setattr(engine.groups, "disappearing", disappearing)
+    await core.ingestor.ingest_all()
+    assert asked == [[cid]]
+    await core.ingestor.reconcile_all()
+    assert asked == [[cid]]
+    _update(engine, cid, alice, inserted_at_ns=1)  # one ingest missed: the pass takes it
+    await core.ingestor.reconcile_all()
+    assert asked == [[cid], [cid]]
+
+
+def _update(engine: FakeEngine, cid: str, sender: str, inserted_at_ns: int | None = None) -> None:
+    """A protocol message (a group update) in libxmtp's database."""
+    template = engine.incoming(cid, sender, "update")
+    engine.held[cid].messages[-1] = dataclasses.replace(
+        template,
+        application=False,
+        content=b"",
+        inserted_at_ns=template.inserted_at_ns if inserted_at_ns is None else inserted_at_ns,
+    )
+
+
 async def test_the_full_reconciliation_reads_a_failed_conversation_again(
     core: Core, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
