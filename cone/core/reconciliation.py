@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Set
+from collections.abc import Awaitable, Callable, Set
 
 from cone import _failpoints
+from cone.core import at_once
 from cone.core.committing import READ_MARGIN_NS, Committer
 from cone.core.window_turns import WindowTurns
 from cone.engine.port import EnginePort, ListedConversation
@@ -120,6 +121,19 @@ class Reconciler:
         conversations = await self._listing()
         log.info("full reconciliation of %d conversations started", len(conversations))
         healed = compared = 0
+        failed: list[ListedConversation] = []
+
+        async def one(info: ListedConversation) -> None:
+            nonlocal healed, compared
+            try:
+                found, read = await self._reconcile_all_of(info)
+            except Exception as exc:  # tried again later in the pass; others go on
+                log.warning("reconciling %s failed: %s", info.id, exc)
+                failed.append(info)
+                return
+            healed += found
+            compared += read
+
         pending = conversations
         # The first pass, then the conversations whose pass failed, after a pause: a
         # page read that overran its bound while libxmtp was busy (the start's first
@@ -130,14 +144,9 @@ class Reconciler:
             if pause is not None:
                 log.info("reconciling %d conversation(s) again in %.0f s", len(pending), pause)
                 await asyncio.sleep(pause)
-            failed: list[ListedConversation] = []
-            queue = iter(pending)  # shared: each conversation is taken by one worker
-            for found, read in await asyncio.gather(
-                *(self._reconcile_each(queue, failed) for _ in range(RECONCILE_AT_ONCE))
-            ):
-                healed += found
-                compared += read
-            pending = failed
+            await at_once.each(pending, one, RECONCILE_AT_ONCE)
+            pending = failed.copy()
+            failed.clear()
         if pending:
             log.warning(
                 "%d conversation(s) could not be reconciled (%s); the next start tries again",
@@ -152,24 +161,6 @@ class Reconciler:
             healed,
         )
         return healed
-
-    async def _reconcile_each(
-        self, queue: Iterator[ListedConversation], failed: list[ListedConversation]
-    ) -> tuple[int, int]:
-        """One worker of the full pass: the conversations it takes from `queue`, in
-        turn, those that fail added to `failed`. Returns how many messages it healed
-        and compared."""
-        healed = compared = 0
-        for info in queue:
-            try:
-                found, read = await self._reconcile_all_of(info)
-            except Exception as exc:  # tried again later in the pass; others go on
-                log.warning("reconciling %s failed: %s", info.id, exc)
-                failed.append(info)
-                continue
-            healed += found
-            compared += read
-        return healed, compared
 
     async def _reconcile_all_of(self, info: ListedConversation) -> tuple[int, int]:
         await _failpoints.reached("reconcile_all")
