@@ -186,6 +186,7 @@ def conversations(
         params,
     ).fetchall()
     page = rows[:limit]
+    through = _acked.through(conn, consumer)
     out = []
     for r in page:
         conv = Conversation(r[0], Kind(r[1]), r[2], Consent(r[3]), r[4], r[5])
@@ -195,7 +196,7 @@ def conversations(
                 contact_name=r[6],
                 contact_address=r[7],
                 last_message_ns=_last_message_ns(conn, conv.id),
-                pending=_pending(conn, conv, consumer),
+                pending=_pending(conn, conv, consumer, through),
                 left=r[8] is not None,
             )
         )
@@ -218,19 +219,21 @@ def _last_message_ns(conn: Connection, conversation_id: str) -> int | None:
     return max(times) if times else None
 
 
-def _pending(conn: Connection, conv: Conversation, consumer: str) -> int:
-    """Pending for the consumer as Receive counts it (see store.inbox)."""
+def _pending(conn: Connection, conv: Conversation, consumer: str, through: int) -> int:
+    """Pending for the consumer as Receive counts it (see store.inbox): only past the
+    consumer's acknowledged point `through`, at or below which nothing is pending
+    (a long conversation's acknowledged history is not read again)."""
     if conv.consent is not Consent.ACCEPTED:
         return 0
     (n,) = conn.execute(
         "SELECT count(*) FROM messages m"
         " JOIN conversations c ON c.id = m.conversation_id"
         " LEFT JOIN receipts r ON r.consumer = ? AND r.seq = m.seq"
-        " WHERE m.conversation_id = ? AND r.acked_ns IS NULL"
+        " WHERE m.conversation_id = ? AND m.seq > ? AND r.acked_ns IS NULL"
         " AND (m.removed IS NULL OR r.deliveries > 0)"
         " AND (c.left_seq IS NULL OR m.seq <= c.left_seq)"
         " AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)",
-        (consumer, conv.id),
+        (consumer, conv.id, through),
     ).fetchone()
     return int(n)
 

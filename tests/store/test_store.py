@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import threading
 from pathlib import Path
@@ -185,18 +186,32 @@ def test_pending_is_read_from_the_acknowledged_point_and_unblocking_brings_older
     store.write_now(inbox.insert_messages, [_msg(4, "grp", "troll"), _msg(5)])
     take = lambda: [m.id for m in store.write_now(inbox.take_pending, "a", 10, [], 1)[0]]  # noqa: E731
     assert take() == ["m0001", "m0002", "m0003", "m0005"]
+    # A conversations page counts what Receive would take, from the same point.
+    assert _listed_pending(store, "a") == {"c1": 4, "dm2": 0, "grp": 0}
     store.write_now(inbox.ack, "a", ["m0001", "m0002"], 2)
     assert store.read_now(_acked.through, "a") == 2  # up to the first pending one
+    assert _listed_pending(store, "a") == {"c1": 2, "dm2": 0, "grp": 0}
     store.write_now(inbox.ack, "a", ["m0003", "m0005"], 2)
     assert store.read_now(_acked.through, "a") == 5  # past the blocked sender's too
     assert take() == [] and store.read_now(inbox.pending_counts) == [("a", 0)]
     store.write_now(inbox.insert_messages, [_msg(6)])
     assert take() == ["m0006"]
+    assert _listed_pending(store, "a") == {"c1": 1, "dm2": 0, "grp": 0}
     # Unblocking the sender makes m0004, below the point, receivable again.
     store.write_now(history.unblock, "dm2")
     assert take() == ["m0004", "m0006"]
     assert store.read_now(inbox.pending_counts) == [("a", 2)]
+    assert _listed_pending(store, "a") == {"c1": 1, "dm2": 0, "grp": 1}
     assert [m.id for m in store.read_now(inbox.peek, "a", 0, 10)[0]] == ["m0004", "m0006"]
+
+
+def _listed_pending(store: Store, consumer: str) -> dict[str, int]:
+    rows, _ = store.read_now(
+        functools.partial(
+            history.conversations, consumer=consumer, consent=None, kind=None, limit=10, cursor=None
+        )
+    )
+    return {r.conversation.id: r.pending for r in rows}
 
 
 def test_take_pending_after_a_seq_looks_only_past_it(store: Store) -> None:
