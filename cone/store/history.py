@@ -220,22 +220,12 @@ def _last_message_ns(conn: Connection, conversation_id: str) -> int | None:
 
 
 def _pending(conn: Connection, conv: Conversation, consumer: str, through: int) -> int:
-    """Pending for the consumer as Receive counts it (see store.inbox): only past the
-    consumer's acknowledged point `through`, at or below which nothing is pending
-    (a long conversation's acknowledged history is not read again)."""
+    """Pending for the consumer as Receive counts it (store.inbox): only past the
+    consumer's acknowledged point `through` (a long conversation's acknowledged
+    history is not read again)."""
     if conv.consent is not Consent.ACCEPTED:
-        return 0
-    (n,) = conn.execute(
-        "SELECT count(*) FROM messages m"
-        " JOIN conversations c ON c.id = m.conversation_id"
-        " LEFT JOIN receipts r ON r.consumer = ? AND r.seq = m.seq"
-        " WHERE m.conversation_id = ? AND m.seq > ? AND r.acked_ns IS NULL"
-        " AND (m.removed IS NULL OR r.deliveries > 0)"
-        " AND (c.left_seq IS NULL OR m.seq <= c.left_seq)"
-        " AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)",
-        (consumer, conv.id, through),
-    ).fetchone()
-    return int(n)
+        return 0  # none: no query
+    return inbox.pending_in(conn, consumer, conv.id, through)
 
 
 def contacts(conn: Connection) -> list[ContactRecord]:

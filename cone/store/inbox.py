@@ -380,6 +380,16 @@ def pending_counts(conn: Connection) -> list[tuple[str, int]]:
     return out
 
 
+def pending_in(conn: Connection, consumer: str, conversation_id: str, through: int) -> int:
+    """Pending messages of one conversation for a consumer, as Receive counts them:
+    only past `through`, the consumer's acknowledged point (`_acked.through`)."""
+    (n,) = conn.execute(
+        f"SELECT count(*) {_PENDING} AND m.conversation_id = :cid AND m.seq > :through",
+        {"consumer": consumer, "cid": conversation_id, "through": through},
+    ).fetchone()
+    return int(n)
+
+
 def message_count(conn: Connection) -> int:
     """Messages in the inbox."""
     (n,) = conn.execute("SELECT count(*) FROM messages").fetchone()
