@@ -15,7 +15,7 @@ from cone import metrics
 from cone.core.arrivals import bare, to_inbox
 from cone.core.waiters import Batch, Waiter, Waiters, hand_out, take_for
 from cone.engine.port import RawMessage
-from cone.store import Connection, IncomingMessage, Store, conversations, inbox
+from cone.store import Connection, IncomingMessage, Store, conversations, details, inbox
 
 # The ingest's logger: `-v` shows each arrival as `cone.core.ingest` (docs/cli.md).
 log = logging.getLogger("cone.core.ingest")
@@ -70,6 +70,7 @@ class Committer:
         full path takes it then."""
         rows: list[IncomingMessage] = []
         skipped: list[str] = []
+        updates = {raw.id for raw in held if not raw.application}
         for raw in sorted(held, key=_conversation_order):
             row = to_inbox(raw, self._inbox_id)
             if row is None:
@@ -78,7 +79,9 @@ class Committer:
                 rows.append(row)
         waiting = self._waiters.waiting()
         try:
-            done = await self._store.write(_commit_if_recorded, cid, rows, skipped, waiting)
+            done = await self._store.write(
+                _commit_if_recorded, cid, rows, skipped, updates, waiting
+            )
         except Exception as exc:  # the full path stores it row by row, or retries
             log.debug("streamed commit of %s failed (%s); taking the full path", cid, exc)
             return None
@@ -108,8 +111,12 @@ class Committer:
                 rows.append(row)
         if not rows and not skipped and floor_ns is None:
             return []
+        # A group update taken in: the listing reads the group's details again.
+        updated = any(not raw.application for raw in unread)
         try:
-            committed = await self._store.write(_commit_rows, cid, rows, skipped, floor_ns)
+            committed = await self._store.write(
+                _commit_rows, cid, rows, skipped, floor_ns, updated=updated
+            )
         except Exception as exc:
             if not rows:
                 raise
@@ -132,7 +139,7 @@ class Committer:
                 kept = bare(row, f"could not be stored: {exc}")
                 new += await self._store.write(_commit_rows, cid, [kept], [], None)
                 stored.append(kept)
-        await self._store.write(_commit_rows, cid, [], skipped, floor_ns)
+        await self._store.write(_commit_rows, cid, [], skipped, floor_ns, updated=updated)
         _count_arrivals(stored, new)
         return new
 
@@ -168,6 +175,7 @@ def _commit_if_recorded(
     conversation_id: str,
     rows: list[IncomingMessage],
     skipped: list[str],
+    updates: Set[str],
     waiting: list[Waiter],
 ) -> tuple[list[str], list[tuple[Waiter, Batch]]] | None:
     """`_commit_rows` for the messages not read yet, if the conversation is recorded
@@ -177,7 +185,9 @@ def _commit_if_recorded(
         return None
     known = inbox.known_ids(conn, [r.id for r in rows] + skipped)
     fresh = [r for r in rows if r.id not in known]
-    new = _commit_rows(conn, conversation_id, fresh, [s for s in skipped if s not in known], None)
+    fresh_skipped = [s for s in skipped if s not in known]
+    updated = any(s in updates for s in fresh_skipped)
+    new = _commit_rows(conn, conversation_id, fresh, fresh_skipped, None, updated=updated)
     return new, take_for(conn, waiting) if new else []
 
 
@@ -187,9 +197,13 @@ def _commit_rows(
     rows: list[IncomingMessage],
     skipped: list[str],
     floor_ns: int | None,
+    *,
+    updated: bool = False,
 ) -> list[str]:
     new = inbox.insert_messages(conn, rows)
     inbox.skip(conn, conversation_id, skipped)
+    if updated:  # in the transaction that takes the update in (cone/store/details.py)
+        details.changed(conn, [conversation_id])
     if floor_ns is not None:
         conversations.set_ingested(conn, conversation_id, max(0, floor_ns))
     return new

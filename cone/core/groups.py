@@ -19,11 +19,12 @@ device: nobody else sees it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from cone import _failpoints
@@ -36,7 +37,7 @@ from cone.errors import (
     InvalidArgument,
     unknown_conversation,
 )
-from cone.store import Kind, Store, conversations
+from cone.store import Connection, Kind, Store, conversations, details
 from cone.store import groups as group_keys
 
 log = logging.getLogger(__name__)
@@ -131,11 +132,23 @@ class Groups:
             try:
                 await self._engine.groups.add_members(group_id, inboxes)
             except ConeError as exc:
-                await self._store.write(group_keys.fail, key, exc.message)
+                await self._store.write(_failed, key, group_id, exc.message)
                 raise
-            await self._store.write(group_keys.settle, key, time.time_ns())
+            await self._store.write(_settled, key, group_id, time.time_ns())
             self._on_new_group(group_id)
         return Created(await self._history.one(group_id), deduplicated=not new)
+
+    @contextlib.asynccontextmanager
+    async def _changing(self, conversation_id: str) -> AsyncIterator[None]:
+        """Around a change libxmtp makes to a group: its details are read again
+        afterwards, also when the change failed part way or cone stopped during it
+        (counted before too, durably), and when a listing read them during it
+        (counted after: cone/store/details.py)."""
+        await self._store.write(details.changed, [conversation_id])
+        try:
+            yield
+        finally:
+            await self._store.write(details.changed, [conversation_id])
 
     async def _group(self, conversation_id: str) -> None:
         """The conversation must be a group cone records."""
@@ -162,7 +175,8 @@ class Groups:
         current = {m.inbox_id for m in await self._engine.groups.members(conversation_id)}
         missing = [i for i in inboxes if i not in current]
         if missing:
-            await self._engine.groups.add_members(conversation_id, missing)
+            async with self._changing(conversation_id):
+                await self._engine.groups.add_members(conversation_id, missing)
         return await self._engine.groups.members(conversation_id)
 
     async def remove(self, conversation_id: str, members: list[str]) -> list[Member]:
@@ -173,7 +187,8 @@ class Groups:
         current = {m.inbox_id for m in await self._engine.groups.members(conversation_id)}
         present = [i for i in inboxes if i in current]
         if present:
-            await self._engine.groups.remove_members(conversation_id, present)
+            async with self._changing(conversation_id):
+                await self._engine.groups.remove_members(conversation_id, present)
         return await self._engine.groups.members(conversation_id)
 
     async def _inboxes_to_remove(self, members: list[str]) -> list[str]:
@@ -198,7 +213,8 @@ class Groups:
                 field="conversationId",
             )
         await self._store.write(group_keys.leave, conversation_id)
-        await self._engine.groups.leave(conversation_id)
+        async with self._changing(conversation_id):
+            await self._engine.groups.leave(conversation_id)
 
     async def update(
         self,
@@ -217,7 +233,18 @@ class Groups:
         ):
             if value is not None:
                 await self._engine.groups.check(conversation_id, action)
-        await self._engine.groups.update(
-            conversation_id, name=name, description=description, image_url=image_url
-        )
+        async with self._changing(conversation_id):
+            await self._engine.groups.update(
+                conversation_id, name=name, description=description, image_url=image_url
+            )
         return await self._history.one(conversation_id)
+
+
+def _failed(conn: Connection, key: str, group_id: str, error: str) -> None:
+    group_keys.fail(conn, key, error)
+    details.changed(conn, [group_id])  # the members added before the failure show
+
+
+def _settled(conn: Connection, key: str, group_id: str, now_ns: int) -> None:
+    group_keys.settle(conn, key, now_ns)
+    details.changed(conn, [group_id])  # its members are in: its details are read again

@@ -1,9 +1,11 @@
 """Conversations, history, contacts and unblocking: reading what cone holds.
 
-Nothing here changes a receipt. Listings come from cone's store (one query a page),
-with what only libxmtp knows (a group's name, description, image, members) read for
-that page alone. A listing is ordered by when cone first saw each conversation, and
-its `createdAt` is that time (libxmtp's own creation time can disagree with it).
+Nothing here changes a receipt. Listings come from cone's store (one query a page).
+What only libxmtp knows (a group's name, description, image, member count) is kept in
+the store too, as last read, and read from libxmtp again for a conversation that
+never was or has taken in a group update since (cone/store/details.py). A listing is
+ordered by when cone first saw each conversation, and its `createdAt` is that time
+(libxmtp's own creation time can disagree with it).
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from cone.store import (
     Store,
     StoredMessage,
     conversations,
+    details,
     history,
 )
+from cone.store.details import KnownDetails, ReadDetails
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,7 @@ class History:
         return (await self._views(rows))[0]
 
     async def _views(self, rows: list[history.ConversationRow]) -> list[ConversationView]:
-        details = await self._engine.groups.details([r.conversation.id for r in rows])
+        known = await self._details(rows)
         unknown = [
             r.conversation.peer_inbox_id
             for r in rows
@@ -108,14 +112,11 @@ class History:
         out = []
         for r in rows:
             conv = r.conversation
-            d = details.get(conv.id)
+            d = known.get(conv.id)
             address = r.contact_address
-            members = None
             if conv.kind is Kind.DM and address is None:
                 found = addresses.get(conv.peer_inbox_id)
                 address = found[0] if found else None
-            if conv.kind is Kind.GROUP and d is not None:
-                members = await self._engine.groups.member_count(conv.id)
             out.append(
                 ConversationView(
                     id=conv.id,
@@ -127,7 +128,7 @@ class History:
                     name=d.name if d else None,
                     description=d.description if d else None,
                     image_url=d.image_url if d else None,
-                    member_count=members,
+                    member_count=d.member_count if d and conv.kind is Kind.GROUP else None,
                     # The listing's order (store.history.conversations): libxmtp's own
                     # creation time can disagree with it (a welcome processed late).
                     created_ns=conv.first_seen_ns,
@@ -136,6 +137,29 @@ class History:
                     active=(d.active if d else True) and not r.left,
                 )
             )
+        return out
+
+    async def _details(self, rows: list[history.ConversationRow]) -> dict[str, KnownDetails]:
+        """The rows' details: as cone keeps them where current, else read from libxmtp
+        (one hop, and a member listing per group) and kept for the next listing. A
+        conversation libxmtp cannot read has none."""
+        out = {r.conversation.id: r.details for r in rows if r.details is not None}
+        stale = [r for r in rows if r.details is None]
+        if not stale:
+            return out
+        found = await self._engine.groups.details([r.conversation.id for r in stale])
+        read = []
+        for r in stale:
+            d = found.get(r.conversation.id)
+            if d is None:
+                continue
+            members = await self._engine.groups.member_count(d.id) if d.is_group else None
+            kept = KnownDetails(d.name, d.description, d.image_url, members, d.active)
+            out[d.id] = kept
+            read.append(ReadDetails(d.id, r.changes, kept))
+        if read:
+            # A cache: lost in a crash, it is read again.
+            self._store.write_soon(details.record, read)
         return out
 
     async def messages(

@@ -42,12 +42,10 @@ def _details(conv: Any) -> Details:
     return Details(
         id=bytes(conv.id()).hex(),
         is_group=is_group,
-        created_ns=int(conv.created_at_ns()),
         active=bool(conv.is_active()),
         name=conv.group_name() if is_group else None,
         description=conv.group_description() if is_group else None,
         image_url=conv.group_image_url_square() if is_group else None,
-        disappearing=_settings(conv),
     )
 
 

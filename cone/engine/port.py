@@ -128,12 +128,10 @@ class Details:
 
     id: str
     is_group: bool
-    created_ns: int
     active: bool
     name: str | None
     description: str | None
     image_url: str | None
-    disappearing: tuple[int, int] | None  # (from_ns, in_ns)
 
 
 class GroupsPort(Protocol):

@@ -185,6 +185,20 @@ MIGRATIONS: Final[list[str]] = [
     """
     ALTER TABLE outbox ADD COLUMN last_reason TEXT;
     """,
+    # What a listing shows of a conversation that only libxmtp knows, as cone last read
+    # it, and the group updates taken in since (cone/store/details.py).
+    """
+    CREATE TABLE details (
+        conversation_id TEXT PRIMARY KEY,
+        changes         INTEGER NOT NULL DEFAULT 0,
+        read_changes    INTEGER,
+        name            TEXT,
+        description     TEXT,
+        image_url       TEXT,
+        member_count    INTEGER,
+        active          INTEGER
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

@@ -16,9 +16,10 @@ import itertools
 from dataclasses import dataclass
 
 from cone.errors import FailedPrecondition, InvalidArgument, NotFound
-from cone.store import _acked, inbox
+from cone.store import _acked, details, inbox
 from cone.store._db import Connection, limit_clause
 from cone.store.conversations import require
+from cone.store.details import KnownDetails
 from cone.store.records import (
     Consent,
     ContactRecord,
@@ -40,6 +41,10 @@ class ConversationRow:
     last_message_ns: int | None
     pending: int
     left: bool
+    # libxmtp's details as cone last read them (cone/store/details.py): None when
+    # never read or a group update came in since; `changes` is what a read records.
+    details: KnownDetails | None
+    changes: int
 
 
 # A page is two range reads, each bounded, ordered and limited on its own index:
@@ -180,8 +185,9 @@ def conversations(
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     rows = conn.execute(
         "SELECT c.id, c.type, c.peer_inbox_id, c.consent, c.first_seen_ns, c.ingested_ns,"
-        " k.name, k.address, c.left_seq FROM conversations c"
+        f" k.name, k.address, c.left_seq, {details.COLUMNS} FROM conversations c"
         " LEFT JOIN contacts k ON c.type = 1 AND k.conversation_id = c.id"
+        " LEFT JOIN details d ON d.conversation_id = c.id"
         f"{clause} ORDER BY c.first_seen_ns DESC, c.id DESC {limit_clause(limit + 1)}",
         params,
     ).fetchall()
@@ -190,6 +196,7 @@ def conversations(
     out = []
     for r in page:
         conv = Conversation(r[0], Kind(r[1]), r[2], Consent(r[3]), r[4], r[5])
+        changes, known = details.from_row(r[9:])
         out.append(
             ConversationRow(
                 conversation=conv,
@@ -198,6 +205,8 @@ def conversations(
                 last_message_ns=_last_message_ns(conn, conv.id),
                 pending=_pending(conn, conv, consumer, through),
                 left=r[8] is not None,
+                details=known,
+                changes=changes,
             )
         )
     next_cursor = _cursor(out[-1].conversation) if len(rows) > limit and out else None

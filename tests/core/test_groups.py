@@ -12,7 +12,7 @@ from xmtp_bindings import xmtpv3 as ffi
 
 from cone.core.groups import marker
 from cone.errors import ConeError, Conflict, FailedPrecondition
-from cone.store import Consent, conversations
+from cone.store import Consent, conversations, details
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import BACKENDS, DaemonProcess
 from support.peers import Peer
@@ -191,6 +191,59 @@ async def test_a_non_admins_changes_fail_with_the_documented_reason(
             "RemoveMembers", pb.RemoveMembersRequest(conversation_id=gid2, members=[alice.address])
         )
     assert err.value.reason == "not_permitted"
+
+
+async def _summary(daemon: DaemonProcess, gid: str) -> pb.ConversationSummary:
+    found = (await daemon.client.call("Conversations", pb.ConversationsRequest())).conversations
+    return next(c for c in found if c.conversation_id == gid)
+
+
+async def test_a_listing_follows_a_peer_s_changes_to_a_group(
+    daemon: DaemonProcess, home: Path, alice: Peer, devnet: str, tmp_path: Path
+) -> None:
+    """cone keeps a group's details for listings and reads them from libxmtp again
+    when it takes in a group update: a peer's rename, a member added, this identity
+    removed. What it kept survives a restart."""
+    bob = await Peer.create(devnet, tmp_path, "bob")
+    ident = await daemon.client.identity()
+    group, gid = await _joined(daemon, alice, ffi.FfiGroupPermissionsOptions.DEFAULT)
+    first = await _summary(daemon, gid)
+    assert (first.name, first.member_count, first.active) == ("theirs", 2, True)
+
+    await group.update_group_name("renamed")
+    await group.add_members([bob.inbox_id])
+
+    async def changed() -> bool:
+        await daemon.client.call("Sync", pb.SyncRequest())
+        now = await _summary(daemon, gid)
+        return (now.name, now.member_count) == ("renamed", 3)
+
+    await until(changed)
+    await daemon.stop()
+    store = open_store(home)
+    try:
+        _, known = store.read_now(
+            lambda c: details.from_row(
+                c.execute(
+                    f"SELECT {details.COLUMNS} FROM details d WHERE conversation_id = ?", (gid,)
+                ).fetchone()
+            )
+        )
+    finally:
+        store.close()
+    assert known is not None and (known.name, known.member_count) == ("renamed", 3)
+    await daemon.restart()
+    kept = await _summary(daemon, gid)
+    assert (kept.name, kept.member_count, kept.active) == ("renamed", 3, True)
+
+    await group.remove_members([ident.inbox_id])
+
+    async def removed() -> bool:
+        await daemon.client.call("Sync", pb.SyncRequest())
+        return not (await _summary(daemon, gid)).active
+
+    await until(removed)
+    assert (await _summary(daemon, gid)).member_count == 2
 
 
 async def test_leaving_a_group_ends_delivery(

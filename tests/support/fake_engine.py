@@ -75,9 +75,7 @@ class FakeGroups:
         for cid in conversation_ids:
             conv = self._e.held.get(cid)
             if conv is not None:
-                out[cid] = Details(
-                    cid, conv.info.is_group, 0, conv.active, conv.name, None, None, None
-                )
+                out[cid] = Details(cid, conv.info.is_group, conv.active, conv.name, None, None)
         return out
 
     async def addresses(self, inbox_ids: list[str]) -> dict[str, list[str]]:
