@@ -225,6 +225,28 @@ class FakeEngine:
         _, payload = content.encode(text=text)
         return self._store(conversation_id, sender, payload)
 
+    def group_update(
+        self,
+        conversation_id: str,
+        sender: str,
+        *,
+        name: str | None = None,
+        inserted_at_ns: int | None = None,
+    ) -> RawMessage:
+        """A group update `sender` made, as libxmtp applies it: the change (a new name,
+        when given) and its protocol message stored with it (`inserted_at_ns`: a
+        stamp of its own, as one an ingest missed)."""
+        if name is not None:
+            self.held[conversation_id].name = name
+        stored = self._store(conversation_id, sender, b"")
+        m = replace(
+            stored,
+            application=False,
+            inserted_at_ns=stored.inserted_at_ns if inserted_at_ns is None else inserted_at_ns,
+        )
+        self.held[conversation_id].messages[-1] = m
+        return m
+
     def _store(self, conversation_id: str, sender: str, payload: bytes) -> RawMessage:
         # libxmtp stamps by the clock; distinct stamps keep the order plain.
         now = self._last_ns = max(self._last_ns + 1, time.time_ns())

@@ -6,7 +6,6 @@ changed the group itself (cone/store/details.py)."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 
 import pytest
 
@@ -49,13 +48,6 @@ async def _listed(core: Core) -> dict[str, ConversationView]:
     return {v.id: v for v in views}
 
 
-def _update(engine: FakeEngine, cid: str, sender: str) -> None:
-    """A group update in libxmtp's database (a protocol message, as libxmtp stores one
-    in the transaction that applies the change)."""
-    template = engine.incoming(cid, sender, "update")
-    engine.held[cid].messages[-1] = dataclasses.replace(template, application=False, content=b"")
-
-
 async def _group(core: Core, engine: FakeEngine) -> tuple[str, str]:
     _, alice = engine.peer("alice")
     _, bob = engine.peer("bob")
@@ -94,9 +86,8 @@ async def test_a_group_update_taken_in_has_the_details_read_again_once(
     cid, alice = await _group(core, engine)
     await _listed(core)
     _, dave = engine.peer("dave")
-    engine.held[cid].name = "renamed"
     engine.held[cid].members.add(dave)
-    _update(engine, cid, alice)
+    engine.group_update(cid, alice, name="renamed")
     await core.ingestor.ingest_all()
 
     listed = await _listed(core)
@@ -120,9 +111,7 @@ async def test_a_streamed_group_update_has_the_details_read_again(
     await _listed(core)
     await core.ingestor.start()
     try:
-        engine.held[cid].name = "streamed"
-        _update(engine, cid, alice)
-        core.ingestor.accept(engine.held[cid].messages[-1])
+        core.ingestor.accept(engine.group_update(cid, alice, name="streamed"))
         streamed_text = engine.incoming(cid, alice, "sentinel")
         core.ingestor.accept(streamed_text)
 
@@ -148,8 +137,7 @@ async def test_an_update_taken_in_during_a_listing_s_read_leaves_the_details_to_
         return bool(asked.asked)
 
     await until(reading)
-    engine.held[cid].name = "changed meanwhile"
-    _update(engine, cid, alice)
+    engine.group_update(cid, alice, name="changed meanwhile")
     await core.ingestor.ingest_all()
     asked.during.set_result(None)
     assert (await listing)[cid].name == "team"  # read before the update

@@ -149,7 +149,7 @@ async def test_a_group_update_has_its_setting_read_when_taken_in_not_when_read_a
     _, alice = engine.peer("alice")
     cid = engine.dm(alice)
     engine.incoming(cid, alice, "hello")
-    _update(engine, cid, alice)
+    engine.group_update(cid, alice)
     asked: list[list[str]] = []
 
     async def disappearing(conversation_ids: list[str]) -> dict[str, tuple[int, int]]:
@@ -161,20 +161,9 @@ async def test_a_group_update_has_its_setting_read_when_taken_in_not_when_read_a
     assert asked == [[cid]]
     await core.ingestor.reconcile_all()
     assert asked == [[cid]]
-    _update(engine, cid, alice, inserted_at_ns=1)  # one ingest missed: the pass takes it
+    engine.group_update(cid, alice, inserted_at_ns=1)  # one ingest missed: the pass takes it
     await core.ingestor.reconcile_all()
     assert asked == [[cid], [cid]]
-
-
-def _update(engine: FakeEngine, cid: str, sender: str, inserted_at_ns: int | None = None) -> None:
-    """A protocol message (a group update) in libxmtp's database."""
-    template = engine.incoming(cid, sender, "update")
-    engine.held[cid].messages[-1] = dataclasses.replace(
-        template,
-        application=False,
-        content=b"",
-        inserted_at_ns=template.inserted_at_ns if inserted_at_ns is None else inserted_at_ns,
-    )
 
 
 async def test_the_full_reconciliation_reads_a_failed_conversation_again(
