@@ -86,6 +86,28 @@ def every_conversation() -> Any:
     )
 
 
+def is_dm(conv: Any) -> bool:
+    """Whether a libxmtp conversation is a DM."""
+    return bool(conv.conversation_type() == ffi.FfiConversationType.DM)
+
+
+def group_updates() -> Any:
+    """Listing options for a conversation's group updates alone."""
+    return ffi.FfiListMessagesOptions(
+        sent_before_ns=None,
+        sent_after_ns=None,
+        limit=None,
+        delivery_status=None,
+        direction=None,
+        content_types=[ffi.FfiContentType.GROUP_UPDATED],
+        exclude_content_types=None,
+        exclude_sender_inbox_ids=None,
+        sort_by=None,
+        inserted_after_ns=None,
+        inserted_before_ns=None,
+    )
+
+
 def messages_after(*, limit: int | None, inserted_after_ns: int | None) -> Any:
     """Listing options for messages in insertion-stamp order."""
     return ffi.FfiListMessagesOptions(

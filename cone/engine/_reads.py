@@ -115,12 +115,19 @@ class Reads:
             cursor, limit = top, PAGE
 
     async def message_count(self, conversation_id: str) -> int:
-        """How many messages libxmtp holds for a conversation (every kind and sender)."""
+        """How many messages libxmtp holds for a conversation (every kind and sender):
+        as many as `message_pages` returns from the start."""
         key = bytes.fromhex(conversation_id)
         opts = _convert.messages_after(limit=None, inserted_after_ns=None)
 
         def counted() -> int:
-            return int(self._client().conversation(key).count_messages(opts))
+            conv = self._client().conversation(key)
+            n = int(conv.count_messages(opts))
+            if _convert.is_dm(conv):
+                # libxmtp 1.10's count leaves a DM's group updates out unless asked
+                # for by type, while its listing returns them.
+                n += int(conv.count_messages(_convert.group_updates()))
+            return n
 
         return await self._x.call_sync(counted, LOCAL_CALL_S, "counting messages")
 
