@@ -19,7 +19,7 @@ sizes compare with each other (the growth), on the same machine load:
   first sync is done (its log line, with the read / streams / sync parts, and how
   long the read's libxmtp conversation listing took); then how long the full
   reconciliation runs in the background, and how many messages it compared and
-  healed. `--start-only` stops there.
+  healed. `--start-only` goes on to the restart only.
 - receive while reconciling: `receive` (limit 100, no wait) during the
   reconciliation against the same after it (p50, and the ratio).
 - idle: the daemon's CPU over `--idle-s` seconds once the reconciliation is done and
@@ -56,6 +56,11 @@ sizes compare with each other (the growth), on the same machine load:
   seconds, during which libxmtp hands over nothing), and how long each renewal of
   `messages` took by the daemon's `-v` line. These two phases run last, so
   the memory figures below do not include them.
+- restart: last, the daemon stopped and started again: to its first `receive`, to
+  its first sync done, and its full reconciliation, which reads each conversation
+  from where the first start's pass found cone complete (cone/store/reconciled.py;
+  conversations made since, by the phases above, are read whole), with the new
+  process's CPU until that pass is done.
 - memory: the daemon's resident set (VmRSS) after start and after the
   reconciliation, its peak (VmHWM) before the ingest burst, its resident set right
   after the burst, and its peak over the whole run; and, sampled every 0.5 s, what
@@ -97,6 +102,7 @@ from support.waiting import until
 _STARTED = re.compile(
     r"core started in ([\d.]+) s: read ([\d.]+) s, streams ([\d.]+) s, first sync ([\d.]+) s"
 )
+_WHOLE = re.compile(r"healed \((\d+) conversations read whole\)")
 _LISTED = re.compile(r"listed \d+ conversations in ([\d.]+) s")
 _DONE = re.compile(
     r"full reconciliation done in ([\d.]+) s: (\d+) conversations, (\d+) messages compared, (\d+) healed"
@@ -246,6 +252,7 @@ async def run_size(
             print(f"  memory after the first sync: {_memory(pid)}", flush=True)
             during = await _p50(lambda: d.client.receive(limit=100, wait_ms=0), 10)
             done = await until(lambda: asyncio.to_thread(_DONE.search, d.stderr()), timeout=3600)
+            out["start_cpu_s"] = _cpu_s(pid)
             out["reconcile_s"] = float(done.group(1))
             out["compared"] = int(done.group(3))
             out["healed"] = int(done.group(4))
@@ -260,6 +267,8 @@ async def run_size(
             if not start_only:
                 await _after_start(d, out, copy, url, sampler, work, idle_s, active,
                                    new_conversations)  # fmt: skip
+            await sampler.stop()  # the memory figures are the first process's
+            await _restart(d, out)
         finally:
             await sampler.stop()
             await d.stop()
@@ -272,6 +281,32 @@ async def run_size(
             d.log.close()
     await asyncio.to_thread(shutil.rmtree, copy.root)
     return out
+
+
+def _count(pattern: re.Pattern[str], d: DaemonProcess) -> int:
+    return len(pattern.findall(d.stderr()))
+
+
+async def _restart(d: DaemonProcess, out: dict[str, float]) -> None:
+    """Stop the daemon, start it again: the start, and the full reconciliation from
+    each conversation's mark, into `out`."""
+    _phase("restart")
+    starts, passes = _count(_STARTED, d), _count(_DONE, d)
+    await d.stop()
+    t0 = time.perf_counter()
+    await d.start()
+    await d.client.receive(limit=1, wait_ms=0)
+    out["restart_s"] = time.perf_counter() - t0
+    assert d.proc is not None
+    pid = d.proc.pid
+    await until(lambda: asyncio.to_thread(lambda: _count(_STARTED, d) > starts), timeout=3600)
+    out["restart_synced_s"] = time.perf_counter() - t0
+    await until(lambda: asyncio.to_thread(lambda: _count(_DONE, d) > passes), timeout=3600)
+    out["restart_cpu_s"] = _cpu_s(pid)
+    took, _, compared, _ = _DONE.findall(d.stderr())[-1]
+    out["restart_reconcile_s"] = float(took)
+    out["restart_compared"] = int(compared)
+    out["restart_whole"] = int(_WHOLE.findall(d.stderr())[-1])
 
 
 async def _after_start(
@@ -550,6 +585,7 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         ("  of the read, libxmtp's conversation listing (s)", "listing_s", "{:.1f}"),
         ("full reconciliation, background (s)", "reconcile_s", "{:.1f}"),
         ("  messages compared / healed", None, None),
+        ("the daemon's CPU from its start until that pass is done (s)", "start_cpu_s", "{:.1f}"),
         ("receive (100) during reconciliation, p50 (ms)", "during_reconcile_receive_ms", "{:.1f}"),
         ("receive (100) after it, p50 (ms)", "after_reconcile_receive_ms", "{:.1f}"),
         ("conversations page (50), the very first (ms)", "conversations_cold_ms", "{:.1f}"),
@@ -579,6 +615,12 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         ("most descriptors on libxmtp's database at once (sampled)", "most_db_fds", "{:.0f}"),
         ("most mappings of libxmtp's database at once (sampled)", "most_db_maps", "{:.0f}"),
         ("most resident in them at once (sampled, MiB)", "most_db_map_mib", "{:.0f}"),
+        ("restart: to first receive (s)", "restart_s", "{:.2f}"),
+        ("restart: to first sync done (s)", "restart_synced_s", "{:.1f}"),
+        ("restart: full reconciliation from the marks (s)", "restart_reconcile_s", "{:.1f}"),
+        ("restart: of it messages compared", "restart_compared", "{:,.0f}"),
+        ("restart: of it conversations read whole", "restart_whole", "{:,.0f}"),
+        ("restart: the daemon's CPU until that pass is done (s)", "restart_cpu_s", "{:.1f}"),
     ]
     if all("intake_s" in results[s] for s in sizes):
         rows += [

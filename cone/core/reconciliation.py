@@ -1,10 +1,11 @@
 """Reconciliation: libxmtp's messages compared with what cone has read, gaps healed.
 
-Part of ingest (cone/core/ingest.py): after start, in the background, every message
-of every conversation a page at a time (`reconcile_all`), and at each catch-up a
-recent window plus a timestamp-free count check (`reconcile`). A message the stream
-and the reads should have taken and did not is ingested then, counted as healed, and
-logged as a warning: a healed gap is a bug, never silent.
+Part of ingest (cone/core/ingest.py): after start, in the background, each
+conversation's messages a page at a time (`reconcile_all`: from where the last start's
+pass found cone complete, or every message, cone/store/reconciled.py), and at each
+catch-up a recent window plus a timestamp-free count check (`reconcile`). A message
+the stream and the reads should have taken and did not is ingested then, counted as
+healed, and logged as a warning: a healed gap is a bug, never silent.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from cone.core import at_once
 from cone.core.committing import READ_MARGIN_NS, Committer
 from cone.core.window_turns import WindowTurns
 from cone.engine.port import EnginePort, ListedConversation
-from cone.store import Conversation, Store, conversations, inbox, meta
+from cone.store import Conversation, Store, conversations, inbox, meta, reconciled
+from cone.store.reconciled import Mark
 
 # The ingest's logger: operators know these warnings as `cone.core.ingest`'s.
 log = logging.getLogger("cone.core.ingest")
@@ -34,7 +36,21 @@ KNOWN_HELD = 10_000
 # Conversations the full reconciliation reads at once: one's libxmtp read overlaps
 # the other's store reads and commit (each conversation is still read in order by one).
 RECONCILE_AT_ONCE = 2
+# How long the start's pass reads a conversation from its mark before it reads the
+# whole of it again: a gap below the mark that the catch-up's count check cannot see
+# (libxmtp deleted as many expired messages) waits at most this long.
+WHOLE_AGAIN_NS = 7 * 24 * 3600 * 1_000_000_000
 _HEALED_KEY = "ingest_healed"
+
+
+def read_from(mark: Mark | None, now_ns: int) -> int:
+    """Where the start's pass reads a conversation from: its mark (cone/store/
+    reconciled.py), or 0, every message, when it has none, when its last whole read
+    began over `WHOLE_AGAIN_NS` ago, or when the clock reads earlier than the mark
+    (set back: libxmtp may have stamped messages below the mark meanwhile)."""
+    if mark is None or now_ns < mark.through_ns or now_ns - mark.whole_ns > WHOLE_AGAIN_NS:
+        return 0
+    return mark.through_ns
 
 
 class Reconciler:
@@ -110,23 +126,35 @@ class Reconciler:
         return healed
 
     async def reconcile_all(self) -> int:
-        """Every message of every conversation against what cone has read, a page of
-        libxmtp's messages at a time in each of `RECONCILE_AT_ONCE` conversations (at
-        most about 500 messages and `KNOWN_HELD` of cone's ids held for each, whatever
-        the history), ingest held only while one page commits: streamed messages,
-        reads, receive and send go on meanwhile. What is missing is ingested and
-        reported as healed, and wakes receivers at once. Returns how many messages
-        were healed."""
+        """Each conversation's messages against what cone has read, from where the
+        last pass found cone complete (`read_from`), a page of libxmtp's messages at
+        a time in each of `RECONCILE_AT_ONCE` conversations (at most about 500
+        messages and `KNOWN_HELD` of cone's ids held for each, whatever the history),
+        ingest held only while one page commits: streamed messages, reads, receive and
+        send go on meanwhile. What is missing is ingested and reported as healed, and
+        wakes receivers at once; each conversation's new mark is kept once its pass
+        has succeeded. Returns how many messages were healed."""
         started = time.monotonic()
         conversations = await self._listing()
-        log.info("full reconciliation of %d conversations started", len(conversations))
+        known_marks = await self._store.read(reconciled.marks)
+        now_ns = time.time_ns()
+        plan = {info.id: read_from(known_marks.get(info.id), now_ns) for info in conversations}
+        whole = sum(1 for since in plan.values() if since == 0)
+        log.info(
+            "full reconciliation of %d conversations started (%d read whole, the rest "
+            "from where the last pass found cone complete)",
+            len(conversations),
+            whole,
+        )
         healed = compared = 0
         failed: list[ListedConversation] = []
 
         async def one(info: ListedConversation) -> None:
             nonlocal healed, compared
             try:
-                found, read = await self._reconcile_all_of(info)
+                found, read = await self._reconcile_all_of(
+                    info, plan[info.id], known_marks.get(info.id)
+                )
             except Exception as exc:  # tried again later in the pass; others go on
                 log.warning("reconciling %s failed: %s", info.id, exc)
                 failed.append(info)
@@ -154,15 +182,19 @@ class Reconciler:
                 ", ".join(info.id for info in pending[:3]) + (", …" if len(pending) > 3 else ""),
             )
         log.info(
-            "full reconciliation done in %.1f s: %d conversations, %d messages compared, %d healed",
+            "full reconciliation done in %.1f s: %d conversations, %d messages compared, "
+            "%d healed (%d conversations read whole)",
             time.monotonic() - started,
             len(conversations),
             compared,
             healed,
+            whole,
         )
         return healed
 
-    async def _reconcile_all_of(self, info: ListedConversation) -> tuple[int, int]:
+    async def _reconcile_all_of(
+        self, info: ListedConversation, since_ns: int, mark: Mark | None
+    ) -> tuple[int, int]:
         await _failpoints.reached("reconcile_all")
         async with self._lock:
             conv = await self._record(info.id)
@@ -171,13 +203,19 @@ class Reconciler:
         # What the read path should already hold: stamped at or below the point the
         # last complete read started from. Anything above it is ordinary news.
         floor = conv.ingested_ns
-        # The ids cone has read in the conversation, read along its index at once: a
-        # lookup of each of libxmtp's ids costs ten times more in a big store, one
-        # random page of cone.db each. An id read since is still looked up at commit.
-        held = await self._store.read(inbox.known_in, info.id, KNOWN_HELD)
-        known: Set[str] = held if held is not None else frozenset()
+        # Read whole, the ids cone has read in the conversation, read along its index
+        # at once: a lookup of each of libxmtp's ids costs ten times more in a big
+        # store, one random page of cone.db each. An id read since is still looked up
+        # at commit, as is each id of a read from the mark (most find nothing).
+        known: Set[str] = frozenset()
+        if since_ns == 0:
+            held = await self._store.read(inbox.known_in, info.id, KNOWN_HELD)
+            known = held if held is not None else frozenset()
+        # Whatever libxmtp stores from here on is stamped no earlier than this, less
+        # the read margin (the read path's own rule, cone/core/committing.py).
+        started = time.time_ns()
         healed = read = 0
-        async for raws in self._engine.message_pages(info.id, 0):
+        async for raws in self._engine.message_pages(info.id, since_ns):
             read += len(raws)
             due = [r for r in raws if r.inserted_at_ns <= floor]
             news = [r for r in raws if r.inserted_at_ns > floor]
@@ -189,6 +227,10 @@ class Reconciler:
             healed += len(found)
             if found or fresh:
                 self._on_new()
+        whole_ns = started if since_ns == 0 or mark is None else mark.whole_ns
+        self._store.write_soon(
+            reconciled.record, {info.id: Mark(started - READ_MARGIN_NS, whole_ns)}
+        )
         return healed, read
 
     async def _reconcile_recent(
@@ -250,5 +292,7 @@ __all__ = [
     "RECONCILE_AGAIN_S",
     "RECONCILE_AT_ONCE",
     "RECONCILE_WINDOW_NS",
+    "WHOLE_AGAIN_NS",
     "Reconciler",
+    "read_from",
 ]

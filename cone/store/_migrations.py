@@ -199,6 +199,15 @@ MIGRATIONS: Final[list[str]] = [
         active          INTEGER
     ) WITHOUT ROWID;
     """,
+    # How far the start's full reconciliation compared each conversation
+    # (cone/store/reconciled.py).
+    """
+    CREATE TABLE reconciled (
+        conversation_id TEXT PRIMARY KEY,
+        through_ns      INTEGER NOT NULL,
+        whole_ns        INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from cone.config import Paths
+from cone.core.reconciliation import WHOLE_AGAIN_NS
 from cone.store import Connection, IncomingMessage, Store, inbox, load_db_key
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
@@ -85,9 +87,18 @@ async def test_a_message_early_in_a_minute_after_one_late_in_the_last_arrives(
     assert status.ingest_healed == 0  # taken by the normal paths, not healed later
 
 
-def _forget(home: Path, texts: set[str], cursor_ns: int, *, stored_long_ago: bool = False) -> int:
+def _forget(
+    home: Path,
+    texts: set[str],
+    cursor_ns: int,
+    *,
+    stored_long_ago: bool = False,
+    keep_marks: bool = False,
+) -> int:
     """Leave the store as the first release could: messages libxmtp holds that never
-    entered the inbox, behind a cursor built on libxmtp's stamps. `stored_long_ago`
+    entered the inbox, behind a cursor built on libxmtp's stamps, and (unless
+    `keep_marks`) no marks of the start's reconciliation (cone/store/reconciled.py).
+    `stored_long_ago`
     (daemon stopped) moves libxmtp's insert stamps of those messages an hour back, as
     for messages skipped long before this start: above that, the start's own read
     (from 10 s before it) takes them in without reconciliation."""
@@ -103,6 +114,8 @@ def _forget(home: Path, texts: set[str], cursor_ns: int, *, stored_long_ago: boo
                 conn.execute("DELETE FROM receipts WHERE seq = ?", (seq,))
                 conn.execute("DELETE FROM messages WHERE seq = ?", (seq,))
             conn.execute("UPDATE conversations SET ingested_ns = ?", (cursor_ns,))
+            if not keep_marks:
+                conn.execute("DELETE FROM reconciled")
             return [mid for _, mid in gone]
 
         ids: list[str] = store.write_now(forget)
@@ -222,7 +235,9 @@ async def test_receive_and_send_are_answered_before_a_slow_full_reconciliation_h
         return daemon.stderr().count("full reconciliation done") == 2
 
     await until(done)
-    assert "1 conversations, 7 messages compared, 1 healed" in daemon.stderr()
+    assert "1 conversations, 7 messages compared, 1 healed (1 conversations read whole)" in (
+        daemon.stderr()
+    )
 
 
 async def test_the_full_reconciliation_pages_a_long_history_each_message_once(
@@ -260,6 +275,8 @@ async def test_the_full_reconciliation_pages_a_long_history_each_message_once(
     missing = {5, 700, 1199}
     store = open_store(daemon.home)
     try:
+        # Stored an hour before the last pass: only a whole read reaches them.
+        store.write_now(lambda conn: conn.execute("DELETE FROM reconciled"))
         store.write_now(
             inbox.insert_messages,
             [
@@ -292,3 +309,87 @@ async def test_the_full_reconciliation_pages_a_long_history_each_message_once(
         await daemon.client.ack([m.message_id for m in batch.messages])
     assert sorted(m.text for m in got[-3:]) == ["old 1199", "old 5", "old 700"]
     assert len({m.message_id for m in got}) == len(got) == 1201
+
+
+def _stamped_long_ago(home: Path) -> int:
+    """Move every insert stamp in libxmtp's database an hour back (daemon stopped), so
+    that what it stored so far lies below any mark a start's pass keeps from now on,
+    whatever the second within the minute (libxmtp's stamps run up to ~59 s ahead);
+    returns how many messages it holds."""
+    xmtp = open_xmtp_db(home)
+    try:
+        xmtp.execute(
+            "UPDATE group_messages SET inserted_at_ns = inserted_at_ns - ?", (3600 * 10**9,)
+        )
+        return int(xmtp.execute("SELECT count(*) FROM group_messages").fetchone()[0])
+    finally:
+        xmtp.close()
+
+
+def _pass_done(daemon: DaemonProcess, n: int) -> Callable[[], Awaitable[str | None]]:
+    """The `n`th log line of a finished full reconciliation, once there is one."""
+
+    async def done() -> str | None:
+        lines = [ln for ln in daemon.stderr().splitlines() if "full reconciliation done" in ln]
+        return lines[n - 1] if len(lines) >= n else None
+
+    return done
+
+
+async def test_a_start_s_pass_reads_from_where_the_last_one_found_cone_complete(
+    daemon: DaemonProcess, alice: Peer
+) -> None:
+    """The start's pass compares a conversation whole once, then at each later start
+    only what libxmtp stored since the last pass began (less the read margin); a gap
+    below that mark is the catch-up's count check's to find, and once the last whole
+    read is `WHOLE_AGAIN_NS` old the pass reads the whole conversation again."""
+    dm = await _accepted_dm(daemon, alice)
+    for i in range(4):
+        await alice.send(dm, f"old {i}")
+    await receive_n(daemon.client, 4)
+    await daemon.stop()
+    stored = _stamped_long_ago(daemon.home)
+
+    await daemon.restart()  # the DM has no mark yet: read whole
+    line = await until(_pass_done(daemon, 2))
+    assert (
+        f"1 conversations, {stored} messages compared, 0 healed (1 conversations read whole)"
+        in line
+    )
+    await daemon.stop()
+    await alice.send(dm, "while stopped 1")
+    await alice.send(dm, "while stopped 2")
+    # A gap below the mark: a message cone had read, gone from its inbox.
+    assert _forget(daemon.home, {"old 1"}, time.time_ns(), keep_marks=True) == 1
+
+    await daemon.restart()  # from the mark: only what this start's sync stored
+    line = await until(_pass_done(daemon, 3))
+    assert "1 conversations, 2 messages compared, 0 healed (0 conversations read whole)" in line
+
+    async def healed() -> int | None:
+        status = await daemon.client.call("Status", pb.StatusRequest())
+        return status.ingest_healed or None
+
+    # libxmtp counts more messages than cone has read: the catch-up compares it whole.
+    assert await until(healed) == 1
+    got = await receive_n(daemon.client, 6)
+    assert [m.text for m in got] == ["old 0", "old 2", "old 3", "while stopped 1",
+                                     "while stopped 2", "old 1"]  # fmt: skip
+    await daemon.stop()
+
+    # A week on (the marks made older rather than the clock later): read whole again.
+    store = open_store(daemon.home)
+    try:
+        store.write_now(
+            lambda conn: conn.execute(
+                "UPDATE reconciled SET whole_ns = whole_ns - ?", (WHOLE_AGAIN_NS + 10**9,)
+            )
+        )
+    finally:
+        store.close()
+    await daemon.restart()
+    line = await until(_pass_done(daemon, 4))
+    assert (
+        f"1 conversations, {stored + 2} messages compared, 0 healed (1 conversations read whole)"
+        in line
+    )

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import AsyncIterator
 
 import pytest
 
 from cone.core import reconciliation
+from cone.core.committing import READ_MARGIN_NS
 from cone.core.service import Core
 from cone.engine.port import ListedConversation, RawMessage
 from cone.errors import Unavailable
-from cone.store import inbox
+from cone.store import inbox, reconciled
 from support.fake_engine import FakeEngine
 
 
@@ -144,8 +146,9 @@ async def test_a_group_update_has_its_setting_read_when_taken_in_not_when_read_a
     core: Core, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A group update may change the disappearing setting: taking one in reads the
-    conversation's setting. The start's full reconciliation reads every message
-    again; one it had read before reads no setting (the periodic refresh is the net)."""
+    conversation's setting. The start's full reconciliation reads the messages again
+    (every one the first time); one it had read before reads no setting (the periodic
+    refresh is the net)."""
     _, alice = engine.peer("alice")
     cid = engine.dm(alice)
     engine.incoming(cid, alice, "hello")
@@ -161,7 +164,7 @@ async def test_a_group_update_has_its_setting_read_when_taken_in_not_when_read_a
     assert asked == [[cid]]
     await core.ingestor.reconcile_all()
     assert asked == [[cid]]
-    engine.group_update(cid, alice, inserted_at_ns=1)  # one ingest missed: the pass takes it
+    engine.group_update(cid, alice)  # one ingest missed: the pass takes it
     await core.ingestor.reconcile_all()
     assert asked == [[cid], [cid]]
 
@@ -197,19 +200,38 @@ async def test_the_full_reconciliation_reads_a_failed_conversation_again(
 async def test_a_conversation_that_keeps_failing_is_left_to_the_next_start(
     core: Core, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """...and keeps no mark: the next start's pass reads it whole, while a conversation
+    whose pass succeeded is read from its mark (cone/store/reconciled.py)."""
     monkeypatch.setattr(reconciliation, "RECONCILE_AGAIN_S", (0.0,))
     _, alice = engine.peer("alice")
-    broken = engine.dm(alice)
+    _, bob = engine.peer("bob")
+    broken, steady = engine.dm(alice), engine.dm(bob)
     engine.incoming(broken, alice, "one")
+    engine.incoming(steady, bob, "two")
     tries = 0
+    pages = engine.message_pages
+    read_from: dict[str, int] = {}
+    failing_now = True
 
-    async def always(cid: str, after: int) -> AsyncIterator[list[RawMessage]]:
+    async def failing(cid: str, after: int) -> AsyncIterator[list[RawMessage]]:
         nonlocal tries
-        tries += 1
-        raise Unavailable("reading messages failed: no answer within 30 s")
-        yield []  # an async generator, as the engine's
+        read_from[cid] = after
+        if cid == broken and failing_now:
+            tries += 1
+            raise Unavailable("reading messages failed: no answer within 30 s")
+        async for page in pages(cid, after):
+            yield page
 
-    monkeypatch.setattr(engine, "message_pages", always)
+    monkeypatch.setattr(engine, "message_pages", failing)
+    began = time.time_ns()
     await core.ingestor.reconcile_all()
     assert tries == 2
     assert await core.store.read(inbox.known_count, broken) == 0
+    marks = await core.store.read(reconciled.marks)
+    assert list(marks) == [steady]
+    assert began - READ_MARGIN_NS <= marks[steady].through_ns <= time.time_ns() - READ_MARGIN_NS
+    assert began <= marks[steady].whole_ns == marks[steady].through_ns + READ_MARGIN_NS
+
+    failing_now = False
+    await core.ingestor.reconcile_all()
+    assert read_from == {broken: 0, steady: marks[steady].through_ns}
