@@ -216,6 +216,8 @@ class Reconciler:
         started = time.time_ns()
         healed = read = 0
         async for raws in self._engine.message_pages(info.id, since_ns):
+            if not raws:  # the usual read from a mark: nothing stored since
+                continue
             read += len(raws)
             due = [r for r in raws if r.inserted_at_ns <= floor]
             news = [r for r in raws if r.inserted_at_ns > floor]
