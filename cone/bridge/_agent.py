@@ -157,7 +157,8 @@ class _DirectChild:
 
     async def reap(self) -> None:
         with contextlib.suppress(TimeoutError):  # the pidfd reader reaps it
-            await asyncio.wait_for(asyncio.shield(self.gone), STOP_GRACE_S)
+            async with asyncio.timeout(STOP_GRACE_S):
+                await asyncio.shield(self.gone)
         self._close()
 
 
@@ -179,7 +180,8 @@ class _ThreadChild:
         # A process that left the group (its own setsid) may hold stdout open; its
         # waiting thread is then left to it.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self.finished), STOP_GRACE_S)
+            async with asyncio.timeout(STOP_GRACE_S):
+                await asyncio.shield(self.finished)
 
 
 _DIRECT = all(hasattr(os, name) for name in ("posix_spawnp", "pidfd_open", "memfd_create"))

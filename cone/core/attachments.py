@@ -295,7 +295,8 @@ class Fetcher:
                 continue
             wait = None if next_ns is None else max(0.0, (next_ns - time.time_ns()) / 1e9)
             try:
-                await asyncio.wait_for(self._wake.wait(), wait)
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
             except TimeoutError:
                 pass
 

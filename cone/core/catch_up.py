@@ -90,7 +90,8 @@ class CatchUp:
         wait = self._interval_s
         while True:
             try:
-                await asyncio.wait_for(self._now.wait(), wait)
+                async with asyncio.timeout(wait):
+                    await self._now.wait()
             except TimeoutError:
                 await self._after_burst()
             self._now.clear()

@@ -112,7 +112,8 @@ class FollowUps:
                 dues = [queue[0][0] for queue in (self._first, self._later) if queue]
                 wait = max(0.0, min(dues) - time.monotonic()) if dues else None
                 try:
-                    await asyncio.wait_for(self._wake.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await self._wake.wait()
                 except TimeoutError:
                     pass
                 continue

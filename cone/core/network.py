@@ -117,7 +117,8 @@ class NetworkWatch:
             # "exception was never retrieved" for it.
             self._asking.add_done_callback(_seen)
         try:
-            answer = await asyncio.wait_for(asyncio.shield(self._asking), timeout)
+            async with asyncio.timeout(timeout):
+                answer = await asyncio.shield(self._asking)
         except TimeoutError:
             answer = NodeAnswer(NodeView.NO_ANSWER, f"the node did not answer within {timeout:g} s")
         self._record(answer)

@@ -364,7 +364,8 @@ class Outbox:
         ]
         timeout = min(later) / 1e9 - time.time() if later else None
         try:
-            await asyncio.wait_for(self._wake.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
         except TimeoutError:
             pass
 

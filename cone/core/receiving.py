@@ -57,7 +57,8 @@ class Receiving:
                 if arrival.is_set():
                     continue  # news came while the store was read: look again
                 try:
-                    batch = await asyncio.wait_for(waiter.batch, remaining)
+                    async with asyncio.timeout(remaining):
+                        batch = await waiter.batch
                 except TimeoutError:
                     break
             if batch is not None:  # taken in the commit that brought the news
@@ -106,7 +107,8 @@ class Receiving:
             if messages or remaining <= 0:
                 return [message_of(m) for m in messages], more, head
             try:
-                await asyncio.wait_for(arrival.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await arrival.wait()
             except TimeoutError:
                 return [], False, head
 

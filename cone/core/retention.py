@@ -97,7 +97,7 @@ class Retention:
         if deletions or conversation_id in self._waiting:
             await self._apply(conversation_id, deletions)
         # A group update may change the setting: read it when one is taken in. One
-        # read before (the start's full reconciliation reads every message again)
+        # read before (the start's full reconciliation reads messages again)
         # had its setting read then; the periodic refresh is the net for a crash
         # between the two.
         if any(not raw.application for raw in unread):
@@ -187,6 +187,7 @@ class Retention:
                 due = None
             wait = MAX_SLEEP_S if due is None else max(0.0, (due - time.time_ns()) / 1e9)
             try:
-                await asyncio.wait_for(self._wake.wait(), min(wait, MAX_SLEEP_S))
+                async with asyncio.timeout(min(wait, MAX_SLEEP_S)):
+                    await self._wake.wait()
             except TimeoutError:
                 pass

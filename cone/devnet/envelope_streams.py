@@ -133,7 +133,8 @@ class EnvelopeStreams:
                 await caught_up()
             while True:
                 try:
-                    row = await asyncio.wait_for(sub.next(), KEEPALIVE_S)
+                    async with asyncio.timeout(KEEPALIVE_S):
+                        row = await sub.next()
                 except TimeoutError:
                     await keepalive()
                     continue

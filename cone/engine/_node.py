@@ -123,7 +123,8 @@ class NodeProbe:
         self._where = "the node"
         try:
             if self._gateway_url:
-                return await asyncio.wait_for(self._ask_d14n(self._gateway_url, timeout), timeout)
+                async with asyncio.timeout(timeout):
+                    return await self._ask_d14n(self._gateway_url, timeout)
             return await self._ask_v3(timeout)
         except _Unanswered as unanswered:
             return NodeAnswer(NodeView.NO_ANSWER, unanswered.detail)

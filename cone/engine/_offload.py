@@ -78,6 +78,11 @@ async def _complete(call: Callable[[], Any]) -> Any:
     return result
 
 
+async def _within(call: Callable[[], Any], seconds: float) -> Any:
+    async with asyncio.timeout(seconds):
+        return await _complete(call)
+
+
 class _Lane:
     """One thread whose event loop (uvloop's) runs many asynchronous calls at once."""
 
@@ -244,7 +249,8 @@ class Offload:
         job = _Job(call, seconds, concurrent.futures.Future())
         self._submit(job)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(job.future), seconds + GRACE_S)
+            async with asyncio.timeout(seconds + GRACE_S):
+                return await asyncio.wrap_future(job.future)
         except TimeoutError:
             raise Unavailable(f"{doing} did not finish in {seconds:.0f} s") from None
 
@@ -274,7 +280,7 @@ class Offload:
             if not job.future.set_running_or_notify_cancel():
                 continue
             try:
-                result = loop.run_until_complete(asyncio.wait_for(_complete(job.call), job.seconds))
+                result = loop.run_until_complete(_within(job.call, job.seconds))
             except BaseException as exc:  # the thread's boundary: the caller gets the error
                 job.future.set_exception(exc)
             else:

@@ -142,7 +142,8 @@ class SupervisedStream:
         failed (a failed one keeps retrying: the network may be down at start)."""
         self._task = asyncio.create_task(self._run(), name=f"stream-{self.name}")
         try:
-            await asyncio.wait_for(self._settled.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._settled.wait()
         except TimeoutError:
             log.warning("stream %s not ready after %.0f s; it keeps retrying", self.name, timeout)
 
@@ -230,7 +231,8 @@ class SupervisedStream:
             )
             self._retry_now.clear()
             try:
-                await asyncio.wait_for(self._retry_now.wait(), delay * (0.5 + random.random()))
+                async with asyncio.timeout(delay * (0.5 + random.random())):
+                    await self._retry_now.wait()
                 delay = BACKOFF_START_S
             except TimeoutError:
                 delay = min(delay * 2, BACKOFF_MAX_S)
