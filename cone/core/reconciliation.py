@@ -40,6 +40,9 @@ RECONCILE_AT_ONCE = 2
 # whole of it again: a gap below the mark that the catch-up's count check cannot see
 # (libxmtp deleted as many expired messages) waits at most this long.
 WHOLE_AGAIN_NS = 7 * 24 * 3600 * 1_000_000_000
+# Marks the pass keeps in one write: a write per conversation was a commit (and an
+# fsync) every few milliseconds; a crash loses at most these, read again next time.
+MARKS_AT_ONCE = 500
 _HEALED_KEY = "ingest_healed"
 
 
@@ -81,6 +84,8 @@ class Reconciler:
         self._on_new = on_new
         # How many messages reconciliation has healed (kept in the store's meta).
         self.healed = 0
+        # Marks of conversations the full pass has finished, not yet given to the store.
+        self._marks: dict[str, Mark] = {}
         # The conversations each catch-up's window check reads (all, or a turn of them).
         self._window_turns: WindowTurns[ListedConversation] = WindowTurns(lambda c: c.id)
 
@@ -175,6 +180,7 @@ class Reconciler:
             await at_once.each(pending, one, RECONCILE_AT_ONCE)
             pending = failed.copy()
             failed.clear()
+        self._keep_marks()
         if pending:
             log.warning(
                 "%d conversation(s) could not be reconciled (%s); the next start tries again",
@@ -230,10 +236,15 @@ class Reconciler:
             if found or fresh:
                 self._on_new()
         whole_ns = started if since_ns == 0 or mark is None else mark.whole_ns
-        self._store.write_soon(
-            reconciled.record, {info.id: Mark(started - READ_MARGIN_NS, whole_ns)}
-        )
+        self._marks[info.id] = Mark(started - READ_MARGIN_NS, whole_ns)
+        if len(self._marks) >= MARKS_AT_ONCE:
+            self._keep_marks()
         return healed, read
+
+    def _keep_marks(self) -> None:
+        if self._marks:
+            self._store.write_soon(reconciled.record, self._marks)
+            self._marks = {}
 
     async def _reconcile_recent(
         self, info: ListedConversation, quiet: dict[str, int], current: bool = True
@@ -291,6 +302,7 @@ class Reconciler:
 
 __all__ = [
     "KNOWN_HELD",
+    "MARKS_AT_ONCE",
     "RECONCILE_AGAIN_S",
     "RECONCILE_AT_ONCE",
     "RECONCILE_WINDOW_NS",
