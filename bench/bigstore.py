@@ -230,12 +230,7 @@ async def run_size(
     out: dict[str, float] = {"index_s": await asyncio.to_thread(_made_index, copy.home)}
     async with Devnet(port=0, db=copy.devnet_db) as url:
         d = _VerboseDaemon(copy.home, url, _bigstore.PRODUCTION_PACE)
-        t0 = time.perf_counter()
-        await d.start()
-        await d.client.receive(limit=1, wait_ms=0)
-        out["start_s"] = time.perf_counter() - t0
-        assert d.proc is not None
-        pid = d.proc.pid
+        t0, pid = await _answering(d, out, "start_s")
         print(f"  memory after start: {_memory(pid)}", flush=True)
         sampler = _MemorySampler(pid)
         try:
@@ -283,6 +278,17 @@ async def run_size(
     return out
 
 
+async def _answering(d: DaemonProcess, out: dict[str, float], key: str) -> tuple[float, int]:
+    """Start the daemon; the time until it answers a first `receive` into `out[key]`.
+    Returns when the start began (perf_counter) and the process's pid."""
+    t0 = time.perf_counter()
+    await d.start()
+    await d.client.receive(limit=1, wait_ms=0)
+    out[key] = time.perf_counter() - t0
+    assert d.proc is not None
+    return t0, d.proc.pid
+
+
 def _count(pattern: re.Pattern[str], d: DaemonProcess) -> int:
     return len(pattern.findall(d.stderr()))
 
@@ -293,12 +299,7 @@ async def _restart(d: DaemonProcess, out: dict[str, float]) -> None:
     _phase("restart")
     starts, passes = _count(_STARTED, d), _count(_DONE, d)
     await d.stop()
-    t0 = time.perf_counter()
-    await d.start()
-    await d.client.receive(limit=1, wait_ms=0)
-    out["restart_s"] = time.perf_counter() - t0
-    assert d.proc is not None
-    pid = d.proc.pid
+    t0, pid = await _answering(d, out, "restart_s")
     await until(lambda: asyncio.to_thread(lambda: _count(_STARTED, d) > starts), timeout=3600)
     out["restart_synced_s"] = time.perf_counter() - t0
     await until(lambda: asyncio.to_thread(lambda: _count(_DONE, d) > passes), timeout=3600)

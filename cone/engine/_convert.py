@@ -91,35 +91,28 @@ def is_dm(conv: Any) -> bool:
     return bool(conv.conversation_type() == ffi.FfiConversationType.DM)
 
 
+def _listing(**chosen: Any) -> Any:
+    """libxmtp's listing options: nothing filtered, ordered or bounded but `chosen`."""
+    fields: dict[str, Any] = dict.fromkeys(
+        (
+            "sent_before_ns", "sent_after_ns", "limit", "delivery_status", "direction",
+            "content_types", "exclude_content_types", "exclude_sender_inbox_ids", "sort_by",
+            "inserted_after_ns", "inserted_before_ns",
+        )
+    )  # fmt: skip
+    return ffi.FfiListMessagesOptions(**{**fields, **chosen})
+
+
 def group_updates() -> Any:
     """Listing options for a conversation's group updates alone."""
-    return ffi.FfiListMessagesOptions(
-        sent_before_ns=None,
-        sent_after_ns=None,
-        limit=None,
-        delivery_status=None,
-        direction=None,
-        content_types=[ffi.FfiContentType.GROUP_UPDATED],
-        exclude_content_types=None,
-        exclude_sender_inbox_ids=None,
-        sort_by=None,
-        inserted_after_ns=None,
-        inserted_before_ns=None,
-    )
+    return _listing(content_types=[ffi.FfiContentType.GROUP_UPDATED])
 
 
 def messages_after(*, limit: int | None, inserted_after_ns: int | None) -> Any:
     """Listing options for messages in insertion-stamp order."""
-    return ffi.FfiListMessagesOptions(
-        sent_before_ns=None,
-        sent_after_ns=None,
+    return _listing(
         limit=limit,
-        delivery_status=None,
         direction=ffi.FfiDirection.ASCENDING,
-        content_types=None,
-        exclude_content_types=None,
-        exclude_sender_inbox_ids=None,
         sort_by=ffi.FfiSortBy.INSERTED_AT,
         inserted_after_ns=inserted_after_ns,
-        inserted_before_ns=None,
     )
