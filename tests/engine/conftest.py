@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from cone.engine import _client
 from cone.engine._offload import Offload
+from cone.engine.engine import Engine
 
 
 @pytest.fixture
@@ -15,3 +19,24 @@ def offload() -> Iterator[Offload]:
     made = Offload()
     yield made
     made.close()
+
+
+@pytest.fixture
+def api() -> str:
+    """The XMTP API libxmtp speaks to the devnet (a module may parametrize it)."""
+    return "v3"
+
+
+@pytest.fixture
+async def engine(devnet: str, api: str, tmp_path: Path) -> AsyncIterator[Engine]:
+    """An engine with a new identity on the devnet, closed after the test."""
+    made = await Engine.open(
+        api_url=devnet,
+        db_path=str(tmp_path / "cone.db3"),
+        db_key=os.urandom(32),
+        wallet_key=_client.generate_wallet_key(),
+        new=True,
+        gateway_url=devnet if api == "d14n" else None,
+    )
+    yield made
+    await made.close()

@@ -8,9 +8,7 @@ resubscription that a big store pays is forced with the node's latency.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +38,6 @@ def api(request: pytest.FixtureRequest) -> str:
     """The XMTP API libxmtp speaks to the devnet, the engine and its peers alike."""
     name: str = request.param
     return name
-
-
-@pytest.fixture
-async def engine(devnet: str, api: str, tmp_path: Path) -> AsyncIterator[Engine]:
-    """An engine with a new identity on the devnet, closed after the test."""
-    made = await Engine.open(
-        api_url=devnet,
-        db_path=str(tmp_path / "cone.db3"),
-        db_key=os.urandom(32),
-        wallet_key=_client.generate_wallet_key(),
-        new=True,
-        gateway_url=devnet if api == "d14n" else None,
-    )
-    yield made
-    await made.close()
 
 
 class Heard:

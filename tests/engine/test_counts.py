@@ -4,41 +4,27 @@ counted, a DM's group updates included."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-from cone.engine import _client
 from cone.engine.engine import Engine
 from support.peers import Peer, plain_group_options
 
 
 async def test_a_conversation_s_count_is_what_its_listing_returns(
-    devnet: str, alice: Peer, tmp_path: Path
+    engine: Engine, alice: Peer
 ) -> None:
-    engine = await Engine.open(
-        api_url=devnet,
-        db_path=str(tmp_path / "cone.db3"),
-        db_key=os.urandom(32),
-        wallet_key=_client.generate_wallet_key(),
-        new=True,
+    dm = await engine.find_or_create_dm(alice.inbox_id)
+    await alice.sync()
+    await alice.send(alice.conversation(bytes.fromhex(dm.id)), "in the DM")
+    group = await alice.client.conversations().create_group(
+        [engine.inbox_id], plain_group_options()
     )
-    try:
-        dm = await engine.find_or_create_dm(alice.inbox_id)
-        await alice.sync()
-        await alice.send(alice.conversation(bytes.fromhex(dm.id)), "in the DM")
-        group = await alice.client.conversations().create_group(
-            [engine.inbox_id], plain_group_options()
-        )
-        await alice.send(group, "in the group")
-        await engine.sync_all()
-        gid = bytes(group.id()).hex()
+    await alice.send(group, "in the group")
+    await engine.sync_all()
+    gid = bytes(group.id()).hex()
 
-        listed = await engine.messages_since(dm.id, 0)
-        # libxmtp 1.10 leaves a DM's group updates out of its own count.
-        assert any(not m.application for m in listed)
-        assert await engine.message_count(dm.id) == len(listed)
-        listed = await engine.messages_since(gid, 0)
-        assert any(not m.application for m in listed)
-        assert await engine.message_count(gid) == len(listed)
-    finally:
-        await engine.close()
+    listed = await engine.messages_since(dm.id, 0)
+    # libxmtp 1.10 leaves a DM's group updates out of its own count.
+    assert any(not m.application for m in listed)
+    assert await engine.message_count(dm.id) == len(listed)
+    listed = await engine.messages_since(gid, 0)
+    assert any(not m.application for m in listed)
+    assert await engine.message_count(gid) == len(listed)
