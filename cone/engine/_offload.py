@@ -78,11 +78,6 @@ async def _complete(call: Callable[[], Any]) -> Any:
     return result
 
 
-async def _within(call: Callable[[], Any], seconds: float) -> Any:
-    async with asyncio.timeout(seconds):
-        return await _complete(call)
-
-
 class _Lane:
     """One thread whose event loop (uvloop's) runs many asynchronous calls at once."""
 
@@ -280,7 +275,7 @@ class Offload:
             if not job.future.set_running_or_notify_cancel():
                 continue
             try:
-                result = loop.run_until_complete(_within(job.call, job.seconds))
+                result = loop.run_until_complete(_bounded(job.call, job.seconds))
             except BaseException as exc:  # the thread's boundary: the caller gets the error
                 job.future.set_exception(exc)
             else:
