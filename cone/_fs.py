@@ -44,15 +44,31 @@ def open_nofollow(path: Path, flags: int, mode: int = 0o600) -> int:
 
 
 def make_private(path: Path) -> None:
-    """Make a regular file 0600; links and other kinds of file are left alone."""
+    """Make a regular file 0600; links and other kinds of file are left alone.
+
+    The file is never opened for reading or writing: closing any descriptor of a file
+    drops every POSIX lock this process holds on it, SQLite's locks on the databases
+    open in it among them (cone's store, libxmtp's database). Another process opening
+    such a database would then find it unused, reset its shared memory and, closing
+    it, delete its write-ahead log while this process still wrote to it."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        before = os.lstat(path)
     except OSError:
-        return  # a link (ELOOP), a socket (ENXIO), or gone: nothing to fix here
+        return  # gone: nothing to fix here
+    if not stat.S_ISREG(before.st_mode) or not before.st_mode & 0o077:
+        return
+    if not hasattr(os, "O_PATH"):  # no O_PATH (not Linux): a link's own mode, if at all
+        os.chmod(path, 0o600, follow_symlinks=False)
+        return
     try:
-        st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-            os.fchmod(fd, 0o600)
+        # O_PATH: a descriptor that holds no lock and drops none when closed; with
+        # O_NOFOLLOW, a link put there meanwhile is opened as the link itself.
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.chmod(f"/proc/self/fd/{fd}", 0o600)
     finally:
         os.close(fd)
 
