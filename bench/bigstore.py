@@ -103,6 +103,8 @@ _STARTED = re.compile(
     r"core started in ([\d.]+) s: read ([\d.]+) s, streams ([\d.]+) s, first sync ([\d.]+) s"
 )
 _WHOLE = re.compile(r"healed \((\d+) conversations read whole\)")
+_START_READ = re.compile(r"the start's read (\d+) of \d+\)")
+_SKIPPED = re.compile(r"(\d+) with nothing stored since\)")
 _LISTED = re.compile(r"listed \d+ conversations in ([\d.]+) s")
 _DONE = re.compile(
     r"full reconciliation done in ([\d.]+) s: (\d+) conversations, (\d+) messages compared, (\d+) healed"
@@ -308,6 +310,12 @@ async def _restart(d: DaemonProcess, out: dict[str, float]) -> None:
     out["restart_reconcile_s"] = float(took)
     out["restart_compared"] = int(compared)
     out["restart_whole"] = int(_WHOLE.findall(d.stderr())[-1])
+    out["restart_read_s"] = float(_STARTED.findall(d.stderr())[-1][1])
+    # Only the tree that reads libxmtp's newest stamps says these.
+    if read := _START_READ.findall(d.stderr()):
+        out["restart_start_read"] = int(read[-1])
+    if skipped := _SKIPPED.findall(d.stderr()):
+        out["restart_skipped"] = int(skipped[-1])
 
 
 async def _after_start(
@@ -618,9 +626,20 @@ def _report(n_conversations: int, results: dict[int, dict[str, float]]) -> None:
         ("most resident in them at once (sampled, MiB)", "most_db_map_mib", "{:.0f}"),
         ("restart: to first receive (s)", "restart_s", "{:.2f}"),
         ("restart: to first sync done (s)", "restart_synced_s", "{:.1f}"),
+        ("restart: of it the core's read (s)", "restart_read_s", "{:.1f}"),
+        (
+            "restart: of that read, conversations read (something stored since)",
+            "restart_start_read",
+            "{:,.0f}",
+        ),
         ("restart: full reconciliation from the marks (s)", "restart_reconcile_s", "{:.1f}"),
         ("restart: of it messages compared", "restart_compared", "{:,.0f}"),
         ("restart: of it conversations read whole", "restart_whole", "{:,.0f}"),
+        (
+            "restart: of it conversations with nothing stored since their mark",
+            "restart_skipped",
+            "{:,.0f}",
+        ),
         ("restart: the daemon's CPU until that pass is done (s)", "restart_cpu_s", "{:.1f}"),
     ]
     if all("intake_s" in results[s] for s in sizes):

@@ -13,7 +13,9 @@ protocol-only or a repeated send key):
 - **Read**: after a sync, a restart or a new conversation, the conversation's
   messages are read from the wall-clock time cone last started a complete read (less
   `READ_MARGIN_NS`). That only needs libxmtp's stamp to be no earlier than the clock
-  at insert, which its bug keeps (it only adds).
+  at insert, which its bug keeps (it only adds). At a start, a conversation whose
+  newest stamp in libxmtp's database is at or below that point is not read at all
+  (cone/engine/_stamps.py: one read for every conversation).
 - **Reconciled**: after start, in the background, every message of every
   conversation a page at a time, and at each catch-up a recent window plus a
   timestamp-free count check, is compared with what cone has read. A message the
@@ -45,6 +47,7 @@ from cone.engine.port import (
     ConversationInfo,
     EnginePort,
     ListedConversation,
+    NewestStamps,
     RawMessage,
     XmtpConsent,
 )
@@ -207,10 +210,16 @@ class Ingestor:
             yield
 
     async def ingest_all(
-        self, listing: list[ListedConversation] | None = None, *, changed_only: bool = False
+        self,
+        listing: list[ListedConversation] | None = None,
+        *,
+        changed_only: bool = False,
+        newest: NewestStamps | None = None,
     ) -> int:
         """Read every conversation libxmtp knows (`listing`: libxmtp's listing, when
-        the caller has just taken it); returns how many messages were new.
+        the caller has just taken it); returns how many messages were new. With
+        `newest` (read after the listing), a conversation cone records whose newest
+        stamp is at or below its read point is not read: the read would find nothing.
 
         With `changed_only` (after a sync), a conversation is skipped when the newest
         message libxmtp's listing shows for it is the one the listing showed before
@@ -229,8 +238,9 @@ class Ingestor:
                 for cid, info in listed.items()
                 if self._read_at.get(cid, None) != info.last_message_id
             }
-        self.last_read = (len(wanted), len(listed))
-        return await self.ingest(wanted, listed)
+        total, read = await self._ingest(wanted, listed, newest)
+        self.last_read = (read, len(listed))
+        return total
 
     async def ingest(
         self,
@@ -244,12 +254,30 @@ class Ingestor:
         write for all of them at the end, not one synced write each (at 10,000
         conversations that was most of a start). Until that write the old, earlier
         point stands, which only means reading a little more next time."""
-        total = 0
+        total, _ = await self._ingest(conversation_ids, listed, None)
+        return total
+
+    async def _ingest(
+        self,
+        conversation_ids: Iterable[str],
+        listed: Mapping[str, ListedConversation] | None,
+        newest: NewestStamps | None,
+    ) -> tuple[int, int]:
+        """`ingest`, skipping what `newest` shows unchanged; (new messages, reads)."""
+        total = reads = 0
         quiet: dict[str, int] = {}
         read_at: dict[str, str] = {}
         async with self._lock:
+            points = await self._store.read(conversations.ingested_points) if newest else {}
             for cid in sorted(conversation_ids):
-                total += await self._ingest_conversation(cid, [], read=True, quiet=quiet)
+                point = points.get(cid)
+                if newest is not None and point is not None and newest.nothing_after(cid, point):
+                    # Stored nothing past the point when the stamps were read: as a
+                    # read begun then that found nothing.
+                    quiet[cid] = newest.taken_ns - READ_MARGIN_NS
+                else:
+                    reads += 1
+                    total += await self._ingest_conversation(cid, [], read=True, quiet=quiet)
                 info = listed.get(cid) if listed is not None else None
                 if info is not None:
                     read_at[cid] = info.last_message_id
@@ -260,7 +288,7 @@ class Ingestor:
             self._read_at.update(read_at)
         if total:
             self._on_new()
-        return total
+        return total, reads
 
     async def recorded(self, conversation_id: str) -> Conversation | None:
         """cone's record of a conversation, made first when there is none from

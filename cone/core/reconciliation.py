@@ -2,7 +2,8 @@
 
 Part of ingest (cone/core/ingest.py): after start, in the background, each
 conversation's messages a page at a time (`reconcile_all`: from where the last start's
-pass found cone complete, or every message, cone/store/reconciled.py), and at each
+pass found cone complete, or every message, cone/store/reconciled.py; not at all when
+libxmtp stored nothing in it since, by its newest stamp), and at each
 catch-up a recent window plus a timestamp-free count check (`reconcile`). A message
 the stream and the reads should have taken and did not is ingested then, counted as
 healed, and logged as a warning: a healed gap is a bug, never silent.
@@ -19,7 +20,7 @@ from cone import _failpoints
 from cone.core import at_once
 from cone.core.committing import READ_MARGIN_NS, Committer
 from cone.core.window_turns import WindowTurns
-from cone.engine.port import EnginePort, ListedConversation
+from cone.engine.port import EnginePort, ListedConversation, NewestStamps
 from cone.store import Conversation, Store, conversations, inbox, meta, reconciled
 from cone.store.reconciled import Mark
 
@@ -145,11 +146,21 @@ class Reconciler:
         now_ns = time.time_ns()
         plan = {info.id: read_from(known_marks.get(info.id), now_ns) for info in conversations}
         whole = sum(1 for since in plan.values() if since == 0)
+        # A conversation libxmtp stored nothing in since its mark has nothing to
+        # compare: its mark moves to the stamps' read, as a read from it would have.
+        newest = await self._engine.newest_stamps() if whole < len(plan) else None
+        pending = [
+            info
+            for info in conversations
+            if not self._unchanged(info.id, plan[info.id], known_marks.get(info.id), newest)
+        ]
         log.info(
-            "full reconciliation of %d conversations started (%d read whole, the rest "
-            "from where the last pass found cone complete)",
+            "full reconciliation of %d conversations started (%d read whole, %d from where "
+            "the last pass found cone complete, %d with nothing stored since)",
             len(conversations),
             whole,
+            len(pending) - whole,
+            len(conversations) - len(pending),
         )
         healed = compared = 0
         failed: list[ListedConversation] = []
@@ -167,7 +178,6 @@ class Reconciler:
             healed += found
             compared += read
 
-        pending = conversations
         # The first pass, then the conversations whose pass failed, after a pause: a
         # page read that overran its bound while libxmtp was busy (the start's first
         # sync of every group) is read again once it is not.
@@ -240,6 +250,20 @@ class Reconciler:
         if len(self._marks) >= MARKS_AT_ONCE:
             self._keep_marks()
         return healed, read
+
+    def _unchanged(
+        self, cid: str, since_ns: int, mark: Mark | None, newest: NewestStamps | None
+    ) -> bool:
+        """Whether `cid`, to be read from its mark (`since_ns`), has nothing stored
+        since; its mark is then moved to when `newest` was read."""
+        if since_ns == 0 or mark is None or newest is None:
+            return False
+        if not newest.nothing_after(cid, since_ns):
+            return False
+        self._marks[cid] = Mark(newest.taken_ns - READ_MARGIN_NS, mark.whole_ns)
+        if len(self._marks) >= MARKS_AT_ONCE:
+            self._keep_marks()
+        return True
 
     def _keep_marks(self) -> None:
         if self._marks:

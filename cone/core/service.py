@@ -180,15 +180,20 @@ class Core:
 
         Reading first keeps what libxmtp stored before a crash ahead of what arrives
         after it, in inbox order; it reads each conversation from where its last
-        complete read started, so its cost follows what is new, not the history."""
+        complete read started, and only those libxmtp stored something for since
+        (their newest stamps, read once after the listing), so its cost follows what
+        is new, not the history or the number of conversations."""
         began = self._began
         await _failpoints.reached("start_read")
+        start_read = (0, 0)
         try:
             expected = len(await self.store.read(conversations.all_conversations))
             asked = time.monotonic()
             listing = await self.catch_up.list(expected)
             log.info("listed %d conversations in %.2f s", len(listing), time.monotonic() - asked)
-            await self.ingestor.ingest_all(listing)
+            newest = await self.engine.newest_stamps() if listing else None
+            await self.ingestor.ingest_all(listing, newest=newest)
+            start_read = self.ingestor.last_read
         except ConeError as exc:  # the first sync reads every conversation again
             log.warning("the start's read failed (%s); the first sync reads again", exc.message)
         read = time.monotonic()
@@ -207,12 +212,13 @@ class Core:
         self._started = True
         log.info(
             "core started in %.1f s: read %.1f s, streams %.1f s, first sync %.1f s "
-            "(it read %d of %d conversations)",
+            "(it read %d of %d conversations, the start's read %d of %d)",
             time.monotonic() - began,
             read - began,
             streams - read,
             time.monotonic() - streams,
             *self.ingestor.last_read,
+            *start_read,
         )
         self.catch_up.start()
         self.retention.watch_settings()

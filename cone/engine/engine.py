@@ -16,6 +16,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from cone import _failpoints
@@ -30,6 +31,7 @@ from cone.engine._offload import Offload
 from cone.engine._opening import REGISTER_S, open_identity
 from cone.engine._reads import Reads
 from cone.engine._sending import Sending
+from cone.engine._stamps import Stamps
 from cone.engine._subscriptions import Regrouping, supervised_streams
 from cone.engine.consent import Consent
 from cone.engine.groups import Groups
@@ -38,6 +40,7 @@ from cone.engine.port import (
     ConsentUpdate,
     ConversationInfo,
     ListedConversation,
+    NewestStamps,
     RawMessage,
     StreamHealth,
     SyncSummary,
@@ -61,6 +64,7 @@ class Engine:
         installation_id: str,
         api_url: str = "",
         gateway_url: str | None = None,
+        database: tuple[Path, bytes] | None = None,
     ) -> None:
         self._client = client
         self._wallet_key = wallet_key
@@ -84,6 +88,8 @@ class Engine:
         self._network = Network(self._current, self._x, self._cut)
         self._sending = Sending(self._current, self._x, self._cut, self._echoes)
         self._db = Database(self._current, self._x)
+        # libxmtp's database file and key (the D14N client opens the same one).
+        self._stamps = Stamps(*database, self._x) if database is not None else None
         self._attach(client)
 
     def _current(self) -> Any:
@@ -114,7 +120,7 @@ class Engine:
         )  # fmt: skip
         engine = cls(
             opened.client, wallet_key, offload, opened.inbox_id, opened.installation_id,
-            api_url, gateway_url,
+            api_url, gateway_url, (Path(db_path), db_key),
         )  # fmt: skip
         if cutover_gateway and not gateway_url:
             move = functools.partial(engine._move_to_d14n, cutover_gateway, opened.reopen)
@@ -207,6 +213,11 @@ class Engine:
     async def own_messages(self, conversation_id: str, inserted_after_ns: int) -> list[RawMessage]:
         """This identity's messages in a conversation (to find a prepared one by key)."""
         return await self._reads.own_messages(conversation_id, inserted_after_ns)
+
+    async def newest_stamps(self) -> NewestStamps | None:
+        """Each conversation's newest insert stamp in libxmtp's database, in one read
+        (cone/engine/_stamps.py); None when it failed (logged)."""
+        return await self._stamps.read() if self._stamps is not None else None
 
     #: The message id a peer's deleteMessage content names (cone/engine/deletions.py).
     deleted_message_id = staticmethod(deletions.deleted_message_id)

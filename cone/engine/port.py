@@ -8,7 +8,7 @@ xmtp-bindings.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -47,6 +47,23 @@ class ListedConversation:
     # listing shows only some content types and orders by the sender's clock: a hint
     # of news, never proof that nothing is new.
     last_message_id: str = ""
+
+
+@dataclass(frozen=True)
+class NewestStamps:
+    """Each conversation's newest insert stamp in libxmtp's database (0: none stored),
+    read once, with the clock before the read began: whatever libxmtp stores later is
+    stamped no earlier than it, less the read path's margin (cone/core/committing.py)."""
+
+    taken_ns: int
+    newest: Mapping[str, int]
+
+    def nothing_after(self, conversation_id: str, point_ns: int) -> bool:
+        """Whether a read of the conversation's messages stamped after `point_ns`
+        would have found none when these stamps were read (False when the read did
+        not see the conversation)."""
+        stamp = self.newest.get(conversation_id)
+        return stamp is not None and stamp <= point_ns
 
 
 @dataclass(frozen=True)
@@ -256,6 +273,10 @@ class EnginePort(Protocol):
         """How many messages libxmtp holds for a conversation."""
         ...
 
+    async def newest_stamps(self) -> NewestStamps | None:
+        """Each conversation's newest insert stamp, in one read (None: not read)."""
+        ...
+
     async def own_messages(self, conversation_id: str, inserted_after_ns: int) -> list[RawMessage]:
         """This identity's application messages in a conversation."""
         ...
@@ -378,6 +399,7 @@ __all__ = [
     "InstallationsPort",
     "ListedConversation",
     "Member",
+    "NewestStamps",
     "NodeAnswer",
     "NodeProbe",
     "NodeView",

@@ -156,6 +156,11 @@ def set_ingested_many(conn: Connection, points: Mapping[str, int]) -> None:
     )
 
 
+def ingested_points(conn: Connection) -> dict[str, int]:
+    """Each recorded conversation's read point (`ingested_ns`)."""
+    return dict(conn.execute("SELECT id, ingested_ns FROM conversations").fetchall())
+
+
 def all_conversations(conn: Connection) -> list[Conversation]:
     """Every known conversation."""
     return [_conversation(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM conversations")]

@@ -1,6 +1,7 @@
 """libxmtp's own database, opened as libxmtp opens it, and what cone keeps in it: an
 index of its own and a faster text of libxmtp's conversation listing view (why:
-cone/engine/_cursor_index.py, cone/engine/_listing_view.py).
+cone/engine/_cursor_index.py, cone/engine/_listing_view.py); and one read, each
+conversation's newest insert stamp (why: cone/engine/_stamps.py).
 
 libxmtp writes SQLCipher 4 with a 32-byte plaintext header (the salt kept beside the
 file, in `<db>.sqlcipher_salt`). The connection changes none of libxmtp's settings.
@@ -31,6 +32,13 @@ PLAINTEXT_HEADER_BYTES = 32
 INDEXED = "group_messages (group_id, originator_id, sequence_id)"
 #: SQLite's virtual-machine steps between two checks of a bound.
 _CHECK_EVERY = 1000
+#: Each group's newest insert stamp (NULL: none stored) and its DM id, one seek of
+#: libxmtp's index on (group_id, inserted_at_ns) each: 0.03 s warm at 10,000
+#: conversations and 100,000 messages, 0.25 s warm and 0.9 s cold at 1,000,000.
+GROUP_STAMPS = (
+    "SELECT lower(hex(g.id)), g.dm_id, (SELECT max(m.inserted_at_ns) FROM group_messages m"
+    " WHERE m.group_id = g.id) FROM groups g"
+)
 
 
 def open_xmtp_database(path: Path, key: bytes, *, busy_s: float = 5.0) -> sqlcipher.Connection:
@@ -54,6 +62,18 @@ def open_xmtp_database(path: Path, key: bytes, *, busy_s: float = 5.0) -> sqlcip
         conn.close()
         raise
     return conn
+
+
+def newest_stamps(conn: sqlcipher.Connection) -> dict[str, int]:
+    """Each conversation's newest insert stamp (0: none stored), by group id. A DM's
+    messages are those of every group with its DM id (libxmtp stitches the DMs two
+    inboxes made into one conversation, and reads them all for any of their ids)."""
+    rows = conn.execute(GROUP_STAMPS).fetchall()
+    by_dm: dict[str, int] = {}
+    for _, dm_id, stamp in rows:
+        if dm_id is not None:
+            by_dm[dm_id] = max(by_dm.get(dm_id, 0), stamp or 0)
+    return {gid: by_dm[dm_id] if dm_id is not None else stamp or 0 for gid, dm_id, stamp in rows}
 
 
 def _indexes(conn: sqlcipher.Connection, prefix: str) -> list[str]:
@@ -104,10 +124,10 @@ def _keep_view(conn: sqlcipher.Connection, view: dict[str, str], action: str) ->
 def _work(request: dict[str, Any]) -> dict[str, Any]:
     """What the child does: `drop_stale` the indexes named with `prefix` but `name`;
     `make` the index `name` within `bound_s`; and with `view`, the same for a view
-    (`_keep_view`). Either stops, rolled back, once the
-    process `parent` has ended: left running after a kill -9 of the daemon, it would
-    hold the lock the next start's libxmtp waits on."""
-    prefix, name, parent = request["prefix"], request["name"], request["parent"]
+    (`_keep_view`); `newest`, read `newest_stamps` within `bound_s`. Each stops,
+    rolled back, once the process `parent` has ended: left running after a kill -9 of
+    the daemon, it would hold the lock the next start's libxmtp waits on."""
+    parent = request["parent"]
     started = time.monotonic()
     deadline = started + float(request.get("bound_s", "inf"))
 
@@ -122,6 +142,9 @@ def _work(request: dict[str, Any]) -> dict[str, Any]:
     # Nonzero from the handler interrupts the statement, which then rolls back.
     conn.set_progress_handler(lambda: given_up() is not None, _CHECK_EVERY)
     try:
+        if request["action"] == "newest":
+            return {"newest": newest_stamps(conn)}
+        prefix, name = request["prefix"], request["name"]
         view = _keep_view(conn, request["view"], request["action"]) if "view" in request else {}
         if request["action"] == "drop_stale":
             dropped = [n for n in _indexes(conn, prefix) if n != name]
@@ -173,4 +196,4 @@ if __name__ == "__main__":
     _main()
 
 
-__all__ = ["INDEXED", "open_xmtp_database", "run"]
+__all__ = ["INDEXED", "newest_stamps", "open_xmtp_database", "run"]

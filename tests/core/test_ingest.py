@@ -341,8 +341,9 @@ async def test_a_start_s_pass_reads_from_where_the_last_one_found_cone_complete(
 ) -> None:
     """The start's pass compares a conversation whole once, then at each later start
     only what libxmtp stored since the last pass began (less the read margin); a gap
-    below that mark is the catch-up's count check's to find, and once the last whole
-    read is `WHOLE_AGAIN_NS` old the pass reads the whole conversation again."""
+    below that mark is the catch-up's count check's to find, once the last whole
+    read is `WHOLE_AGAIN_NS` old the pass reads the whole conversation again, and a
+    conversation libxmtp stored nothing in since is not read at all."""
     dm = await _accepted_dm(daemon, alice)
     for i in range(4):
         await alice.send(dm, f"old {i}")
@@ -393,3 +394,14 @@ async def test_a_start_s_pass_reads_from_where_the_last_one_found_cone_complete(
         f"1 conversations, {stored + 2} messages compared, 0 healed (1 conversations read whole)"
         in line
     )
+    await daemon.stop()
+
+    # Nothing stored since the mark (by libxmtp's newest stamp): neither the start's
+    # read nor its pass reads the conversation.
+    _stamped_long_ago(daemon.home)
+    await daemon.restart()
+    line = await until(_pass_done(daemon, 5))
+    assert "1 conversations, 0 messages compared, 0 healed (0 conversations read whole)" in line
+    log = daemon.stderr()
+    assert "(0 read whole, 0 from where the last pass found cone complete, 1 with " in log
+    assert "the start's read 0 of 1)" in log

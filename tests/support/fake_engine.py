@@ -26,6 +26,7 @@ from cone.engine.port import (
     Details,
     ListedConversation,
     Member,
+    NewestStamps,
     RawMessage,
     Role,
     StreamHealth,
@@ -186,6 +187,9 @@ class FakeEngine:
         self.prepared: list[str] = []
         self.published: list[str] = []
         self.listings = 0  # conversation listings asked for
+        self.stamps_readable = True  # False: `newest_stamps` fails, as a child might
+        self.stamp_reads = 0  # `newest_stamps` asked for
+        self.reads: list[str] = []  # conversations whose messages were read, in turn
         self.handlers: dict[str, Callable[..., None]] = {}
         self.groups = FakeGroups(self)
         self.installations = FakeInstallations(self)
@@ -286,6 +290,7 @@ class FakeEngine:
     async def messages_since(
         self, conversation_id: str, inserted_after_ns: int
     ) -> list[RawMessage]:
+        self.reads.append(conversation_id)
         conv = self.held.get(conversation_id)
         msgs = conv.messages if conv is not None else []
         return [m for m in msgs if m.inserted_at_ns > inserted_after_ns]
@@ -302,6 +307,19 @@ class FakeEngine:
 
     async def message_count(self, conversation_id: str) -> int:
         return len(self.held[conversation_id].messages)
+
+    async def newest_stamps(self) -> NewestStamps | None:
+        self.stamp_reads += 1
+        if not self.stamps_readable:
+            return None
+        taken = time.time_ns()
+        return NewestStamps(
+            taken,
+            {
+                cid: max((m.inserted_at_ns for m in c.messages), default=0)
+                for cid, c in self.held.items()
+            },
+        )
 
     async def own_messages(self, conversation_id: str, inserted_after_ns: int) -> list[RawMessage]:
         return [

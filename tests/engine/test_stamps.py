@@ -1,0 +1,53 @@
+"""Each conversation's newest insert stamp, read in one query of libxmtp's database
+from a child process while libxmtp has it open (cone/engine/_stamps.py): what a read
+of the conversation's messages would find, and nothing when it cannot be read."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from cone.engine.engine import Engine
+from support.peers import Peer, plain_group_options
+
+
+async def test_the_newest_stamps_are_what_each_conversation_s_read_finds(
+    engine: Engine, alice: Peer
+) -> None:
+    dm = await engine.find_or_create_dm(alice.inbox_id)
+    await alice.sync()
+    await alice.send(alice.conversation(bytes.fromhex(dm.id)), "in the DM")
+    group = await alice.client.conversations().create_group(
+        [engine.inbox_id], plain_group_options()
+    )
+    await engine.sync_all()
+    gid = bytes(group.id()).hex()
+    before = time.time_ns()
+
+    newest = await engine.newest_stamps()
+    assert newest is not None
+    assert newest.taken_ns >= before
+    for cid in (dm.id, gid):
+        stamps = [m.inserted_at_ns for m in await engine.messages_since(cid, 0)]
+        assert stamps, cid
+        assert newest.newest[cid] == max(stamps)
+        assert newest.nothing_after(cid, max(stamps))
+        assert not newest.nothing_after(cid, max(stamps) - 1)
+    assert not newest.nothing_after("00" * 16, 0)  # not seen: read it
+
+    await alice.send(group, "later")
+    await engine.sync_all()
+    again = await engine.newest_stamps()
+    assert again is not None
+    assert again.newest[gid] > newest.newest[gid]
+    assert again.newest[dm.id] == newest.newest[dm.id]
+
+
+async def test_stamps_that_cannot_be_read_are_none(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamps = engine._stamps
+    assert stamps is not None
+    monkeypatch.setattr(stamps, "_key", b"\x01" * 32)  # not the database's key
+    assert await engine.newest_stamps() is None
