@@ -2,7 +2,7 @@
 
 A start reads each conversation from where cone's last complete read of it began,
 and its full reconciliation from where the last pass found cone complete: at 10,000
-conversations each was 10,000 libxmtp queries, nearly all finding nothing, 7–9 s of
+conversations each was 10,000 libxmtp queries, nearly all finding nothing, 8–11 s of
 both cores at every restart (docs/bench.md, "A restart reads what was stored since").
 One query along libxmtp's index on (group_id, inserted_at_ns) gives every
 conversation's newest stamp, and a read that would start at or above it has nothing

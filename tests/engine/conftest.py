@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cone.engine import _client
 from cone.engine._offload import Offload
 from cone.engine.engine import Engine
+from support.peers import Peer, plain_group_options
 
 
 @pytest.fixture
@@ -40,3 +42,17 @@ async def engine(devnet: str, api: str, tmp_path: Path) -> AsyncIterator[Engine]
     )
     yield made
     await made.close()
+
+
+@pytest.fixture
+async def dm_and_group(engine: Engine, alice: Peer) -> tuple[str, Any]:
+    """A DM with `alice` holding a text of hers, and a group she made with the engine
+    (libxmtp's object, hers), both synced into the engine: the DM's id and the group."""
+    dm = await engine.find_or_create_dm(alice.inbox_id)
+    await alice.sync()
+    await alice.send(alice.conversation(bytes.fromhex(dm.id)), "in the DM")
+    group = await alice.client.conversations().create_group(
+        [engine.inbox_id], plain_group_options()
+    )
+    await engine.sync_all()
+    return dm.id, group

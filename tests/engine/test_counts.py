@@ -4,27 +4,24 @@ counted, a DM's group updates included."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from cone.engine.engine import Engine
-from support.peers import Peer, plain_group_options
+from support.peers import Peer
 
 
 async def test_a_conversation_s_count_is_what_its_listing_returns(
-    engine: Engine, alice: Peer
+    engine: Engine, alice: Peer, dm_and_group: tuple[str, Any]
 ) -> None:
-    dm = await engine.find_or_create_dm(alice.inbox_id)
-    await alice.sync()
-    await alice.send(alice.conversation(bytes.fromhex(dm.id)), "in the DM")
-    group = await alice.client.conversations().create_group(
-        [engine.inbox_id], plain_group_options()
-    )
+    dm_id, group = dm_and_group
     await alice.send(group, "in the group")
     await engine.sync_all()
     gid = bytes(group.id()).hex()
 
-    listed = await engine.messages_since(dm.id, 0)
+    listed = await engine.messages_since(dm_id, 0)
     # libxmtp 1.10 leaves a DM's group updates out of its own count.
     assert any(not m.application for m in listed)
-    assert await engine.message_count(dm.id) == len(listed)
+    assert await engine.message_count(dm_id) == len(listed)
     listed = await engine.messages_since(gid, 0)
     assert any(not m.application for m in listed)
     assert await engine.message_count(gid) == len(listed)

@@ -5,30 +5,25 @@ of the conversation's messages would find, and nothing when it cannot be read.""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
 from cone.engine.engine import Engine
-from support.peers import Peer, plain_group_options
+from support.peers import Peer
 
 
 async def test_the_newest_stamps_are_what_each_conversation_s_read_finds(
-    engine: Engine, alice: Peer
+    engine: Engine, alice: Peer, dm_and_group: tuple[str, Any]
 ) -> None:
-    dm = await engine.find_or_create_dm(alice.inbox_id)
-    await alice.sync()
-    await alice.send(alice.conversation(bytes.fromhex(dm.id)), "in the DM")
-    group = await alice.client.conversations().create_group(
-        [engine.inbox_id], plain_group_options()
-    )
-    await engine.sync_all()
+    dm_id, group = dm_and_group
     gid = bytes(group.id()).hex()
     before = time.time_ns()
 
     newest = await engine.newest_stamps()
     assert newest is not None
     assert newest.taken_ns >= before
-    for cid in (dm.id, gid):
+    for cid in (dm_id, gid):
         stamps = [m.inserted_at_ns for m in await engine.messages_since(cid, 0)]
         assert stamps, cid
         assert newest.newest[cid] == max(stamps)
@@ -41,7 +36,7 @@ async def test_the_newest_stamps_are_what_each_conversation_s_read_finds(
     again = await engine.newest_stamps()
     assert again is not None
     assert again.newest[gid] > newest.newest[gid]
-    assert again.newest[dm.id] == newest.newest[dm.id]
+    assert again.newest[dm_id] == newest.newest[dm_id]
 
 
 async def test_stamps_that_cannot_be_read_are_none(
