@@ -364,10 +364,11 @@ class Ingestor:
         is missing (`Reconciler.reconcile`). Returns how many messages were healed."""
         return await self._reconciler.reconcile(full=full, listing=listing, current=current)
 
-    async def reconcile_all(self) -> int:
-        """Every message of every conversation against what cone has read, a page at
-        a time (`Reconciler.reconcile_all`). Returns how many messages were healed."""
-        return await self._reconciler.reconcile_all()
+    async def reconcile_all(self, listing: list[ListedConversation] | None = None) -> int:
+        """Every message of every conversation (of `listing`, when the caller has
+        libxmtp's listing) against what cone has read, a page at a time
+        (`Reconciler.reconcile_all`). Returns how many messages were healed."""
+        return await self._reconciler.reconcile_all(listing)
 
 
 __all__ = ["MAX_HELD", "MAX_RETRY_S", "READ_MARGIN_NS", "RETRY_S", "Ingestor"]

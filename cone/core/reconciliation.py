@@ -131,8 +131,9 @@ class Reconciler:
             await self._store.write(conversations.set_ingested_many, quiet)
         return healed
 
-    async def reconcile_all(self) -> int:
-        """Each conversation's messages against what cone has read, from where the
+    async def reconcile_all(self, listing: list[ListedConversation] | None = None) -> int:
+        """Each conversation's messages against what cone has read (each conversation
+        of `listing`, libxmtp's listing when the caller has one, else a new one), from where the
         last pass found cone complete (`read_from`), a page of libxmtp's messages at
         a time in each of `RECONCILE_AT_ONCE` conversations (at most about 500
         messages and `KNOWN_HELD` of cone's ids held for each, whatever the history),
@@ -141,7 +142,7 @@ class Reconciler:
         wakes receivers at once; each conversation's new mark is kept once its pass
         has succeeded. Returns how many messages were healed."""
         started = time.monotonic()
-        conversations = await self._listing()
+        conversations = listing if listing is not None else await self._listing()
         known_marks = await self._store.read(reconciled.marks)
         now_ns = time.time_ns()
         plan = {info.id: read_from(known_marks.get(info.id), now_ns) for info in conversations}

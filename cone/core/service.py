@@ -62,6 +62,9 @@ log = logging.getLogger(__name__)
 #: The store's meta key recording the backend this identity moved to at the V3
 #: cutover (`d14n`): later starts open libxmtp there at once.
 BACKEND_KEY = "backend"
+# The start's full reconciliation reads by a listing at most this old (seconds): the
+# first sync's, taken just before it.
+RECONCILE_LISTING_AGE_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -256,7 +259,11 @@ class Core:
 
     async def _reconcile_all(self) -> None:
         try:
-            await self.ingestor.reconcile_all()
+            # The first sync's listing, taken a moment ago (one listing of 10,000
+            # conversations is about a second of libxmtp's): a conversation made since
+            # is read by ingest as usual, and whole by the next start's pass.
+            listing = await self.catch_up.list(max_age_s=RECONCILE_LISTING_AGE_S)
+            await self.ingestor.reconcile_all(listing)
         except Exception:  # its boundary: the next start tries again
             log.exception("the full reconciliation failed; the next start runs it again")
 

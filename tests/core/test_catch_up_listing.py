@@ -30,7 +30,7 @@ from cone.devnet import Devnet
 from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.engine.port import SyncSummary
-from cone.store import Store, conversations, inbox
+from cone.store import Store, conversations, inbox, reconciled
 from support.daemons import BACKENDS
 from support.peers import Peer, plain_group_options
 from support.waiting import until
@@ -168,6 +168,24 @@ async def test_an_idle_core_keeps_its_listing_and_lists_again_every_few_periods(
     assert listings.count(0) >= EVERY  # the sync's own listing sufficed
     # ... and never for more than EVERY - 1 periods in a row.
     assert "0" * EVERY not in "".join(str(min(n, 1)) for n in listings)
+
+
+async def test_the_start_lists_for_its_read_and_its_first_sync_and_the_pass_reuses_it(
+    core: Core, alice: Peer
+) -> None:
+    """A listing of 10,000 conversations is about a second of libxmtp's: the start's
+    full reconciliation reads by the first sync's, taken a moment before it."""
+    dm = await alice.client.conversations().find_or_create_dm(
+        core.engine.inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
+    )
+    await alice.send(dm, "hello")
+    calls = await _started(core)  # the pass is done
+    first_sync = next(i for i, e in enumerate(calls.events) if e != "listing")
+    assert calls.events[:first_sync] == ["listing"]  # the start's read
+    assert calls.events[first_sync + 1] == "listing"  # the first sync's
+    # Next comes the first catch-up period's sync: the pass listed nothing of its own.
+    assert len(calls.events) == first_sync + 2 or calls.events[first_sync + 2] != "listing"
+    assert await core.store.read(reconciled.marks)  # ... and it did read by it
 
 
 async def test_a_message_while_the_streams_are_down_is_taken_by_the_period_that_synced_it(
