@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine.engine import Engine
 from support.peers import Peer
@@ -46,3 +47,23 @@ async def test_stamps_that_cannot_be_read_are_none(
     assert stamps is not None
     monkeypatch.setattr(stamps, "_key", b"\x01" * 32)  # not the database's key
     assert await engine.newest_stamps() is None
+
+
+async def test_a_dm_two_inboxes_made_at_once_has_the_stamps_of_both_its_groups(
+    engine: Engine, alice: Peer
+) -> None:
+    """Each side made its own DM group before seeing the other's: libxmtp stitches them
+    into one conversation and reads the messages of both for either id."""
+    mine = await engine.find_or_create_dm(alice.inbox_id)
+    hers = await alice.client.conversations().find_or_create_dm(
+        engine.inbox_id, ffi.FfiCreateDmOptions(message_disappearing_settings=None)
+    )
+    assert bytes(hers.id()).hex() != mine.id
+    await alice.send(hers, "in her group")
+    await engine.sync_all()
+
+    read = await engine.messages_since(mine.id, 0)
+    newest = await engine.newest_stamps()
+    assert newest is not None
+    assert newest.newest[mine.id] == max(m.inserted_at_ns for m in read)
+    assert newest.newest[bytes(hers.id()).hex()] == newest.newest[mine.id]
