@@ -247,9 +247,7 @@ class Reconciler:
             if found or fresh:
                 self._on_new()
         whole_ns = started if since_ns == 0 or mark is None else mark.whole_ns
-        self._marks[info.id] = Mark(started - READ_MARGIN_NS, whole_ns)
-        if len(self._marks) >= MARKS_AT_ONCE:
-            self._keep_marks()
+        self._mark(info.id, Mark(started - READ_MARGIN_NS, whole_ns))
         return healed, read
 
     def _unchanged(
@@ -261,10 +259,14 @@ class Reconciler:
             return False
         if not newest.nothing_after(cid, since_ns):
             return False
-        self._marks[cid] = Mark(newest.taken_ns - READ_MARGIN_NS, mark.whole_ns)
+        self._mark(cid, Mark(newest.taken_ns - READ_MARGIN_NS, mark.whole_ns))
+        return True
+
+    def _mark(self, cid: str, mark: Mark) -> None:
+        """Keep `cid`'s new mark, `MARKS_AT_ONCE` to a write."""
+        self._marks[cid] = mark
         if len(self._marks) >= MARKS_AT_ONCE:
             self._keep_marks()
-        return True
 
     def _keep_marks(self) -> None:
         if self._marks:

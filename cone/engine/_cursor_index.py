@@ -41,8 +41,6 @@ log = logging.getLogger(__name__)
 
 #: The longest `make` may take before it gives up (seconds).
 MAKE_S: Final = 60.0
-#: How long a child may take beyond its work's own bound (its start, its opening).
-CHILD_GRACE_S: Final = 10.0
 #: The longest dropping a stale index may take (it frees, and overwrites, its pages).
 DROP_S: Final = 30.0
 PREFIX: Final = "cone_messages_cursor_"
@@ -87,7 +85,9 @@ def drop_stale(path: Path, key: bytes) -> bool:
 def make(path: Path, key: bytes) -> bool:
     """Once libxmtp has opened its database: make the index. True when it is there."""
     bound = MAKE_S
-    outcome = xmtp_database.run(_request("make", path, key, bound_s=bound), bound + CHILD_GRACE_S)
+    outcome = xmtp_database.run(
+        _request("make", path, key, bound_s=bound), bound + xmtp_database.CHILD_GRACE_S
+    )
     if "error" in outcome:
         log.warning(
             "libxmtp's messages are not indexed by cursor (%s): subscribing a message "

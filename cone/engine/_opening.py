@@ -20,6 +20,7 @@ from cone.engine._client import open_client
 from cone.engine._errors import detail, is_damaged_database
 from cone.engine._offload import Offload
 from cone.errors import ConeError, FailedPrecondition, StateError
+from cone.store import xmtp_database
 
 # Registering a new installation is a handful of node calls; against an unreachable
 # node libxmtp gives up after about 2 s, this bounds a node that never answers.
@@ -96,7 +97,7 @@ async def open_identity(
         try:
             await Calls(offload).call_sync(
                 functools.partial(_cursor_index.make, Path(db_path), db_key),
-                _cursor_index.MAKE_S + 2 * _cursor_index.CHILD_GRACE_S,
+                _cursor_index.MAKE_S + 2 * xmtp_database.CHILD_GRACE_S,
                 "indexing libxmtp's messages",
             )
         except ConeError as err:

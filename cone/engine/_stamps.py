@@ -27,8 +27,6 @@ log = logging.getLogger(__name__)
 
 #: The longest the read may take in the child (0.9 s at 1,000,000 messages, cold).
 READ_S: Final = 30.0
-#: How long the child may take beyond the read (its start, its opening).
-CHILD_GRACE_S: Final = 10.0
 
 
 class Stamps:
@@ -49,8 +47,8 @@ class Stamps:
         taken = time.time_ns()
         try:
             outcome = await self._x.call_sync(
-                functools.partial(xmtp_database.run, request, READ_S + CHILD_GRACE_S),
-                READ_S + 2 * CHILD_GRACE_S,
+                functools.partial(xmtp_database.run, request, READ_S + xmtp_database.CHILD_GRACE_S),
+                READ_S + 2 * xmtp_database.CHILD_GRACE_S,
                 "reading libxmtp's newest stamps",
             )
         except ConeError as err:
@@ -63,4 +61,4 @@ class Stamps:
         return NewestStamps(taken, outcome["newest"])
 
 
-__all__ = ["CHILD_GRACE_S", "READ_S", "Stamps"]
+__all__ = ["READ_S", "Stamps"]

@@ -32,6 +32,8 @@ PLAINTEXT_HEADER_BYTES = 32
 INDEXED = "group_messages (group_id, originator_id, sequence_id)"
 #: SQLite's virtual-machine steps between two checks of a bound.
 _CHECK_EVERY = 1000
+#: How long a child may take beyond its work's own bound (its start, its opening).
+CHILD_GRACE_S = 10.0
 #: Each group's newest insert stamp (NULL: none stored) and its DM id, one seek of
 #: libxmtp's index on (group_id, inserted_at_ns) each: 0.03 s warm at 10,000
 #: conversations and 100,000 messages, 0.25 s warm and 0.9 s cold at 1,000,000.
@@ -196,4 +198,4 @@ if __name__ == "__main__":
     _main()
 
 
-__all__ = ["INDEXED", "newest_stamps", "open_xmtp_database", "run"]
+__all__ = ["CHILD_GRACE_S", "INDEXED", "newest_stamps", "open_xmtp_database", "run"]
