@@ -8,6 +8,9 @@ flight; so does a second signal. A hard exit loses nothing committed: every stor
 write is one SQLite transaction with synchronous=FULL, so it is the `kill -9` of the
 durability table (docs/guarantees.md).
 
+The process itself may ask for the same stop (`request_stop`: the host found its
+store damaged): it is handled as a first signal, bound and second signal included.
+
 Signals are watched by a thread, not by the event loop: a loop thread held up (a
 native libxmtp call, a stuck shutdown step) would never run a loop signal handler,
 and a second signal would do nothing. CPython's C-level handler writes each signal's
@@ -35,6 +38,24 @@ T = TypeVar("T")
 #: Seconds from the first SIGTERM or SIGINT to the process's exit, at most.
 STOP_BOUND_S: Final = 10.0
 SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+# What the watcher reads for a stop the process asked for (no signal's number).
+_REQUESTED: Final = 0
+
+# The Shutdown of this process's running command, while it runs.
+_active: Shutdown | None = None
+
+
+def request_stop(why: str, exit_code: int) -> bool:
+    """Stop this process's long-running command cleanly, as a first signal would (the
+    same bound; a forced exit then exits `exit_code`). False when no command here
+    watches for a stop (a one-shot command ends by itself)."""
+    shutdown = _active
+    if shutdown is None:
+        return False
+    shutdown._why, shutdown._code = why, exit_code
+    with contextlib.suppress(OSError):
+        shutdown._write.send(bytes([_REQUESTED]))
+    return True
 
 
 def _stderr_fd() -> int:
@@ -60,9 +81,12 @@ class Shutdown:
         self._loop = asyncio.get_running_loop()
         self._interruptible: set[asyncio.Future[Any]] = set()
         self._read, self._write = socket.socketpair()
-        self._signum = 0
+        self._code = 0  # a forced exit's code: 128 + the signal's number
+        self._why = ""
 
     async def __aenter__(self) -> Shutdown:
+        global _active
+        _active = self
         self._write.setblocking(False)
         for sig in SIGNALS:
             signal.signal(sig, _ignore)
@@ -76,6 +100,8 @@ class Shutdown:
     ) -> None:
         # The work is done: a signal from here on ends the process at once (the
         # watcher's deadline, if armed, still holds for what remains of the exit).
+        global _active
+        _active = None
         for sig in SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
 
@@ -116,15 +142,22 @@ class Shutdown:
             if not readable:
                 self._exit(f"did not stop within {self.bound_s:.0f} s; exiting now")
             for signum in self._read.recv(64):
-                if signum not in SIGNALS:
-                    continue
-                if deadline is not None:
-                    self._exit(f"{signal.Signals(signum).name} again; exiting now")
-                self._signum = signum
+                if signum == _REQUESTED:
+                    if deadline is not None:
+                        continue  # stopping already
+                    what = self._why
+                else:
+                    if signum not in SIGNALS:
+                        continue
+                    if deadline is not None:
+                        again = "again" if self._code == 128 + signum else "while stopping"
+                        self._exit(f"{signal.Signals(signum).name} {again}; exiting now")
+                    self._code = 128 + signum
+                    what = signal.Signals(signum).name
                 deadline = time.monotonic() + self.bound_s
                 # A stop asked for is normal: INFO, not a warning (only a forced exit is).
                 self._say(
-                    f"{signal.Signals(signum).name}; stopping (at most {self.bound_s:.0f} s, "
+                    f"{what}; stopping (at most {self.bound_s:.0f} s, "
                     "a second signal ends it at once)",
                     logging.INFO,
                 )
@@ -145,7 +178,7 @@ class Shutdown:
 
     def _exit(self, why: str) -> None:
         self._say(why)
-        os._exit(128 + self._signum)
+        os._exit(self._code)
 
 
-__all__ = ["SIGNALS", "STOP_BOUND_S", "Shutdown"]
+__all__ = ["SIGNALS", "STOP_BOUND_S", "Shutdown", "request_stop"]

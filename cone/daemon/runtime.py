@@ -3,13 +3,15 @@
 `running_core(settings)` is the one way to host the core: `cone daemon` uses it, and
 so do `cone serve`, `cone mcp` and `cone bridge` when no other process holds the
 identity. In order, it: takes the state lock; makes the state directory private;
-opens the store with its key; loads or creates the identity (installation safety
+opens the store with its key (its page-by-page check then runs beside the rest:
+damage it finds stops the host, exit 6); loads or creates the identity (installation safety
 first); opens libxmtp; starts the streams, then syncs; and serves ConeService, gRPC
 health and reflection on `cone.sock`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
@@ -22,8 +24,9 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from cone import _heap
+from cone import _failpoints, _heap
 from cone._fs import make_private, private_dir, refuse_link
+from cone._shutdown import request_stop
 from cone.config import Settings, secret
 from cone.core.service import BACKEND_KEY, Core
 from cone.daemon import reflection
@@ -35,7 +38,7 @@ from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.errors import NoIdentity, StateError, Unavailable
 from cone.facades.http.options import HttpOptions
-from cone.store import Connection, Store, load_db_key, meta
+from cone.store import Connection, PageCheck, Store, load_db_key, meta
 from cone.store.keys import KEY_ENV, parse_hex_key
 from conepb.v1 import cone_pb2, cone_pb2_grpc
 
@@ -293,6 +296,10 @@ async def running_core(
             store = Store.open(paths.store, key)
         except StateError as exc:
             raise _key_source_said(exc, settings) from exc
+        # The store's page-by-page check runs beside the start and the calls, not
+        # before them (cone/store/_check.py): its damage stops the host.
+        pages = PageCheck(paths.store, key)
+        checking = asyncio.create_task(_check_pages(pages))
         try:
             engine, created = await _open_identity(settings, store, create=create)
             core = Core(store, engine, settings.network, paths.xmtp_db, settings.catchup_interval_s)
@@ -322,6 +329,22 @@ async def running_core(
                 grpc_socket.unlink(missing_ok=True)
                 await core.stop()
         finally:
+            checking.cancel()
+            pages.stop()
             store.close()
+            if pages.damage is not None:
+                # In place of whatever ended the host: a stop it asked for, a start
+                # cancelled by it, or a read that met the same damage.
+                raise pages.damage
     finally:
         lock.release()
+
+
+async def _check_pages(pages: PageCheck) -> None:
+    """Check the store page by page; when it is damaged, say so and stop the host (its
+    exit then raises the damage, as a start refused for it would: exit 6)."""
+    await _failpoints.reached("page_check")
+    damage = await pages.run()
+    if damage is not None:
+        log.error("%s", damage.message)
+        request_stop("cone's store is damaged", damage.exit_code)

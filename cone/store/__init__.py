@@ -18,7 +18,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cone.errors import StateError, storage_full
 from cone.store import attachments, conversations, history, inbox, meta, outbox
-from cone.store._db import Connection, DatabaseError, open_database
+from cone.store._check import PageCheck
+from cone.store._db import Connection, DatabaseError, corrupt, is_damage, open_database
 from cone.store._group import GroupCommit, hand_over
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
@@ -43,17 +44,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def _translated(exc: Exception) -> Exception:
-    """A full disk becomes StateError(storage_full); other database errors stay as they are."""
-    if storage_full(str(exc)):
-        return StateError(
-            f"cone's store cannot be written: the disk holding the state directory is full "
-            f"({exc}); free space there. Reads keep being answered meanwhile.",
-            reason="storage_full",
-        )
-    return exc
-
-
 class Store:
     """An open store. Create with `Store.open`; close with `close`."""
 
@@ -63,7 +53,20 @@ class Store:
         # One thread: SQLite work is serialized and never blocks the event loop.
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cone-store")
         # Writes that share commits on that thread (cone/store/_group.py).
-        self.group = GroupCommit(conn, self._pool, _translated)
+        self.group = GroupCommit(conn, self._pool, self._translated)
+
+    def _translated(self, exc: Exception) -> Exception:
+        """A full disk becomes StateError(storage_full), a damaged page
+        StateError(corrupt_database); other database errors stay as they are."""
+        if storage_full(str(exc)):
+            return StateError(
+                f"cone's store cannot be written: the disk holding the state directory is "
+                f"full ({exc}); free space there. Reads keep being answered meanwhile.",
+                reason="storage_full",
+            )
+        if isinstance(exc, DatabaseError) and is_damage(exc):
+            return corrupt(self.path, str(exc))
+        return exc
 
     @classmethod
     def open(cls, path: Path, key: bytes) -> Store:
@@ -71,6 +74,11 @@ class Store:
         conn = open_database(path, key)
         try:
             migrate(conn)
+        except DatabaseError as exc:
+            conn.close()
+            if is_damage(exc):
+                raise corrupt(path, str(exc)) from exc
+            raise
         except BaseException:
             conn.close()
             raise
@@ -98,7 +106,7 @@ class Store:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
         except DatabaseError as exc:
-            raise _translated(exc) from exc
+            raise self._translated(exc) from exc
         return result
 
     def _with_soon(
@@ -148,7 +156,7 @@ class Store:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
         except DatabaseError as exc:
-            raise _translated(exc) from exc
+            raise self._translated(exc) from exc
 
     def _read_sync(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -156,7 +164,7 @@ class Store:
         try:
             return fn(self._conn, *args, **kwargs)
         except DatabaseError as exc:
-            raise _translated(exc) from exc
+            raise self._translated(exc) from exc
 
     async def write(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -269,6 +277,7 @@ __all__ = [
     "IncomingMessage",
     "Kind",
     "OwnMessage",
+    "PageCheck",
     "Removed",
     "Request",
     "Store",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support.daemons import DaemonProcess, run_cone
+from support.daemons import STOP_WAIT_S, DaemonProcess, run_cone
 
 
 def _overwrite(path: Path, offset: int, length: int = 32) -> None:
@@ -57,3 +57,30 @@ async def test_a_wrong_key_is_still_a_wrong_key(daemon: DaemonProcess) -> None:
     code, err = await run_cone(daemon.args(), {**os.environ, "CONE_DB_KEY": "11" * 32})
     assert code == 6
     assert b"database key does not open" in err
+
+
+async def test_the_daemon_answers_before_its_page_check_and_stops_for_what_it_finds(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    """The store's page-by-page check runs beside the calls, not before them: held
+    before it starts, a daemon whose `cone.db` is damaged where its start never reads
+    answers; let go, the check finds the damage and the daemon stops by itself, as a
+    start refused for it would: exit 6, saying what to do."""
+    await daemon.stop()
+    path = daemon.home / "cone.db"
+    _overwrite(path, _last_page(path))
+    held, release = tmp_path / "held", tmp_path / "release"
+    daemon.env.update(
+        CONE_FAILPOINT="page_check",
+        CONE_FAILPOINT_FILE=str(held),
+        CONE_FAILPOINT_RELEASE=str(release),
+    )
+    await daemon.restart()  # answers Identity
+    assert held.exists()
+    assert (await daemon.status()).identity.inbox_id  # a call that reads the store
+    release.touch()
+    assert await daemon.wait_exit(STOP_WAIT_S) == 6
+    assert not daemon.needed_kill
+    err = daemon.stderr()
+    assert "is damaged" in err and "cone restore" in err
+    assert "cone's store is damaged; stopping" in err
