@@ -19,6 +19,15 @@ over the rounds.
 
 Each side also reports its CPU per message: the sender's (the bench process, and for
 cone its daemon too: cone's client side is a gRPC call) and the node's.
+
+The floor: what any durable send through a daemon on libxmtp costs at least, measured
+in the same rounds as the sequential sends. A daemon that receives has its message
+stream open (a raw send with its stream open); a send key is durable only once its
+claim is committed and synced before the message exists in libxmtp (a synced commit of
+a small row through cone's store, on the same disk); a call crosses the process
+boundary (the daemon's cheapest call, `Identity`, both gRPC ends). Their sum, as a
+rate against raw libxmtp's, is the most the sequential ratio can reach whatever cone's
+own code costs; at 8 at once, where the rate follows CPU, the stream alone bounds it.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from cone.store import Store, meta
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, short_home
 from support.devnet_process import DevnetProcess
@@ -99,6 +109,20 @@ def _raw_send(sender: Peer, dm: Any) -> Callable[[], Awaitable[None]]:
     return send
 
 
+def _identity(d: DaemonProcess) -> Callable[[], Awaitable[None]]:
+    async def call() -> None:
+        await d.client.identity()
+
+    return call
+
+
+def _synced_commit(store: Store) -> Callable[[], Awaitable[None]]:
+    async def commit() -> None:
+        await store.write_grouped(meta.put, "floor", f"claim {next(_keys)}".encode() * 8)
+
+    return commit
+
+
 async def _serial(sends: list[Callable[[], Awaitable[None]]]) -> None:
     for s in sends:
         await s()
@@ -142,6 +166,7 @@ async def sequential(url: str, node: int, work: Path, n: int, rounds: int) -> li
         live = await Peer.create(url, work, "live")
         live_dm = await live.dm_with(target)
         stream: MessageStream = await live.stream_all()
+        store = Store.open(work / "floor.db", os.urandom(32))
         # Warm up each side (first sends open connections and caches).
         for s in (_cone_send(d, conversation_id), _cone_send(d, target.address)):
             await _serial([s] * 5)
@@ -158,6 +183,8 @@ async def sequential(url: str, node: int, work: Path, n: int, rounds: int) -> li
             Side("cone Send to the address", cone, node),
             Side("raw libxmtp send", raw_pids, node),
             Side("raw libxmtp send, message stream open", raw_pids, node),
+            Side("the daemon's cheapest call (Identity)", cone, node),
+            Side("a synced commit of a small row through cone's store", raw_pids, node),
         ]
         await _rounds(
             rounds,
@@ -166,9 +193,12 @@ async def sequential(url: str, node: int, work: Path, n: int, rounds: int) -> li
                 (sides[1], serial(lambda: _cone_send(d, target.address))),
                 (sides[2], serial(lambda: _raw_send(raw, raw_dm))),
                 (sides[3], serial(lambda: _raw_send(live, live_dm))),
+                (sides[4], serial(lambda: _identity(d))),
+                (sides[5], serial(lambda: _synced_commit(store))),
             ],
         )
         await stream.end()
+        store.close()
     return sides
 
 
@@ -211,6 +241,18 @@ async def concurrent(
     return sides
 
 
+def _floor(raw: Side, live: Side, call: Side, commit: Side) -> None:
+    """The sequential floor (the module docstring) and the stream's own share."""
+    parts = [side.seconds / side.sent * 1000 for side in (live, call, commit)]
+    rate = 1000 / sum(parts)
+    print(
+        f"  floor of a durable send through a daemon: {parts[0]:.2f} ms (raw send, stream open)"
+        f" + {parts[1]:.2f} ms (the daemon's cheapest call) + {parts[2]:.2f} ms (a synced"
+        f" commit) = {sum(parts):.2f} ms: at most {rate / raw.rate():.2f}x raw libxmtp send"
+    )
+    print(f"  the stream alone: {live.rate() / raw.rate():.2f}x raw libxmtp send")
+
+
 def _report(title: str, cone: list[Side], raws: list[Side]) -> None:
     print(title)
     for side in cone + raws:
@@ -227,10 +269,14 @@ async def _main(args: argparse.Namespace) -> None:
         try:
             pid = node.process.pid
             seq = await sequential(node.url, pid, work, args.sends, args.rounds)
-            _report(f"sequential, {args.sends} sends per side", seq[:2], seq[2:])
+            _report(f"sequential, {args.sends} sends per side", seq[:2], seq[2:4])
             print(f"  address / conversation id: {seq[1].rate() / seq[0].rate():.2f}x")
+            for side in seq[4:]:
+                print(f"  {side.summary()}")
+            _floor(*seq[2:])
             conc = await concurrent(node.url, pid, work, args.parallel, args.each, args.rounds)
             _report(f"concurrent, {args.parallel} x {args.each} sends per side", conc[:1], conc[1:])
+            print(f"  the stream alone: {conc[2].rate() / conc[1].rate():.2f}x raw libxmtp")
         finally:
             await node.stop()
 
