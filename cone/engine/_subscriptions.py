@@ -23,6 +23,13 @@ every conversation's cursor and the messages above it; 1.6–2.4 s at 10,000
 conversations, during which libxmtp hands over no message), so a
 conversation allowed meanwhile gets a subscription of its own on "accepted", and
 "messages" subscribes again only once `RECENT_LIMIT` of them have gathered there.
+
+libxmtp's message stream also takes in every conversation that is new to it while
+its filter admits it: one this installation makes (libxmtp records it allowed before
+it tells its streams) is on "messages" from the start. A conversation "messages"
+hands a message of is carried there, so it leaves "accepted", or never joins it:
+on both, each of its messages would come twice, each time processed by libxmtp and
+converted, and the echo of each own send passed to ingest (its second copy).
 """
 
 from __future__ import annotations
@@ -63,7 +70,7 @@ def supervised_streams(
     client: Callable[[], Any],
     x: Calls,
     *,
-    recent: Callable[[], Iterable[str]],
+    regrouping: Regrouping,
     on_message: Callable[[RawMessage], None],
     on_conversation: Callable[[str], None],
     on_consent: Callable[[list[ConsentUpdate]], None],
@@ -73,14 +80,26 @@ def supervised_streams(
 ) -> list[SupervisedStream]:
     """The message, conversation and consent streams, not yet started; `client`
     gives libxmtp's current client at each (re)subscription (it changes at the
-    cutover), `recent` the conversations "accepted" carries at each, `on_error` hears
-    each stream's ending error. A message in `echoes` (this engine's own send) is
-    dropped on libxmtp's thread, never converted."""
+    cutover), `regrouping` the conversations "accepted" carries at each and hears
+    which "messages" carries, `on_error` hears each stream's ending error. A message
+    in `echoes` (this engine's own send) is dropped on libxmtp's thread, never
+    converted. Called on the event loop the handlers run on."""
+    loop = asyncio.get_running_loop()
 
     def message(m: Any) -> RawMessage | None:
         if echoes.take(m.sender_inbox_id, m.id):
             return None
         return _convert.raw(m, bytes(m.conversation_id).hex())
+
+    def on_messages(m: Any) -> RawMessage | None:
+        # On libxmtp's thread: a look-up here, the change on the loop (once, mostly).
+        conversation_id = bytes(m.conversation_id).hex()
+        if conversation_id not in regrouping.carried:
+            try:
+                loop.call_soon_threadsafe(regrouping.carried_by_messages, conversation_id)
+            except RuntimeError:  # the loop is closed: nobody to tell, nothing to move
+                pass
+        return message(m)
 
     def conversation(c: Any) -> str:
         return bytes(c.id()).hex()
@@ -105,7 +124,7 @@ def supervised_streams(
         # One subscription per conversation; one that fails takes the others down.
         closers: list[Any] = []
         try:
-            for cid in recent():
+            for cid in list(regrouping.recent):
                 try:
                     conv = client().conversation(bytes.fromhex(cid))
                 except ffi.FfiError:
@@ -155,7 +174,13 @@ def supervised_streams(
 
     return [
         *(
-            supervised(name, name.removesuffix("s"), messages(states), message, on_message)
+            supervised(
+                name,
+                name.removesuffix("s"),
+                messages(states),
+                on_messages if name == "messages" else message,
+                on_message,
+            )
             for name, states in BY_CONSENT.items()
         ),
         SupervisedStream("accepted", accepted, message, on_message, on_restart, on_error),
@@ -180,10 +205,12 @@ class Regrouping:
     """Moves conversations between the message streams after their consent changed,
     at most once per `interval_s` (libxmtp reads a stream's conversations only when
     it subscribes). A conversation allowed joins `recent`, which "accepted" carries
-    one subscription each; each renewal renews "accepted" if `recent` changed, and
-    "requests" (few topics: the requests alone), which drops it. "messages" is renewed, and `recent` emptied,
-    only once `recent` holds more than `limit`. Until a renewal, a conversation stays
-    on the stream it was on, which carries its messages still."""
+    one subscription each, unless "messages" carries it already (`carried`); each
+    renewal after a consent change renews "requests" (few topics: the requests
+    alone), which drops it, and "accepted" if `recent` changed. "messages" is
+    renewed, and `recent` emptied, only once `recent` holds more than `limit`. Until
+    a renewal, a conversation stays on the stream it was on, which carries its
+    messages still."""
 
     def __init__(
         self,
@@ -199,15 +226,41 @@ class Regrouping:
         self._timer: asyncio.TimerHandle | None = None
         #: Conversations allowed since "messages" last subscribed again, oldest first.
         self.recent: dict[str, None] = {}
-        self._carried: list[str] = []  # `recent` when "accepted" last subscribed
+        #: Conversations "messages" handed a message of while allowed, since it last
+        #: subscribed again: it carries them, and so does any fresh subscription of it
+        #: while they stay allowed (read on libxmtp's thread too; changed on the loop).
+        self.carried: set[str] = set()
+        #: Conversations whose consent last changed to other than allowed: a fresh
+        #: subscription of "messages" leaves them out, so none counts as carried.
+        self._not_allowed: set[str] = set()
+        self._carried_by_accepted: list[str] = []  # `recent` when "accepted" last subscribed
+        self._requests_due = False  # a consent change since "requests" last subscribed
 
     def changed(self, conversation_id: str, consent: XmtpConsent) -> None:
         """A conversation's consent changed: renew soon, now or when `interval_s`
         has passed since the last renewal."""
         if consent is XmtpConsent.ALLOWED:
-            self.recent[conversation_id] = None
+            self._not_allowed.discard(conversation_id)
+            if conversation_id not in self.carried:
+                self.recent[conversation_id] = None
         else:
+            self._not_allowed.add(conversation_id)
+            self.carried.discard(conversation_id)
             self.recent.pop(conversation_id, None)
+        self._requests_due = True
+        self._soon()
+
+    def carried_by_messages(self, conversation_id: str) -> None:
+        """ "messages" handed over a message of this conversation: it carries it (libxmtp
+        took it in as new while allowed), so "accepted" lets it go, soon. Not while
+        its consent is other than allowed: it may be on no fresh subscription of it."""
+        if conversation_id in self._not_allowed:
+            return
+        self.carried.add(conversation_id)
+        if self.recent.pop(conversation_id, False) is None:
+            self._soon()
+
+    def _soon(self) -> None:
         if self._timer is not None:
             return  # the renewal already waiting covers this change too
         loop = asyncio.get_running_loop()
@@ -218,16 +271,22 @@ class Regrouping:
     def _renew(self) -> None:
         self._timer = None
         self._last = asyncio.get_running_loop().time()
-        renewing = {"requests", "accepted"}
+        renewing = {"accepted"}
+        if self._requests_due:
+            renewing.add("requests")
+            self._requests_due = False
         if len(self.recent) > (RECENT_LIMIT if self._limit is None else self._limit):
             # "messages" takes them all. Meanwhile they are on no stream (and while
             # it subscribes libxmtp hands over nothing anyway): its fresh
             # subscription reads each from its cursor once it is ready.
             renewing.add("messages")
             self.recent.clear()
-        if list(self.recent) == self._carried:
+            self.carried.clear()  # what it carries now is every allowed conversation
+        if list(self.recent) == self._carried_by_accepted:
             renewing.discard("accepted")  # a change of a conversation it does not carry
-        self._carried = list(self.recent)
+        self._carried_by_accepted = list(self.recent)
+        if not renewing:
+            return
         log.debug("renewing the streams %s", ", ".join(sorted(renewing)))
         for s in self._streams():
             if s.name in renewing:

@@ -342,7 +342,7 @@ class Engine:
         self._streams = supervised_streams(
             self._current,
             self._x,
-            recent=lambda: list(self._regrouping.recent),
+            regrouping=self._regrouping,
             on_message=on_message,
             on_conversation=on_conversation,
             on_consent=consent,

@@ -288,3 +288,46 @@ async def test_a_renewal_holds_nothing_back_while_the_node_is_slow_to_subscribe(
 
     await until(renewed, timeout=WAIT_S + HELD_S)
     assert [_health(engine, n).restarts for n in ("messages", "requests", "accepted")] == [0, 0, 0]
+
+
+async def test_a_conversation_this_engine_made_comes_on_one_stream_once_seen_there(
+    devnet_node: Devnet,
+    engine: Engine,
+    api: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """libxmtp's "messages" takes in a conversation this installation makes (allowed
+    from the start), so a subscription of its own on "accepted" would hand over each
+    of its messages a second time. Once "messages" has handed one over, "accepted"
+    lets the conversation go: every later message comes once."""
+    monkeypatch.setattr(_subscriptions, "REGROUP_S", 0.2)
+    alice = await Peer.create(devnet_node.url, tmp_path, "alice", d14n=api == "d14n")
+    heard = Heard()
+    await heard.start(engine)
+    dm = await engine.find_or_create_dm(alice.inbox_id)
+    await engine.set_consent(conversation_id=dm.id, allowed=True, peer_inbox_id=alice.inbox_id)
+    await alice.sync()
+    theirs = alice.conversation(bytes.fromhex(dm.id))
+    first = await alice.send(theirs, "one")
+
+    async def came(message_id: bytes) -> bool:
+        return heard.has(message_id)
+
+    await until(lambda: came(first))
+
+    async def let_go() -> bool:
+        return dm.id in engine._regrouping.carried and not engine._regrouping.recent
+
+    await until(let_go)
+    await asyncio.sleep(0.6)  # past the interval: "accepted" renewed without it
+    later = [await alice.send(theirs, f"later {i}") for i in range(3)]
+
+    async def all_came() -> bool:
+        return all(heard.has(m) for m in later)
+
+    await until(all_came)
+    await asyncio.sleep(0.5)  # a second copy would be on its way
+    ids = [m.id for m in heard.messages]
+    assert [ids.count(m.hex()) for m in later] == [1, 1, 1]
+    assert [_health(engine, n).restarts for n in ("messages", "requests", "accepted")] == [0, 0, 0]

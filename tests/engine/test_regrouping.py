@@ -212,3 +212,33 @@ async def test_a_fresh_subscription_that_fails_ends_the_open_one_and_restarts() 
 
 async def _has(items: list[Any], item: Any) -> bool:
     return item in items
+
+
+async def test_a_conversation_messages_carries_leaves_accepted_and_never_joins_it() -> None:
+    streams = _streams()
+    regrouping = Regrouping(lambda: streams.values(), interval_s=0.01, limit=2)  # type: ignore[arg-type,return-value]
+    accepted, requests = streams["accepted"], streams["requests"]
+    regrouping.changed("aa", XmtpConsent.ALLOWED)
+    await until(lambda: _at_least(accepted, 1))
+    assert list(regrouping.recent) == ["aa"]
+
+    regrouping.carried_by_messages("aa")  # "messages" handed over one of its messages
+    assert list(regrouping.recent) == []
+    await until(lambda: _at_least(accepted, 2))  # without it
+    assert len(requests.renewals) == 1  # no consent changed: "requests" stays as it is
+
+    regrouping.carried_by_messages("bb")  # carried, and never on "accepted"
+    regrouping.changed("bb", XmtpConsent.ALLOWED)  # its consent set afterwards
+    assert list(regrouping.recent) == []
+    await until(lambda: _at_least(requests, 2))
+    assert len(accepted.renewals) == 2  # nothing for it to let go of
+
+    regrouping.changed("bb", XmtpConsent.DENIED)  # a fresh "messages" would leave it out
+    regrouping.carried_by_messages("bb")  # the open one hands over one more meanwhile
+    regrouping.changed("bb", XmtpConsent.ALLOWED)  # allowed again: "accepted" carries it
+    assert list(regrouping.recent) == ["bb"]
+
+    for cid in ("cc", "dd"):  # past the limit: "messages" takes them all
+        regrouping.changed(cid, XmtpConsent.ALLOWED)
+    await until(lambda: _at_least(streams["messages"], 1))
+    assert regrouping.carried == set()  # its fresh subscription carries what is allowed now
