@@ -4,9 +4,9 @@
 so do `cone serve`, `cone mcp` and `cone bridge` when no other process holds the
 identity. In order, it: takes the state lock; makes the state directory private;
 opens the store with its key (its page-by-page check then runs beside the rest:
-damage it finds stops the host, exit 6); loads or creates the identity (installation safety
-first); opens libxmtp; starts the streams, then syncs; and serves ConeService, gRPC
-health and reflection on `cone.sock`.
+damage it finds stops the host, exit 6); loads or creates the identity
+(installation safety first); opens libxmtp; starts the streams, then syncs; and
+serves ConeService, gRPC health and reflection on `cone.sock`.
 """
 
 from __future__ import annotations

@@ -251,9 +251,10 @@ class Regrouping:
         self._soon()
 
     def carried_by_messages(self, conversation_id: str) -> None:
-        """ "messages" handed over a message of this conversation: it carries it (libxmtp
-        took it in as new while allowed), so "accepted" lets it go, soon. Not while
-        its consent is other than allowed: it may be on no fresh subscription of it."""
+        """Told that "messages" handed over a message of this conversation: it carries
+        it (libxmtp took it in as new while allowed), so "accepted" lets it go, soon.
+        Not while its consent is other than allowed: a fresh subscription of
+        "messages" would leave it out."""
         if conversation_id in self._not_allowed:
             return
         self.carried.add(conversation_id)

@@ -3,12 +3,11 @@
 `PRAGMA quick_check` reads every page of `cone.db` (each one decrypted and
 authenticated by SQLCipher) and walks every b-tree: seconds per few hundred MB
 (docs/bench.md, big store). Run before anything else, it held every start back for
-as long as the store is big.
-It runs instead on a connection and a thread of its own (a WAL reader: the store's
+as long as the store is big. It runs instead on a connection and a thread of its own (a WAL reader: the store's
 writes go on), while the host opens libxmtp and answers; what it finds is handed to
 the host, which stops as a start refused for damage would (cone/daemon/runtime.py).
-Until it is done, a read that meets a damaged page fails its authentication and is
-named as damage (`cone.store.is_damage`): no call ever gets a damaged page's content.
+Until it is done, a read that meets a damaged page fails its authentication and the
+store names it as damage (`corrupt_database`): no call gets a damaged page's content.
 """
 
 from __future__ import annotations

@@ -73,6 +73,9 @@ def keyed_connection(path: Path, key: bytes) -> sqlcipher.Connection:
         conn.execute(f"PRAGMA key = \"x'{key.hex()}'\"")
         # Pinned so that a newer SQLCipher keeps reading today's files.
         conn.execute("PRAGMA cipher_compatibility = 4")
+        # A second connection (a backup reader, the page check) waits instead of
+        # failing at once, from its first read on.
+        conn.execute("PRAGMA busy_timeout = 5000")
         try:
             # Verifies the key: reading the schema decrypts page 1.
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -87,9 +90,6 @@ def keyed_connection(path: Path, key: bytes) -> sqlcipher.Connection:
             ) from exc
         # Temporary tables and indices stay in memory, never as plaintext on disk.
         conn.execute("PRAGMA temp_store = MEMORY")
-        # A second connection (a backup reader, the page check) waits instead of
-        # failing at once.
-        conn.execute("PRAGMA busy_timeout = 5000")
     except BaseException:
         conn.close()
         raise
