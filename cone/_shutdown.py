@@ -52,9 +52,7 @@ def request_stop(why: str, exit_code: int) -> bool:
     shutdown = _active
     if shutdown is None:
         return False
-    shutdown._why, shutdown._code = why, exit_code
-    with contextlib.suppress(OSError):
-        shutdown._write.send(bytes([_REQUESTED]))
+    shutdown.request(why, exit_code)
     return True
 
 
@@ -104,6 +102,12 @@ class Shutdown:
         _active = None
         for sig in SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
+
+    def request(self, why: str, exit_code: int) -> None:
+        """Stop as a first signal would, saying `why`; a forced exit exits `exit_code`."""
+        self._why, self._code = why, exit_code
+        with contextlib.suppress(OSError):
+            self._write.send(bytes([_REQUESTED]))
 
     async def unless_requested(self, work: Awaitable[T]) -> T | None:
         """`await work`, or None (work cancelled) once a stop is requested."""

@@ -133,8 +133,8 @@ class Reconciler:
 
     async def reconcile_all(self, listing: list[ListedConversation] | None = None) -> int:
         """Each conversation's messages against what cone has read (each conversation
-        of `listing`, libxmtp's listing when the caller has one, else a new one), from where the
-        last pass found cone complete (`read_from`), a page of libxmtp's messages at
+        of `listing`, libxmtp's listing when the caller has one, else a new one), from
+        where the last pass found cone complete (`read_from`), a page of libxmtp's messages at
         a time in each of `RECONCILE_AT_ONCE` conversations (at most about 500
         messages and `KNOWN_HELD` of cone's ids held for each, whatever the history),
         ingest held only while one page commits: streamed messages, reads, receive and

@@ -86,10 +86,10 @@ def supervised_streams(
     converted. Called on the event loop the handlers run on."""
     loop = asyncio.get_running_loop()
 
-    def message(m: Any) -> RawMessage | None:
+    def message(m: Any, conversation_id: str | None = None) -> RawMessage | None:
         if echoes.take(m.sender_inbox_id, m.id):
             return None
-        return _convert.raw(m, bytes(m.conversation_id).hex())
+        return _convert.raw(m, conversation_id or bytes(m.conversation_id).hex())
 
     def on_messages(m: Any) -> RawMessage | None:
         # On libxmtp's thread: a look-up here, the change on the loop (once, mostly).
@@ -99,7 +99,7 @@ def supervised_streams(
                 loop.call_soon_threadsafe(regrouping.carried_by_messages, conversation_id)
             except RuntimeError:  # the loop is closed: nobody to tell, nothing to move
                 pass
-        return message(m)
+        return message(m, conversation_id)
 
     def conversation(c: Any) -> str:
         return bytes(c.id()).hex()

@@ -3,9 +3,10 @@
 `PRAGMA quick_check` reads every page of `cone.db` (each one decrypted and
 authenticated by SQLCipher) and walks every b-tree: seconds per few hundred MB
 (docs/bench.md, big store). Run before anything else, it held every start back for
-as long as the store is big. It runs instead on a connection and a thread of its own (a WAL reader: the store's
-writes go on), while the host opens libxmtp and answers; what it finds is handed to
-the host, which stops as a start refused for damage would (cone/daemon/runtime.py).
+as long as the store is big. It runs instead on a connection and a thread of its
+own (a WAL reader: the store's writes go on), while the host opens libxmtp and
+answers; what it finds is handed to the host, which stops as a start refused for
+damage would (cone/daemon/runtime.py).
 Until it is done, a read that meets a damaged page fails its authentication and the
 store names it as damage (`corrupt_database`): no call gets a damaged page's content.
 """
@@ -59,8 +60,7 @@ class PageCheck:
                     target=self._check, name="cone-store-check", daemon=True
                 )
                 self._thread.start()
-            elif self._stopped:
-                return None
+        # A stopped check has its outcome already (`stop` settles it).
         return await asyncio.wrap_future(self._outcome)
 
     def stop(self) -> None:
