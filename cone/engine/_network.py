@@ -7,6 +7,7 @@ local record of an inbox where the network cannot answer.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -123,14 +124,22 @@ class Network:
         states = await self._local_inboxes(inbox_id, "reading an inbox's addresses")
         return [i.identifier for s in states for i in s.account_identities]
 
-    async def find_or_create_dm(self, inbox_id: str) -> ConversationInfo:
-        """The DM with `inbox_id`, created (and published) if there is none."""
+    async def find_or_create_dm(self, inbox_id: str) -> tuple[ConversationInfo, bool]:
+        """The DM with `inbox_id`, created (and published) if there is none; and
+        whether this call made it."""
         doing = f"creating the DM with {inbox_id}"
 
-        async def dm() -> ConversationInfo:
+        async def dm() -> tuple[ConversationInfo, bool]:
+            asked_ns = time.time_ns()
+            client = self._client()
             options = ffi.FfiCreateDmOptions(message_disappearing_settings=None)
-            conv = await self._client().conversations().find_or_create_dm(inbox_id, options)
-            return _convert.info(conv)
+            conv = await client.conversations().find_or_create_dm(inbox_id, options)
+            # libxmtp stamps a DM it makes with the time it made it; one it found
+            # (the peer's, or made before) is older.
+            made = conv.added_by_inbox_id() == client.inbox_id() and (
+                conv.created_at_ns() >= asked_ns
+            )
+            return _convert.info(conv), made
 
         try:
             return await self._x.call(dm, NETWORK_CALL_S, doing)

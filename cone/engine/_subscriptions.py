@@ -26,17 +26,20 @@ conversation allowed meanwhile gets a subscription of its own on "accepted", and
 
 libxmtp's message stream also takes in every conversation that is new to it while
 its filter admits it: one this installation makes (libxmtp records it allowed before
-it tells its streams) is on "messages" from the start. A conversation "messages"
-hands a message of is carried there, so it leaves "accepted", or never joins it:
-on both, each of its messages would come twice, each time processed by libxmtp and
-converted, and the echo of each own send passed to ingest (its second copy).
+it tells its streams) is on "messages" from the start. On both, each of its messages
+would come twice, each time processed by libxmtp and converted, and the echo of each
+own send passed to ingest (its second copy). So a conversation the engine makes is
+carried by "messages" from the call that made it (`Regrouping.creating`), and never
+joins "accepted"; and one that "messages" hands a message of is carried there too
+(made by another installation of this inbox, say), and leaves "accepted".
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, Final
 
 from xmtp_bindings import xmtpv3 as ffi
@@ -226,23 +229,54 @@ class Regrouping:
         self._timer: asyncio.TimerHandle | None = None
         #: Conversations allowed since "messages" last subscribed again, oldest first.
         self.recent: dict[str, None] = {}
-        #: Conversations "messages" handed a message of while allowed, since it last
-        #: subscribed again: it carries them, and so does any fresh subscription of it
-        #: while they stay allowed (read on libxmtp's thread too; changed on the loop).
+        #: Conversations this engine made, or "messages" handed a message of while
+        #: allowed, since it last subscribed again: it carries them, and so does any
+        #: fresh subscription of it while they stay allowed (read on libxmtp's thread
+        #: too; changed on the loop).
         self.carried: set[str] = set()
         #: Conversations whose consent last changed to other than allowed: a fresh
         #: subscription of "messages" leaves them out, so none counts as carried.
         self._not_allowed: set[str] = set()
         self._carried_by_accepted: list[str] = []  # `recent` when "accepted" last subscribed
         self._requests_due = False  # a consent change since "requests" last subscribed
+        self._creating = 0  # calls in flight that may make a conversation (`creating`)
+        self._held: list[tuple[str, XmtpConsent]] = []  # changes told meanwhile, in order
+
+    @contextlib.contextmanager
+    def creating(self) -> Iterator[Callable[[str], None]]:
+        """Around a call that may make a conversation here; it yields `made`, to be
+        told the conversation the call made (not one it found). libxmtp tells the
+        consent stream that conversation is allowed during the call, before cone
+        learns its id: consent changes wait until the call is over, and then the one
+        it made is carried by "messages" and joins no other stream."""
+        self._creating += 1
+        try:
+            yield self._made
+        finally:
+            self._creating -= 1
+            if not self._creating:
+                held, self._held = self._held, []
+                for conversation_id, consent in held:
+                    self.changed(conversation_id, consent)
+
+    def _made(self, conversation_id: str) -> None:
+        self._not_allowed.discard(conversation_id)
+        self.carried.add(conversation_id)
+        self.recent.pop(conversation_id, None)
 
     def changed(self, conversation_id: str, consent: XmtpConsent) -> None:
         """A conversation's consent changed: renew soon, now or when `interval_s`
         has passed since the last renewal."""
+        if self._creating:
+            self._held.append((conversation_id, consent))
+            return
         if consent is XmtpConsent.ALLOWED:
             self._not_allowed.discard(conversation_id)
-            if conversation_id not in self.carried:
-                self.recent[conversation_id] = None
+            if conversation_id in self.carried:
+                # On "messages" already, and on "requests" never (it was allowed when
+                # "messages" took it in): nothing to renew for it.
+                return
+            self.recent[conversation_id] = None
         else:
             self._not_allowed.add(conversation_id)
             self.carried.discard(conversation_id)

@@ -46,15 +46,23 @@ class Consent:
         self._client = client
         self._x = calls
 
-    async def set(self, conversation_id: str, peer_inbox_id: str | None, allowed: bool) -> None:
-        """Allow or deny a conversation (and a DM's peer)."""
+    async def set(self, conversation_id: str, peer_inbox_id: str | None, allowed: bool) -> bool:
+        """Allow or deny a conversation (and a DM's peer); whether the conversation's
+        record changed. libxmtp tells the consent stream of a changed record only: one
+        already so (a conversation this installation made is allowed from the start)
+        has no echo, and moves no conversation between the message streams."""
         state = ffi.FfiConsentState.ALLOWED if allowed else ffi.FfiConsentState.DENIED
         changed = records(conversation_id, peer_inbox_id, state)
-        await self._x.call(
-            lambda: self._client.set_consent_states(changed),
-            LOCAL_CALL_S,
-            "recording consent in XMTP",
-        )
+
+        async def record() -> bool:
+            before = await self._client.get_consent_state(
+                ffi.FfiConsentEntityType.CONVERSATION_ID, conversation_id
+            )
+            await self._client.set_consent_states(changed)
+            return bool(before != state)
+
+        answer: bool = await self._x.call(record, LOCAL_CALL_S, "recording consent in XMTP")
+        return answer
 
     async def reset(self, conversation_id: str, peer_inbox_id: str | None) -> None:
         """Set the records of a conversation (and a DM's peer) back to unknown."""

@@ -99,7 +99,7 @@ class Engine:
     def _attach(self, client: Any) -> None:
         """Use `client` from now on; the adapters holding it are built anew."""
         self._client = client
-        self.groups = Groups(client, self.inbox_id, self._x)
+        self.groups = Groups(client, self.inbox_id, self._x, self._regrouping.creating)
         self.installations = Installations(client, self._wallet_key, self._x)
         self._consent = Consent(client, self._x)
 
@@ -245,7 +245,11 @@ class Engine:
 
     async def find_or_create_dm(self, inbox_id: str) -> ConversationInfo:
         """The DM with `inbox_id`, created (and published) if there is none."""
-        return await self._network.find_or_create_dm(inbox_id)
+        with self._regrouping.creating() as made:
+            dm, new = await self._network.find_or_create_dm(inbox_id)
+            if new:
+                made(dm.id)
+        return dm
 
     async def budgets(self) -> tuple[int, int]:
         """(active installations, identity updates) of this inbox, from local state."""
@@ -271,15 +275,19 @@ class Engine:
         )
 
     async def _recording(
-        self, conversation_id: str, consent: XmtpConsent, call: Awaitable[None]
+        self, conversation_id: str, consent: XmtpConsent, call: Awaitable[bool | None]
     ) -> None:
         # The consent stream hands the record back: noted first, its echo renews nothing.
+        # A record that did not change (`call` says False) has no echo to wait for.
         self._consent_echoes.add(conversation_id, consent)
         try:
-            await call
+            changed = await call
         except BaseException:
             self._consent_echoes.discard(conversation_id, consent)
             raise
+        if changed is False:
+            self._consent_echoes.discard(conversation_id, consent)
+            return
         self._regrouping.changed(conversation_id, consent)
 
     async def inbox_consent(self, inbox_id: str) -> XmtpConsent:

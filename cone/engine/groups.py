@@ -11,6 +11,8 @@ against the group's permission policy first and refused with a clear reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from xmtp_bindings import xmtpv3 as ffi
@@ -66,10 +68,18 @@ def _create_options(
 class Groups:
     """Group and conversation operations on one libxmtp client."""
 
-    def __init__(self, client: Any, inbox_id: str, calls: Calls) -> None:
+    def __init__(
+        self,
+        client: Any,
+        inbox_id: str,
+        calls: Calls,
+        creating: Callable[[], AbstractContextManager[Callable[[str], None]]],
+    ) -> None:
         self._client = client
         self._inbox_id = inbox_id
         self._x = calls.refusing(group_refusal)
+        # Told the group `create_local` makes (the message streams, cone/engine/_subscriptions.py).
+        self._creating = creating
 
     async def _conversation(self, conversation_id: str) -> Any:
         return await self._x.call_sync(
@@ -194,7 +204,10 @@ class Groups:
         def create() -> str:
             return bytes(self._client.conversations().create_group_optimistic(opts).id()).hex()
 
-        return await self._x.call_sync(create, LOCAL_CALL_S, "creating a group")
+        with self._creating() as made:
+            group_id = await self._x.call_sync(create, LOCAL_CALL_S, "creating a group")
+            made(group_id)
+        return group_id
 
     # --- changing a group ---------------------------------------------------------------
 

@@ -230,8 +230,9 @@ async def test_a_conversation_messages_carries_leaves_accepted_and_never_joins_i
     regrouping.carried_by_messages("bb")  # carried, and never on "accepted"
     regrouping.changed("bb", XmtpConsent.ALLOWED)  # its consent set afterwards
     assert list(regrouping.recent) == []
-    await until(lambda: _at_least(requests, 2))
-    assert len(accepted.renewals) == 2  # nothing for it to let go of
+    await asyncio.sleep(0.05)
+    # Nothing to move: "messages" took it in allowed, so "requests" never had it.
+    assert len(requests.renewals) == 1 and len(accepted.renewals) == 2
 
     regrouping.changed("bb", XmtpConsent.DENIED)  # a fresh "messages" would leave it out
     regrouping.carried_by_messages("bb")  # the open one hands over one more meanwhile
@@ -242,3 +243,47 @@ async def test_a_conversation_messages_carries_leaves_accepted_and_never_joins_i
         regrouping.changed(cid, XmtpConsent.ALLOWED)
     await until(lambda: _at_least(streams["messages"], 1))
     assert regrouping.carried == set()  # its fresh subscription carries what is allowed now
+
+
+async def test_what_the_engine_makes_stays_off_accepted_and_changes_meanwhile_wait() -> None:
+    streams = _streams()
+    regrouping = Regrouping(lambda: streams.values(), interval_s=0.01)  # type: ignore[arg-type,return-value]
+    with regrouping.creating() as made:
+        # libxmtp tells the consent stream of the conversation it makes, during the call.
+        regrouping.changed("new", XmtpConsent.ALLOWED)
+        regrouping.changed("other", XmtpConsent.ALLOWED)  # another installation's change
+        regrouping.changed("other", XmtpConsent.DENIED)
+        regrouping.changed("third", XmtpConsent.ALLOWED)
+        with regrouping.creating():  # a second call at once: the changes wait for both
+            pass
+        assert not regrouping.recent
+        made("new")
+    # The one it made is carried by "messages"; the others come in their order.
+    assert regrouping.carried == {"new"}
+    assert list(regrouping.recent) == ["third"]
+    await until(lambda: _at_least(streams["accepted"], 1))
+    await asyncio.sleep(0.05)
+    assert len(streams["requests"].renewals) == 1  # for "other" and "third"
+    regrouping.changed("new", XmtpConsent.ALLOWED)  # told again: nothing to move
+    await asyncio.sleep(0.05)
+    assert list(regrouping.recent) == ["third"]
+    assert len(streams["accepted"].renewals) == len(streams["requests"].renewals) == 1
+    # Blocked and allowed again, it joins "accepted": a fresh subscription of
+    # "messages" meanwhile would have left it out.
+    regrouping.changed("new", XmtpConsent.DENIED)
+    regrouping.changed("new", XmtpConsent.ALLOWED)
+    assert list(regrouping.recent) == ["third", "new"]
+
+
+async def test_a_call_that_made_nothing_holds_changes_only_while_it_runs() -> None:
+    streams = _streams()
+    regrouping = Regrouping(lambda: streams.values(), interval_s=0.01)  # type: ignore[arg-type,return-value]
+    try:
+        with regrouping.creating():
+            regrouping.changed("aa", XmtpConsent.ALLOWED)
+            raise RuntimeError("the call failed")
+    except RuntimeError:
+        pass
+    assert list(regrouping.recent) == ["aa"] and not regrouping.carried
+    regrouping.changed("bb", XmtpConsent.ALLOWED)
+    assert list(regrouping.recent) == ["aa", "bb"]
