@@ -15,6 +15,12 @@ Each walk runs `rounds` times, cone's and the baseline's in turn, so both see th
 load; each figure is the round with the median total time. A last line times the parts
 of a page in process (store read on SQLCipher, on the store's thread, and on plain
 SQLite, the hop to the store's thread and back, core mapping, proto).
+
+The floor: whatever a daemon's own code costs, a page through one pays at least a call
+across the process boundary (the daemon's cheapest call, `Identity`: both gRPC ends and
+the socket, as many calls as a walk has pages, in the same rounds) on top of the
+baseline's page. Their sum against the baseline is the least ratio any daemon could
+reach on this machine that day.
 """
 
 from __future__ import annotations
@@ -137,6 +143,17 @@ async def _walk_conversations(call: Callable[[str | None], Any]) -> Walk:
             return seen, time.perf_counter() - start, pages
 
 
+async def _calls(call: Callable[[], Any], n: int) -> Walk:
+    """`n` calls one after another, each timed."""
+    times = []
+    start = time.perf_counter()
+    for _ in range(n):
+        t = time.perf_counter()
+        await call()
+        times.append(time.perf_counter() - t)
+    return n, time.perf_counter() - start, times
+
+
 async def _walk_messages(call: Callable[[str | None, bool], Any], oldest_first: bool) -> Walk:
     seen, cursor, pages = 0, None, []
     start = time.perf_counter()
@@ -214,6 +231,7 @@ async def _main(args: argparse.Namespace) -> None:
                     ("base_fwd", lambda: _walk_messages(plain_messages, True)),
                     ("back", lambda: _walk_messages(cone_messages, False)),
                     ("base_back", lambda: _walk_messages(plain_messages, False)),
+                    ("identity", lambda: _calls(d.client.identity, -(-n_msg // page))),
                 ):
                     walks.setdefault(name, []).append(await walk())
         store = Store.open(home / "cone.db", store_key(home))
@@ -234,12 +252,21 @@ async def _main(args: argparse.Namespace) -> None:
 
     for name, found in walks.items():
         want = n_conv + 1 if name.endswith("conv") else n_msg
+        if name == "identity":
+            want = -(-n_msg // page)
         assert all(w[0] == want for w in found), (name, [w[0] for w in found])
     m = {name: _median(found) for name, found in walks.items()}
     print(f"medians of {rounds} rounds")
     line(f"conversations: {n_conv + 1} listed, 50 a page", m["conv"], m["base_conv"])
     line(f"messages oldest first: {n_msg}, {page} a page", m["fwd"], m["base_fwd"])
     line(f"messages newest first: {n_msg}, {page} a page", m["back"], m["base_back"])
+    call = statistics.median(m["identity"][2]) * 1000
+    base = statistics.median(m["base_back"][2]) * 1000
+    print(
+        f"floor of a page through a daemon: {call:.2f} ms (the daemon's cheapest call, "
+        f"Identity, p50) + {base:.2f} ms (plain SQLite's page, newest first, p50) = "
+        f"{call + base:.2f} ms: at least {(call + base) / base:.1f}x plain SQLite at p50"
+    )
     print(
         f"in process, a page of {page} newest first (best of 3 walks): "
         + ", ".join(f"{what} {ms:.2f} ms" for what, ms in parts.items())
