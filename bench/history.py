@@ -174,6 +174,7 @@ def _median(walks: list[Walk]) -> Walk:
 
 async def _main(args: argparse.Namespace) -> None:
     n_conv, n_msg, page, rounds = args.conversations, args.messages, args.page, args.rounds
+    n_pages = -(-n_msg // page)  # a walk's pages, and as many calls for the floor
     home = short_home()
     with tempfile.TemporaryDirectory() as work:
         plain = _plain(n_conv, n_msg, Path(work))
@@ -231,7 +232,7 @@ async def _main(args: argparse.Namespace) -> None:
                     ("base_fwd", lambda: _walk_messages(plain_messages, True)),
                     ("back", lambda: _walk_messages(cone_messages, False)),
                     ("base_back", lambda: _walk_messages(plain_messages, False)),
-                    ("identity", lambda: _calls(d.client.identity, -(-n_msg // page))),
+                    ("identity", lambda: _calls(d.client.identity, n_pages)),
                 ):
                     walks.setdefault(name, []).append(await walk())
         store = Store.open(home / "cone.db", store_key(home))
@@ -253,7 +254,7 @@ async def _main(args: argparse.Namespace) -> None:
     for name, found in walks.items():
         want = n_conv + 1 if name.endswith("conv") else n_msg
         if name == "identity":
-            want = -(-n_msg // page)
+            want = n_pages
         assert all(w[0] == want for w in found), (name, [w[0] for w in found])
     m = {name: _median(found) for name, found in walks.items()}
     print(f"medians of {rounds} rounds")

@@ -280,15 +280,14 @@ class Engine:
         # The consent stream hands the record back: noted first, its echo renews nothing.
         # A record that did not change (`call` says False) has no echo to wait for.
         self._consent_echoes.add(conversation_id, consent)
+        changed = False
         try:
-            changed = await call
-        except BaseException:
-            self._consent_echoes.discard(conversation_id, consent)
-            raise
-        if changed is False:
-            self._consent_echoes.discard(conversation_id, consent)
-            return
-        self._regrouping.changed(conversation_id, consent)
+            changed = await call is not False
+        finally:
+            if not changed:
+                self._consent_echoes.discard(conversation_id, consent)
+        if changed:
+            self._regrouping.changed(conversation_id, consent)
 
     async def inbox_consent(self, inbox_id: str) -> XmtpConsent:
         """XMTP's consent record for an inbox."""
