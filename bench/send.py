@@ -21,13 +21,16 @@ Each side also reports its CPU per message: the sender's (the bench process, and
 cone its daemon too: cone's client side is a gRPC call) and the node's.
 
 The floor: what any durable send through a daemon on libxmtp costs at least, measured
-in the same rounds as the sequential sends. A daemon that receives has its message
-stream open (a raw send with its stream open); a send key is durable only once its
-claim is committed and synced before the message exists in libxmtp (a synced commit of
-a small row through cone's store, on the same disk); a call crosses the process
-boundary (the daemon's cheapest call, `Identity`, both gRPC ends). Their sum, as a
-rate against raw libxmtp's, is the most the sequential ratio can reach whatever cone's
-own code costs; at 8 at once, where the rate follows CPU, the stream alone bounds it.
+in the same rounds as cone's sends. A daemon that receives has its message stream open
+(a raw send with its stream open); a send key is durable only once its claim is
+committed and synced before the message exists in libxmtp (a synced commit of a small
+row through cone's store, on the same disk); a call crosses the process boundary (the
+daemon's cheapest call, `Identity`, both gRPC ends). Sequentially, where a send's time
+is the sum of its steps, the floor is the sum of the three parts' times, each measured
+alone. At `--parallel` at once, where the rate follows CPU, the floor's senders make
+the three in turn for each message (concurrent commits sharing one, as cone's claims
+do). Each floor's rate against raw libxmtp's is the most cone's ratio can reach
+whatever cone's own code costs.
 """
 
 from __future__ import annotations
@@ -123,6 +126,21 @@ def _synced_commit(store: Store) -> Callable[[], Awaitable[None]]:
     return commit
 
 
+def _floor_send(
+    d: DaemonProcess, store: Store, sender: Peer, dm: Any
+) -> Callable[[], Awaitable[None]]:
+    """One message's floor: the daemon's cheapest call, a synced commit, a raw send
+    with the stream open, in turn (the module docstring)."""
+    call, commit, send = _identity(d), _synced_commit(store), _raw_send(sender, dm)
+
+    async def floor() -> None:
+        await call()
+        await commit()
+        await send()
+
+    return floor
+
+
 async def _serial(sends: list[Callable[[], Awaitable[None]]]) -> None:
     for s in sends:
         await s()
@@ -216,10 +234,12 @@ async def concurrent(
         live = await Peer.create(url, work, "live8")
         live_dms = [await live.dm_with(t) for t in targets]
         stream = await live.stream_all()
+        store = Store.open(work / "floor8.db", os.urandom(32))
         cone_lanes = [_cone_send(d, c) for c in conversations]
         raw_lanes = [_raw_send(raw, dm) for dm in raw_dms]
         live_lanes = [_raw_send(live, dm) for dm in live_dms]
-        for lanes in (cone_lanes, raw_lanes, live_lanes):
+        floor_lanes = [_floor_send(d, store, live, dm) for dm in live_dms]
+        for lanes in (cone_lanes, raw_lanes, live_lanes, floor_lanes):
             await _lanes(Side("warm-up", [], node), lanes, 2)
         per = max(1, each // rounds)
         assert d.proc is not None
@@ -228,6 +248,7 @@ async def concurrent(
             Side(f"cone, {parallel} conversations at once", cone, node),
             Side(f"raw libxmtp, {parallel} DMs at once", raw_pids, node),
             Side(f"raw libxmtp, {parallel} DMs at once, message stream open", raw_pids, node),
+            Side(f"floor, {parallel} senders at once", cone, node),
         ]
         await _rounds(
             rounds,
@@ -235,22 +256,38 @@ async def concurrent(
                 (sides[0], lambda side: _lanes(side, cone_lanes, per)),
                 (sides[1], lambda side: _lanes(side, raw_lanes, per)),
                 (sides[2], lambda side: _lanes(side, live_lanes, per)),
+                (sides[3], lambda side: _lanes(side, floor_lanes, per)),
             ],
         )
         await stream.end()
+        store.close()
     return sides
 
 
-def _floor(raw: Side, live: Side, call: Side, commit: Side) -> None:
-    """The sequential floor (the module docstring) and the stream's own share."""
+def _parts(cone: list[Side], raw: Side, live: Side, call: Side, commit: Side) -> None:
+    """The sequential floor: its parts' times, each measured alone, added up."""
     parts = [side.seconds / side.sent * 1000 for side in (live, call, commit)]
     rate = 1000 / sum(parts)
     print(
         f"  floor of a durable send through a daemon: {parts[0]:.2f} ms (raw send, stream open)"
         f" + {parts[1]:.2f} ms (the daemon's cheapest call) + {parts[2]:.2f} ms (a synced"
-        f" commit) = {sum(parts):.2f} ms: at most {rate / raw.rate():.2f}x raw libxmtp send"
+        f" commit) = {sum(parts):.2f} ms: at most {rate / raw.rate():.2f}x raw libxmtp send,"
+        f" {rate / live.rate():.2f}x raw libxmtp send with its stream open"
     )
+    for c in cone:
+        print(f"  {c.name}: {c.rate() / rate:.2f}x the floor")
     print(f"  the stream alone: {live.rate() / raw.rate():.2f}x raw libxmtp send")
+
+
+def _floor_at_once(cone: list[Side], raw: Side, live: Side, floor: Side) -> None:
+    """The floor at once (the module docstring) against the raw sides, and cone against it."""
+    print(
+        f"  floor: {floor.rate() / raw.rate():.2f}x raw libxmtp,"
+        f" {floor.rate() / live.rate():.2f}x raw libxmtp with its stream open"
+    )
+    for c in cone:
+        print(f"  {c.name}: {c.rate() / floor.rate():.2f}x the floor")
+    print(f"  the stream alone: {live.rate() / raw.rate():.2f}x raw libxmtp")
 
 
 def _report(title: str, cone: list[Side], raws: list[Side]) -> None:
@@ -273,10 +310,13 @@ async def _main(args: argparse.Namespace) -> None:
             print(f"  address / conversation id: {seq[1].rate() / seq[0].rate():.2f}x")
             for side in seq[4:]:
                 print(f"  {side.summary()}")
-            _floor(*seq[2:])
+            _parts(seq[:2], *seq[2:6])
             conc = await concurrent(node.url, pid, work, args.parallel, args.each, args.rounds)
-            _report(f"concurrent, {args.parallel} x {args.each} sends per side", conc[:1], conc[1:])
-            print(f"  the stream alone: {conc[2].rate() / conc[1].rate():.2f}x raw libxmtp")
+            _report(
+                f"concurrent, {args.parallel} x {args.each} sends per side", conc[:1], conc[1:3]
+            )
+            print(f"  {conc[3].summary()}")
+            _floor_at_once(conc[:1], conc[1], conc[2], conc[3])
         finally:
             await node.stop()
 
