@@ -267,26 +267,22 @@ async def concurrent(
 def _parts(cone: list[Side], raw: Side, live: Side, call: Side, commit: Side) -> None:
     """The sequential floor: its parts' times, each measured alone, added up."""
     parts = [side.seconds / side.sent * 1000 for side in (live, call, commit)]
-    rate = 1000 / sum(parts)
     print(
         f"  floor of a durable send through a daemon: {parts[0]:.2f} ms (raw send, stream open)"
         f" + {parts[1]:.2f} ms (the daemon's cheapest call) + {parts[2]:.2f} ms (a synced"
-        f" commit) = {sum(parts):.2f} ms: at most {rate / raw.rate():.2f}x raw libxmtp send,"
-        f" {rate / live.rate():.2f}x raw libxmtp send with its stream open"
+        f" commit) = {sum(parts):.2f} ms"
     )
-    for c in cone:
-        print(f"  {c.name}: {c.rate() / rate:.2f}x the floor")
-    print(f"  the stream alone: {live.rate() / raw.rate():.2f}x raw libxmtp send")
+    _against_floor(cone, raw, live, 1000 / sum(parts))
 
 
-def _floor_at_once(cone: list[Side], raw: Side, live: Side, floor: Side) -> None:
-    """The floor at once (the module docstring) against the raw sides, and cone against it."""
+def _against_floor(cone: list[Side], raw: Side, live: Side, floor_rate: float) -> None:
+    """A floor's rate (the module docstring) against the raw sides, and cone against it."""
     print(
-        f"  floor: {floor.rate() / raw.rate():.2f}x raw libxmtp,"
-        f" {floor.rate() / live.rate():.2f}x raw libxmtp with its stream open"
+        f"  floor: at most {floor_rate / raw.rate():.2f}x raw libxmtp,"
+        f" {floor_rate / live.rate():.2f}x raw libxmtp with its stream open"
     )
     for c in cone:
-        print(f"  {c.name}: {c.rate() / floor.rate():.2f}x the floor")
+        print(f"  {c.name}: {c.rate() / floor_rate:.2f}x the floor")
     print(f"  the stream alone: {live.rate() / raw.rate():.2f}x raw libxmtp")
 
 
@@ -316,7 +312,7 @@ async def _main(args: argparse.Namespace) -> None:
                 f"concurrent, {args.parallel} x {args.each} sends per side", conc[:1], conc[1:3]
             )
             print(f"  {conc[3].summary()}")
-            _floor_at_once(conc[:1], conc[1], conc[2], conc[3])
+            _against_floor(conc[:1], conc[1], conc[2], conc[3].rate())
         finally:
             await node.stop()
 
