@@ -30,6 +30,7 @@ from cone.core.model import Attachment, Message
 from cone.core.network import NetworkWatch
 from cone.core.outbox import Outbox
 from cone.core.receiving import Receiving
+from cone.core.restore_fence import RestoreFence
 from cone.core.retention import Retention
 from cone.core.sending import Sending
 from cone.core.status import Status, StatusReport
@@ -122,9 +123,11 @@ class Core:
             caught_up=lambda limit_s: self._follow_ups.caught_up(limit_s),
         )
         self.ingestor.lister = self.catch_up.list  # its listings too, one at a time
-        self.outbox = Outbox(store, engine, self.network)
+        # A restored copy's first send in each conversation (cone/core/restore_fence.py).
+        self.restore_fence = RestoreFence(store, engine)
+        self.outbox = Outbox(store, engine, self.network, self.restore_fence)
         self.fetcher = Fetcher(store, self.receiving.wake)
-        self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
+        self.backups = BackupMaker(store, engine, self.ingestor, self.outbox, xmtp_db)
         # Conversations, history, contacts, unblock (cone/core/history.py).
         self.history = History(store, engine)
         # createGroup (keyed), members, add, remove, leave, update (cone/core/groups.py).
@@ -212,6 +215,8 @@ class Core:
             await self.sync()
         except ConeError as exc:  # the catch-up tries again each period
             log.warning("first sync failed (%s); catching up in the background", exc.message)
+        else:
+            await self.restore_fence.sweep(await self._conversation_ids())
         self._started = True
         log.info(
             "core started in %.1f s: read %.1f s, streams %.1f s, first sync %.1f s "
