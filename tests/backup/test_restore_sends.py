@@ -68,12 +68,9 @@ def _texts(seen: list[str], expected: list[str]) -> list[str]:
     return [text for text in expected for s in seen if text == s]
 
 
-async def _original(
-    home: Path, devnet: str, alice: Peer, file: Path
-) -> tuple[str, str, DaemonProcess]:
-    """A daemon in a DM and a group with alice, backed up after one message in each;
-    returns the DM's and the group's ids and the (running) daemon."""
-    d = await DaemonProcess(home, devnet).start()
+async def _original(d: DaemonProcess, alice: Peer, file: Path) -> tuple[str, str]:
+    """The daemon in a DM and a group with alice, backed up into `file` after one
+    message in each; returns the DM's and the group's ids."""
     dm = (await d.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
     group = (
         await d.client.call(
@@ -82,9 +79,9 @@ async def _original(
     ).group
     for cid in (dm.conversation_id, group.conversation_id):
         await _send(d, cid, f"m1-{cid[:6]}")
-    code, err = await run_cone(["backup", str(file), "--home", str(home)], _env())
+    code, err = await run_cone(["backup", str(file), "--home", str(d.home)], _env())
     assert code == 0, err.decode()
-    return dm.conversation_id, group.conversation_id, d
+    return dm.conversation_id, group.conversation_id
 
 
 async def _restore(file: Path, home: Path) -> None:
@@ -97,23 +94,19 @@ async def test_sends_after_a_restore_arrive_though_the_original_sent_after_the_b
 ) -> None:
     original, restored, _ = homes
     file = tmp_path / "a.cone"
-    dm, group, d = await _original(original, devnet, alice, file)
-    for cid in (dm, group):  # what the restored copy's state does not know
-        for n in (2, 3):
-            await _send(d, cid, f"m{n}-{cid[:6]}")
-    await d.stop()
+    async with DaemonProcess(original, devnet) as d:
+        dm, group = await _original(d, alice, file)
+        for cid in (dm, group):  # what the restored copy's state does not know
+            for n in (2, 3):
+                await _send(d, cid, f"m{n}-{cid[:6]}")
     await _restore(file, restored)
-    d2 = await DaemonProcess(restored, devnet).start()
-    try:
+    async with DaemonProcess(restored, devnet) as d2:
         for n in (1, 2, 3, 4):
             for cid in (dm, group):
                 await _send(d2, cid, f"r{n}-{cid[:6]}")
             if n == 2:  # a crash of the restored daemon between its sends
                 d2.kill9()
                 await d2.restart()
-    finally:
-        await d2.stop()
-        print(f"--- restored daemon stderr ---\n{d2.stderr()}")
     for cid in (dm, group):
         expected = [f"{m}-{cid[:6]}" for m in ("m1", "m2", "m3", "r1", "r2", "r3", "r4")]
         seen = await _arrived(alice, cid, expected)
@@ -125,10 +118,12 @@ async def test_a_conversation_the_original_moved_on_refuses_sends_with_its_reaso
 ) -> None:
     original, restored, _ = homes
     file = tmp_path / "a.cone"
-    dm, group, d = await _original(original, devnet, alice, file)
-    # A commit the restored copy cannot apply: the original renames the group.
-    await d.client.call("UpdateGroup", pb.UpdateGroupRequest(conversation_id=group, name="later"))
-    await d.stop()
+    async with DaemonProcess(original, devnet) as d:
+        dm, group = await _original(d, alice, file)
+        # A commit the restored copy cannot apply: the original renames the group.
+        await d.client.call(
+            "UpdateGroup", pb.UpdateGroupRequest(conversation_id=group, name="later")
+        )
     await _restore(file, restored)
     async with DaemonProcess(restored, devnet) as d2:
         with pytest.raises(FailedPrecondition) as refused:
@@ -149,8 +144,8 @@ async def test_restoring_one_file_twice_never_loses_a_send(
 ) -> None:
     original, first, second = homes
     file = tmp_path / "a.cone"
-    dm, _, d = await _original(original, devnet, alice, file)
-    await d.stop()
+    async with DaemonProcess(original, devnet) as d:
+        dm, _ = await _original(d, alice, file)
     await _restore(file, first)
     async with DaemonProcess(first, devnet) as d1:
         await _send(d1, dm, "from-first")
@@ -170,21 +165,20 @@ async def test_a_key_pending_at_backup_reaches_the_peer_once(
 ) -> None:
     original, restored, _ = homes
     file = tmp_path / "a.cone"
-    d = await DaemonProcess(original, devnet).start()
-    dm = (await d.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
-    await _send(d, dm.conversation_id, "before")
     faults = devnet_node.faults  # type: ignore[attr-defined]
-    faults.fail_group(bytes.fromhex(dm.conversation_id), 1000)
-    pending = await d.client.call(
-        "Send", pb.SendRequest(to=dm.conversation_id, text="pending", key="pending")
-    )
-    assert not pending.published
-    code, err = await run_cone(["backup", str(file), "--home", str(original)], _env())
-    assert code == 0, err.decode()
-    faults.clear()
-    # The original publishes the pending key after the backup.
-    await until(lambda: _settled(d, "pending"), timeout=30)
-    await d.stop()
+    async with DaemonProcess(original, devnet) as d:
+        dm = (await d.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
+        await _send(d, dm.conversation_id, "before")
+        faults.fail_group(bytes.fromhex(dm.conversation_id), 1000)
+        pending = await d.client.call(
+            "Send", pb.SendRequest(to=dm.conversation_id, text="pending", key="pending")
+        )
+        assert not pending.published
+        code, err = await run_cone(["backup", str(file), "--home", str(original)], _env())
+        assert code == 0, err.decode()
+        faults.clear()
+        # The original publishes the pending key after the backup.
+        await until(lambda: _settled(d, "pending"), timeout=30)
     await _restore(file, restored)
     async with DaemonProcess(restored, devnet) as d2:
         await until(lambda: _settled(d2, "pending"), timeout=30)
