@@ -7,8 +7,10 @@ there sends again; a raw libxmtp peer counts what arrived (docs/backup.md).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import random
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 from cone.errors import FailedPrecondition
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, run_cone, short_home
+from support.node_peer import NodePeer
 from support.peers import Peer, text_of
 from support.waiting import until
 
@@ -191,3 +194,99 @@ async def test_a_key_pending_at_backup_reaches_the_peer_once(
 async def _settled(d: DaemonProcess, key: str) -> bool:
     status = await d.status()
     return not any(k.key == key for k in status.outbox)
+
+
+async def test_the_official_sdk_receives_every_send_of_a_restored_copy(
+    homes: tuple[Path, Path, Path], devnet: str, tmp_path: Path
+) -> None:
+    original, restored, _ = homes
+    file = tmp_path / "a.cone"
+    async with NodePeer.start(devnet, tmp_path) as sdk:
+        async with DaemonProcess(original, devnet) as d:
+            dm = (await d.client.call("Connect", pb.ConnectRequest(to=sdk.address))).contact
+            group = (
+                await d.client.call(
+                    "CreateGroup", pb.CreateGroupRequest(members=[sdk.address], key="group")
+                )
+            ).group
+            cids = (dm.conversation_id, group.conversation_id)
+            for cid in cids:
+                await _send(d, cid, f"m1-{cid[:6]}")
+            code, err = await run_cone(["backup", str(file), "--home", str(original)], _env())
+            assert code == 0, err.decode()
+            for cid in cids:
+                await _send(d, cid, f"m2-{cid[:6]}")
+        await _restore(file, restored)
+        async with DaemonProcess(restored, devnet) as d2:
+            for n in (1, 2, 3):
+                for cid in cids:
+                    await _send(d2, cid, f"r{n}-{cid[:6]}")
+        for cid in cids:
+            expected = [f"{m}-{cid[:6]}" for m in ("m1", "m2", "r1", "r2", "r3")]
+            seen: list[str] = []
+
+            async def all_there(cid: str = cid, expected: list[str] = expected) -> bool:
+                nonlocal seen
+                seen = [
+                    str(m["content"])
+                    for m in await sdk.messages(cid)
+                    if m["senderInboxId"] != sdk.inbox_id and isinstance(m["content"], str)
+                ]
+                return all(text in seen for text in expected)
+
+            with contextlib.suppress(TimeoutError):
+                await until(all_there, timeout=20)
+            assert _texts(seen, expected) == expected, seen
+
+
+async def test_a_backup_in_a_busy_minute_restores_without_a_loss_or_a_double(
+    homes: tuple[Path, Path, Path], devnet: str, alice: Peer, tmp_path: Path
+) -> None:
+    """Sends and receives run both ways; the backup is taken at a random moment among
+    them; the original goes on; the restored copy sends. Every key the original or the
+    copy sent reaches alice exactly once."""
+    original, restored, _ = homes
+    file = tmp_path / "a.cone"
+    seconds = 60.0 if os.environ.get("CONE_SOAK") else 8.0
+    sent: list[str] = []
+    async with DaemonProcess(original, devnet) as d:
+        dm = (await d.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
+        cid = dm.conversation_id
+        await alice.sync()
+        conversation = alice.conversation(bytes.fromhex(cid))
+        stop = asyncio.Event()
+
+        async def cone_sends() -> None:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                text = f"busy-{n}"
+                await d.client.call("Send", pb.SendRequest(to=cid, text=text, key=text))
+                sent.append(text)
+
+        async def alice_sends() -> None:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                await alice.send(conversation, f"in-{n}")
+
+        traffic = [asyncio.create_task(cone_sends()), asyncio.create_task(alice_sends())]
+        await asyncio.sleep(random.uniform(0.5, seconds - 1.0))  # the random moment
+        code, err = await run_cone(["backup", str(file), "--home", str(original)], _env())
+        assert code == 0, err.decode()
+        await asyncio.sleep(1.0)  # the original goes on after the backup
+        stop.set()
+        await asyncio.gather(*traffic)
+        await until(lambda: _all_settled(d), timeout=30)
+    await _restore(file, restored)
+    async with DaemonProcess(restored, devnet) as d2:
+        await until(lambda: _all_settled(d2), timeout=30)  # keys pending in the backup
+        for n in (1, 2, 3):
+            await _send(d2, cid, f"after-{n}")
+            sent.append(f"after-{n}")
+    seen = await _arrived(alice, cid, sent)
+    assert sorted(_texts(seen, sent)) == sorted(sent), seen
+
+
+async def _all_settled(d: DaemonProcess) -> bool:
+    return not (await d.status()).outbox
