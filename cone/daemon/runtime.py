@@ -302,7 +302,14 @@ async def running_core(
         checking = asyncio.create_task(_check_pages(pages))
         try:
             engine, created = await _open_identity(settings, store, create=create)
-            core = Core(store, engine, settings.network, paths.xmtp_db, settings.catchup_interval_s)
+            core = Core(
+                store,
+                engine,
+                settings.network,
+                paths.xmtp_db,
+                settings.catchup_interval_s,
+                settings.request_budget,
+            )
             await core.start()
             grpc_socket = _internal_dir(paths.home) / GRPC_SOCKET_NAME
             grpc_socket.unlink(missing_ok=True)

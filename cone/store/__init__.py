@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cone.errors import StateError, storage_full
-from cone.store import attachments, conversations, history, inbox, meta, outbox
+from cone.store import attachments, conversations, held, history, inbox, meta, outbox
 from cone.store._check import PageCheck
 from cone.store._db import Connection, DatabaseError, corrupt, is_damage, open_database
 from cone.store._group import GroupCommit, hand_over
@@ -285,6 +285,7 @@ __all__ = [
     "StoredMessage",
     "attachments",
     "conversations",
+    "held",
     "history",
     "inbox",
     "load_db_key",
