@@ -78,6 +78,12 @@ class Store:
             conn.close()
             if is_damage(exc):
                 raise corrupt(path, str(exc)) from exc
+            if storage_full(str(exc)):
+                raise StateError(
+                    f"cone's store {path} cannot be made: the disk holding the state "
+                    f"directory is full ({exc}); free space there and start again",
+                    reason="storage_full",
+                ) from exc
             raise
         except BaseException:
             conn.close()
