@@ -70,7 +70,10 @@ class Store:
 
     @classmethod
     def open(cls, path: Path, key: bytes) -> Store:
-        """Open or create the store at `path` and bring its schema up to date."""
+        """Open or create the store at `path` and bring its schema up to date. A store
+        this call creates and cannot make (a full disk) is removed: no half-made store
+        is left to pass for an identity."""
+        new = not path.exists()
         conn = open_database(path, key)
         try:
             migrate(conn)
@@ -79,6 +82,13 @@ class Store:
             if is_damage(exc):
                 raise corrupt(path, str(exc)) from exc
             if storage_full(str(exc)):
+                if new:
+                    for made in (
+                        path,
+                        path.with_name(path.name + "-wal"),
+                        path.with_name(path.name + "-shm"),
+                    ):
+                        made.unlink(missing_ok=True)
                 raise StateError(
                     f"cone's store {path} cannot be made: the disk holding the state "
                     f"directory is full ({exc}); free space there and start again",
