@@ -275,7 +275,7 @@ async def _http_front(
         return
     from cone.facades.http.server import serving
 
-    async with serving(http, sock, home, socket):
+    async with serving(http, home, socket, sock=sock):
         yield
 
 

@@ -2,7 +2,7 @@
 
 `bind(options)` takes the port first, before anything of the identity is made (a
 busy port fails in one line, `address_in_use`, leaving a fresh home as it was);
-`serving(options, sock, home, socket)` serves on it until the block exits, then closes
+`serving(options, home, socket, sock=...)` serves on it until the block exits, then closes
 every connection. Calls go through a channel pool on `socket`, as the JSON-RPC facade
 on `cone.sock` does, so the gRPC edge checks and counts them like any other.
 """
@@ -70,10 +70,12 @@ def bind(options: HttpOptions) -> socketlib.socket:
 
 @asynccontextmanager
 async def serving(
-    options: HttpOptions, sock: socketlib.socket, home: Path, socket: Path
+    options: HttpOptions, home: Path, socket: Path, *, sock: socketlib.socket | None = None
 ) -> AsyncIterator[Serving]:
-    """Serve the HTTP front on `sock` (from `bind`, closed here) for the core on
-    `socket` until the block exits."""
+    """Serve the HTTP front for the core on `socket` until the block exits, on `sock`
+    (from `bind`, closed here) or on the port `options` name."""
+    if sock is None:
+        sock = bind(options)
     try:
         token = load_or_create(home)
     except BaseException:
