@@ -37,9 +37,13 @@ async def daemon(home: Path, devnet: str) -> AsyncIterator[DaemonProcess]:
         yield d
 
 
-async def _held(daemon: DaemonProcess) -> dict[str, int]:
+async def _taken(daemon: DaemonProcess, sent: int) -> tuple[dict[str, int], int] | None:
+    """(messages held per request, dropped) once `sent` messages are taken in, else None."""
+    await daemon.client.call("Sync", pb.SyncRequest())
     requests = await daemon.client.call("Requests", pb.RequestsRequest())
-    return {r.conversation_id: r.pending_messages for r in requests.requests}
+    held = {r.conversation_id: r.pending_messages for r in requests.requests}
+    dropped = (await daemon.status()).requests_dropped
+    return (held, dropped) if sum(held.values()) + dropped == sent else None
 
 
 async def test_a_flood_of_strangers_is_bounded_while_an_accepted_peer_flows(
@@ -51,6 +55,18 @@ async def test_a_flood_of_strangers_is_bounded_while_an_accepted_peer_flows(
     await alice.send(alice_dm, "alice 0")
     await accept_request(daemon.client, bytes(alice_dm.id()).hex())
     await receive_n(daemon.client, 1)
+
+    # One sender's DM and the group it invites to share the inviter's budget.
+    inviter = await Peer.create(devnet, tmp_path, "inviter")
+    inviter_dm = await daemon.dm_from(inviter)
+    group = await inviter.client.conversations().create_group([inbox_id], plain_group_options())
+    for j in range(2):
+        await inviter.send(inviter_dm, f"dm {j}")
+    for j in range(3):
+        await inviter.send(group, f"group {j}")
+    held, dropped = await until(lambda: _taken(daemon, 5))
+    assert sum(held.values()) == PER_SENDER and dropped == 1
+    assert set(held) == {bytes(inviter_dm.id()).hex(), bytes(group.id()).hex()}
 
     strangers = await asyncio.gather(
         *(Peer.create(devnet, tmp_path, f"s{i}") for i in range(STRANGERS))
@@ -73,28 +89,14 @@ async def test_a_flood_of_strangers_is_bounded_while_an_accepted_peer_flows(
     assert [m.text for m in got] == [f"alice {j}" for j in range(11)]
     dms = await flooding
 
-    # The grouped stranger: a DM and a group, both counted against the inviter.
-    inviter = strangers[0]
-    group = await inviter.client.conversations().create_group([inbox_id], plain_group_options())
-    for j in range(3):
-        await inviter.send(group, f"group {j}")
-    sent = STRANGERS * EACH + 3
-
-    async def all_taken() -> tuple[dict[str, int], int] | None:
-        await daemon.client.call("Sync", pb.SyncRequest())
-        held = await _held(daemon)
-        dropped = (await daemon.status()).requests_dropped
-        return (held, dropped) if sum(held.values()) + dropped == sent else None
-
-    held, dropped = await until(all_taken)
+    sent = 5 + STRANGERS * EACH
+    held, dropped = await until(lambda: _taken(daemon, sent))
     assert sum(held.values()) == TOTAL
     assert dropped == sent - TOTAL
-    group_id = bytes(group.id()).hex()
-    assert held.get(dms[0], 0) + held.get(group_id, 0) <= PER_SENDER
     assert all(held.get(dm, 0) <= PER_SENDER for dm in dms)
 
     # Accept releases what was kept of a conversation, in the order it was sent.
-    kept = next(dm for dm in dms[1:] if held.get(dm))
+    kept = next(dm for dm in dms if held.get(dm))
     await daemon.client.call("Accept", pb.AcceptRequest(conversation_id=kept))
     name = strangers[dms.index(kept)].name
     released = await receive_n(daemon.client, 11 + held[kept])
