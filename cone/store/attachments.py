@@ -104,22 +104,31 @@ def get(conn: Connection, message_id: str, index: int) -> StoredAttachment | Non
     return StoredAttachment(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
 
 
+# A download waits until its conversation is accepted: a request's files would
+# otherwise reach the disk past the request budget (cone/store/held.py).
+_ACCEPTED = f"""
+    AND EXISTS (SELECT 1 FROM messages m JOIN conversations c ON c.id = m.conversation_id
+                WHERE m.id = attachments.message_id AND c.consent = {int(Consent.ACCEPTED)})
+"""
+
+
 def due(conn: Connection, now_ns: int, limit: int = 16) -> list[ToFetch]:
-    """Remote attachments to download now, oldest due first."""
+    """Remote attachments of accepted conversations to download now, oldest due first."""
     rows = conn.execute(
         "SELECT message_id, idx, remote_json, attempts FROM attachments"
         " WHERE data IS NULL AND remote_json IS NOT NULL AND next_attempt_ns <= ?"
-        f" ORDER BY next_attempt_ns {limit_clause(limit)}",
+        f" {_ACCEPTED} ORDER BY next_attempt_ns {limit_clause(limit)}",
         (now_ns,),
     ).fetchall()
     return [ToFetch(r[0], r[1], r[2], r[3]) for r in rows]
 
 
 def next_due_ns(conn: Connection) -> int | None:
-    """When the next remote attachment is due, or None when none waits."""
+    """When the next remote attachment of an accepted conversation is due, or None
+    when none waits (accepting a request wakes the downloads)."""
     (value,) = conn.execute(
         "SELECT min(next_attempt_ns) FROM attachments"
-        " WHERE data IS NULL AND remote_json IS NOT NULL"
+        f" WHERE data IS NULL AND remote_json IS NOT NULL {_ACCEPTED}"
     ).fetchone()
     return None if value is None else int(value)
 
