@@ -34,7 +34,7 @@ from pathlib import Path
 from sqlcipher3 import dbapi2 as sqlcipher
 
 from cone._fs import private_dir
-from cone.errors import InvalidArgument, StateError
+from cone.errors import InvalidArgument, StateError, TargetError, storage_full
 from cone.store import meta
 from cone.store._db import Connection, open_database
 from cone.store._migrations import MIGRATIONS
@@ -275,6 +275,11 @@ def restore_backup(
         try:
             _restore_into(path, passphrase, manifest, staging, new_key, progress)
         except sqlcipher.DatabaseError as exc:
+            if storage_full(str(exc)):
+                raise TargetError(
+                    f"the disk holding {target} is full: free space there and restore again",
+                    reason="disk_full",
+                ) from exc
             raise StateError(f"{path} is damaged: {exc}", reason="bad_backup") from exc
         for name, data in (extra_files or {}).items():
             fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
