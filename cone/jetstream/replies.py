@@ -1,0 +1,170 @@
+"""The outbound side: workers' sends and replies, taken from JetStream and sent once.
+
+A worker publishes the params of `send` or `reply` (the JSON-RPC method's, key
+included) on `P.I.out.send` or `P.I.out.reply` with `Nats-Msg-Id` = the send key.
+The daemon's durable consumer takes each, calls the operation through cone's own
+entry (the same request, rules and key protocol as JSON-RPC), publishes the outcome on
+`P.I.outcome.<sha256(key)>`, and only then acks. A crash anywhere before the ack
+redelivers it; cone's send key makes the repeat harmless (the same message id comes
+back, `deduplicated`). A refusal (bad params, a conversation not accepted, blocked or
+unknown, a key used for another destination or content type) is final: its reason
+goes on the outcome subject and nothing is sent. A retryable failure (the XMTP network
+down) is redelivered later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any, Final
+
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
+
+from cone import _failpoints
+from cone.client import ConeClient
+from cone.errors import ConeError
+from cone.jetstream.state import REPLIES, STATE
+from cone.jetstream.subjects import OUT_CONSUMER, Layout
+from cone.schema import message_to_json, methods
+
+log = logging.getLogger(__name__)
+
+METHODS: Final = ("send", "reply")
+#: Messages one fetch takes; handled one after another, in the stream's order.
+FETCH: Final = 16
+#: A fetch's long poll, seconds.
+FETCH_WAIT_S: Final = 5.0
+#: While a send runs, JetStream is told it is in progress this often (its ack wait is 60 s).
+PROGRESS_S: Final = 15.0
+#: A retryable failure is redelivered after this many seconds.
+RETRY_DELAY_S: Final = 2.0
+PUBLISH_TIMEOUT_S: Final = 5.0
+#: The failpoint between a send's answer and the outcome's publication (and the ack).
+SENT_FAILPOINT: Final = "jetstream_sent"
+
+
+class Refused(Exception):
+    """A worker's message refused before it reaches cone."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def _request(msg: Msg) -> tuple[str, str, Any]:
+    """(method, key, request) of a worker's message, or Refused/InvalidArgument."""
+    method = msg.subject.rsplit(".", 1)[-1]
+    if method not in METHODS:
+        raise Refused("unknown_method", f"publish on .out.send or .out.reply, not {msg.subject}")
+    key = (msg.headers or {}).get("Nats-Msg-Id", "")
+    if not key:
+        raise Refused("missing_key", "set the Nats-Msg-Id header to the send key")
+    try:
+        params = json.loads(msg.data)
+    except (ValueError, RecursionError):
+        raise Refused("invalid_json", "the body is not JSON: give the params object") from None
+    if not isinstance(params, dict):
+        raise Refused("invalid_json", "the body must be a JSON object of params")
+    if params.setdefault("key", key) != key:
+        raise Refused("key_mismatch", "params.key differs from the Nats-Msg-Id header")
+    return method, key, methods()[method].to_request(params)
+
+
+class Replier:
+    """Takes workers' messages from the outbound stream and answers each once."""
+
+    def __init__(self, cone: ConeClient, js: JetStreamContext, layout: Layout) -> None:
+        self._cone = cone
+        self._js = js
+        self._layout = layout
+
+    async def run(self) -> None:
+        """Handle workers' messages until cancelled."""
+        sub = await self._js.pull_subscribe_bind(OUT_CONSUMER, stream=self._layout.stream("out"))
+        while True:
+            try:
+                batch = await sub.fetch(FETCH, timeout=FETCH_WAIT_S)
+            except NatsTimeout:
+                continue
+            except NatsError as exc:
+                log.info("jetstream replies: fetch: %s", type(exc).__name__)
+                await asyncio.sleep(RETRY_DELAY_S)
+                continue
+            for msg in batch:
+                await self._handle(msg)
+
+    async def _handle(self, msg: Msg) -> None:
+        key = (msg.headers or {}).get("Nats-Msg-Id") or f"seq:{msg.metadata.sequence.stream}"
+        try:
+            method, key, request = _request(msg)
+            spec = methods()[method]
+            async with _in_progress(msg):
+                response = await self._cone.call(spec.rpc, request, spec.timeout(request))
+            outcome: dict[str, Any] = {"key": key, "ok": True, **message_to_json(response)}
+            REPLIES.labels("deduplicated" if outcome.get("deduplicated") else "sent").inc()
+        except Refused as exc:
+            outcome = _refusal(key, exc.reason, exc.message)
+        except ConeError as exc:
+            if exc.retryable:
+                log.info("jetstream replies: %s: %s; redelivered later", key, exc.reason)
+                await msg.nak(delay=RETRY_DELAY_S)
+                return
+            outcome = _refusal(key, exc.reason, exc.message, field=exc.field)
+        if not outcome["ok"]:
+            REPLIES.labels("refused").inc()
+            log.info("jetstream replies: refused (%s)", outcome["error"]["reason"])
+        await _failpoints.reached(SENT_FAILPOINT)
+        await self._publish_outcome(key, outcome)
+        await msg.ack_sync(timeout=PUBLISH_TIMEOUT_S)
+
+    async def _publish_outcome(self, key: str, outcome: dict[str, Any]) -> None:
+        data = json.dumps(outcome, separators=(",", ":")).encode()
+        delay = 0.2
+        while True:
+            try:
+                await self._js.publish(
+                    self._layout.outcome(key),
+                    data,
+                    timeout=PUBLISH_TIMEOUT_S,
+                    stream=self._layout.stream("outcome"),
+                    headers={"Nats-Msg-Id": key},
+                )
+                STATE.error = None
+                return
+            except (NatsError, TimeoutError) as exc:
+                STATE.error = f"outcome: {type(exc).__name__}"
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+
+def _refusal(key: str, reason: str, message: str, field: str | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"reason": reason, "message": message}
+    if field is not None:
+        error["field"] = field
+    return {"key": key, "ok": False, "error": error}
+
+
+@contextlib.asynccontextmanager
+async def _in_progress(msg: Msg) -> Any:
+    """Tell JetStream the message is being worked on while a send runs."""
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(PROGRESS_S)
+            with contextlib.suppress(NatsError):
+                await msg.in_progress()
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+__all__ = ["SENT_FAILPOINT", "Replier"]

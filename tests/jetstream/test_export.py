@@ -1,0 +1,82 @@
+"""The inbound export to a real JetStream: each accepted message once, in order per
+conversation, with its cone id as `Nats-Msg-Id`; requests only after accept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nats.aio.client import Client
+
+from cone.jetstream.subjects import Layout, partition_of
+from conepb.v1 import cone_pb2 as pb
+from support.nats import NatsServer
+from support.peers import Peer
+from support.waiting import until
+
+from ._worker import stored, take
+from .conftest import Bridged, bridged_daemon, jetstream_env
+
+
+def _layout(b: Bridged) -> Layout:
+    return Layout("cone", b.inbox_id, 4)
+
+
+async def _export_pending(b: Bridged) -> int:
+    status = await b.daemon.status()
+    return sum(c.pending for c in status.consumers if c.consumer == "jetstream")
+
+
+async def test_accepted_messages_are_exported_once_in_order(bridged: Bridged, nc: Client) -> None:
+    layout = _layout(bridged)
+    await bridged.send("one", "two", "three")
+    got = await take(nc, layout, 3)
+    assert [e.body["text"] for e in got] == ["one", "two", "three"]
+    part = partition_of(bridged.conversation_id, 4)
+    assert {e.subject for e in got} == {
+        f"cone.{bridged.inbox_id}.in.{part}.{bridged.conversation_id}"
+    }
+    # The cone message id is JetStream's de-duplication id and the body's messageId.
+    assert [e.msg_id for e in got] == [e.body["messageId"] for e in got]
+    assert all(e.body["conversationId"] == bridged.conversation_id for e in got)
+    # The cursor moved: nothing pending for the export's consumer.
+    await until(lambda: _zero(bridged))
+    assert await stored(nc, layout) == 0  # a work queue: the worker's acks removed them
+
+
+async def _zero(b: Bridged) -> bool:
+    return await _export_pending(b) == 0
+
+
+async def test_status_and_metrics_name_jetstream(bridged: Bridged) -> None:
+    status = await bridged.daemon.status()
+    assert any(c.consumer == "jetstream" for c in status.consumers)
+
+
+async def test_a_request_is_exported_only_after_accept(
+    home: Path, devnet: str, alice: Peer, tmp_path: Path, nats_server: NatsServer, nc: Client
+) -> None:
+    bob = await Peer.create(devnet, tmp_path, "bob")
+    daemon, b = await bridged_daemon(home, devnet, alice, jetstream_env(nats_server.url))
+    try:
+        layout = _layout(b)
+        dm = await daemon.dm_from(bob)
+        await bob.send(dm, "may I?")
+        cid = dm.id().hex()
+
+        async def held() -> bool:
+            await daemon.client.call("Sync", pb.SyncRequest())
+            requests = await daemon.client.call("Requests", pb.RequestsRequest())
+            return any(r.conversation_id == cid for r in requests.requests)
+
+        await until(held)
+        await b.send("meanwhile")
+        got = await take(nc, layout, 1)
+        assert [e.body["text"] for e in got] == ["meanwhile"]
+        assert await stored(nc, layout) == 0  # the request's message was not exported
+        await bob.send(dm, "please")
+        await daemon.client.call("Accept", pb.AcceptRequest(conversation_id=cid))
+        got = await take(nc, layout, 2)
+        assert [e.body["text"] for e in got] == ["may I?", "please"]
+        assert {e.body["conversationId"] for e in got} == {cid}
+    finally:
+        await daemon.__aexit__(None, None, None)
