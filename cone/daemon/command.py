@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(
         "daemon",
         lambda: run_loop(
-            _main(settings_from(args), HttpOptions.from_args(args), JetStreamOptions.from_args(args)),
+            _main(
+                settings_from(args), HttpOptions.from_args(args), JetStreamOptions.from_args(args)
+            ),
             hosting=True,
         ),
     )

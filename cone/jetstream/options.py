@@ -80,7 +80,9 @@ class JetStreamOptions:
     def check(self) -> None:
         """InvalidArgument unless every option is usable."""
         if not self.servers:
-            raise InvalidArgument("--jetstream: give a URL such as nats://HOST:PORT", field="jetstream")
+            raise InvalidArgument(
+                "--jetstream: give a URL such as nats://HOST:PORT", field="jetstream"
+            )
         for url in self.servers:
             parts = urlsplit(url)
             if parts.scheme not in _SCHEMES or not parts.hostname:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nats
 from nats.aio.client import Client
 
 from cone.jetstream.subjects import Layout, partition_of
 from conepb.v1 import cone_pb2 as pb
+from support.cli import cone_cli
 from support.nats import NatsServer
 from support.peers import Peer
 from support.waiting import until
@@ -47,9 +49,34 @@ async def _zero(b: Bridged) -> bool:
     return await _export_pending(b) == 0
 
 
-async def test_status_and_metrics_name_jetstream(bridged: Bridged) -> None:
+async def test_status_says_jetstream_is_reachable_and_how_far_behind(
+    bridged: Bridged, nats_server: NatsServer
+) -> None:
+    async def up() -> bool:
+        return (await bridged.daemon.status()).jetstream.reachable
+
+    await until(up)
     status = await bridged.daemon.status()
-    assert any(c.consumer == "jetstream" for c in status.consumers)
+    assert status.jetstream.servers == nats_server.shown
+    assert status.jetstream.consumer == "jetstream"
+    home = str(bridged.daemon.home)
+    shown = await cone_cli(["status", "--home", home, "--json"])
+    assert shown.json()["jetstream"]["reachable"] is True
+    text = await cone_cli(["status", "--home", home])
+    assert f"jetstream   {nats_server.shown} reachable; export 0 behind" in text.out
+    # JetStream down: status says so; the core goes on ingesting into its own inbox.
+    await nats_server.stop()
+
+    async def down() -> bool:
+        return not (await bridged.daemon.status()).jetstream.reachable
+
+    await until(down)
+    await bridged.send("while down")
+
+    async def behind() -> bool:
+        return await _export_pending(bridged) == 1
+
+    await until(behind)
 
 
 async def test_a_request_is_exported_only_after_accept(
@@ -80,3 +107,27 @@ async def test_a_request_is_exported_only_after_accept(
         assert {e.body["conversationId"] for e in got} == {cid}
     finally:
         await daemon.__aexit__(None, None, None)
+
+
+async def test_credentials_in_the_url_work_and_are_never_shown(
+    home: Path, devnet: str, alice: Peer, tmp_path: Path
+) -> None:
+    password = "s3cret-pw-never-shown"
+    async with NatsServer(tmp_path / "nats", user="cone", password=password) as server:
+        daemon, b = await bridged_daemon(home, devnet, alice, jetstream_env(server.url))
+        try:
+            await b.send("authenticated")
+            nc = await nats.connect(server.url)
+            try:
+                got = await take(nc, _layout(b), 1)
+            finally:
+                await nc.close()
+            assert [e.body["text"] for e in got] == ["authenticated"]
+            status = await daemon.status()
+            assert status.jetstream.servers == server.shown
+            shown = await cone_cli(["status", "--home", str(home), "--json"])
+            assert password not in shown.out + shown.err
+            await daemon.stop()
+            assert password not in daemon.stderr()
+        finally:
+            await daemon.__aexit__(None, None, None)

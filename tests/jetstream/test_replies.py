@@ -105,7 +105,9 @@ async def test_kill9_between_send_and_ack_sends_once(
     home: Path, devnet: str, alice: Peer, tmp_path: Path, nats_server: NatsServer, nc: Client
 ) -> None:
     marker = tmp_path / "reached"
-    env = jetstream_env(nats_server.url, CONE_FAILPOINT=SENT_FAILPOINT, CONE_FAILPOINT_FILE=str(marker))
+    env = jetstream_env(
+        nats_server.url, CONE_FAILPOINT=SENT_FAILPOINT, CONE_FAILPOINT_FILE=str(marker)
+    )
     daemon, b = await bridged_daemon(home, devnet, alice, env)
     try:
         layout = Layout("cone", b.inbox_id, 4)

@@ -52,7 +52,10 @@ class NatsServer:
         cluster_port: int = 0,
         routes: list[int] | None = None,
         extra: list[str] | None = None,
+        user: str | None = None,
+        password: str | None = None,
     ) -> None:
+        """`user` and `password`: the server requires them (they go in `url`)."""
         self.binary = need_nats_server()
         self.store = store
         self.name = name
@@ -61,11 +64,20 @@ class NatsServer:
         self.cluster_port = cluster_port
         self.routes = routes or []
         self.extra = extra or []
+        if user is not None and password is not None:
+            self.extra += ["--user", user, "--pass", password]
+        self.auth = f"{user}:{password}@" if user is not None else ""
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = tempfile.TemporaryFile()
 
     @property
     def url(self) -> str:
+        """The client URL, credentials included."""
+        return f"nats://{self.auth}127.0.0.1:{self.port}"
+
+    @property
+    def shown(self) -> str:
+        """The URL without credentials (as cone shows it)."""
         return f"nats://127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
@@ -74,7 +86,12 @@ class NatsServer:
             "--server_name", self.name, *self.extra,
         ]  # fmt: skip
         if self.cluster:
-            args += ["--cluster_name", self.cluster, "--cluster", f"nats://127.0.0.1:{self.cluster_port}"]
+            args += [
+                "--cluster_name",
+                self.cluster,
+                "--cluster",
+                f"nats://127.0.0.1:{self.cluster_port}",
+            ]
             routes = ",".join(f"nats://127.0.0.1:{p}" for p in self.routes)
             args += ["--routes", routes]
         return args
