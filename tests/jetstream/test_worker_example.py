@@ -40,7 +40,7 @@ class Worker:
             "CONE_PARTITIONS": "4",
             "THINK_S": str(think_s),
         }
-        self.proc = subprocess.Popen(  # noqa: ASYNC220
+        self.proc = subprocess.Popen(
             [sys.executable, str(path)], env=env, stdout=subprocess.PIPE
         )
         self.turns: list[str] = []
