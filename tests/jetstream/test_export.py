@@ -49,7 +49,7 @@ async def _zero(b: Bridged) -> bool:
     return await _export_pending(b) == 0
 
 
-async def test_status_says_jetstream_is_reachable_and_how_far_behind(
+async def test_status_says_jetstream_is_reachable_and_the_backlog_goes_out_when_back(
     bridged: Bridged, nats_server: NatsServer
 ) -> None:
     async def up() -> bool:
@@ -77,6 +77,17 @@ async def test_status_says_jetstream_is_reachable_and_how_far_behind(
         return await _export_pending(bridged) == 1
 
     await until(behind)
+    await bridged.send("still down")
+    # Back on the same port and store: the backlog goes out, in order.
+    await nats_server.start()
+    await nats_server.ready()
+    nc = await nats.connect(nats_server.url)
+    try:
+        got = await take(nc, _layout(bridged), 2)
+    finally:
+        await nc.close()
+    assert [e.body["text"] for e in got] == ["while down", "still down"]
+    await until(up)
 
 
 async def test_a_request_is_exported_only_after_accept(

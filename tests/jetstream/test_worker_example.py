@@ -40,9 +40,7 @@ class Worker:
             "CONE_PARTITIONS": "4",
             "THINK_S": str(think_s),
         }
-        self.proc = subprocess.Popen(
-            [sys.executable, str(path)], env=env, stdout=subprocess.PIPE
-        )
+        self.proc = subprocess.Popen([sys.executable, str(path)], env=env, stdout=subprocess.PIPE)
         self.turns: list[str] = []
         self._reader = asyncio.get_running_loop().run_in_executor(None, self._read)
 
