@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from nats.aio.client import Client
 
 from support.nats import NatsServer
@@ -20,19 +22,21 @@ from support.waiting import until
 from .conftest import Bridged, bridged_daemon, jetstream_env
 
 DOC = Path(__file__).parents[2] / "docs" / "jetstream.md"
+NODE_MODULES = Path(__file__).parents[1] / "node" / "node_modules"
+NODE = shutil.which("node")
 
 
-def worker_source() -> str:
-    """The code block after `<!-- worker.py -->` in the doc."""
-    found = re.search(r"<!-- worker\.py -->\n```python\n(.*?)```", DOC.read_text(), re.S)
-    assert found, "docs/jetstream.md lost its worker"
+def worker_source(name: str = "worker.py") -> str:
+    """The code block after `<!-- NAME -->` in the doc."""
+    found = re.search(rf"<!-- {re.escape(name)} -->\n```\w+\n(.*?)```", DOC.read_text(), re.S)
+    assert found, f"docs/jetstream.md lost its {name}"
     return found.group(1)
 
 
 class Worker:
     """The doc's worker as a process; its stdout names each turn it takes."""
 
-    def __init__(self, path: Path, server: NatsServer, inbox_id: str, think_s: float) -> None:
+    def __init__(self, path: Path, server: NatsServer, inbox_id: str, think_s: float = 0.0) -> None:
         env = {
             **os.environ,
             "NATS_URL": server.url,
@@ -40,7 +44,8 @@ class Worker:
             "CONE_PARTITIONS": "4",
             "THINK_S": str(think_s),
         }
-        self.proc = subprocess.Popen([sys.executable, str(path)], env=env, stdout=subprocess.PIPE)
+        runner = [NODE or "node"] if path.suffix == ".mjs" else [sys.executable]
+        self.proc = subprocess.Popen([*runner, str(path)], env=env, stdout=subprocess.PIPE)
         self.turns: list[str] = []
         self._reader = asyncio.get_running_loop().run_in_executor(None, self._read)
 
@@ -97,3 +102,21 @@ async def test_the_doc_worker_answers_once_and_survives_a_kill9_mid_turn(
         for w in workers:
             await w.stop()
         await daemon.__aexit__(None, None, None)
+
+
+async def test_the_doc_node_worker_answers(
+    bridged: Bridged, nats_server: NatsServer, tmp_path: Path
+) -> None:
+    if NODE is None or not (NODE_MODULES / "@nats-io" / "jetstream").is_dir():
+        pytest.skip("Node.js and tests/node's packages are needed (npm ci --prefix tests/node)")
+    # The worker imports its packages from tests/node, as from a project of its own.
+    (tmp_path / "node_modules").symlink_to(NODE_MODULES)
+    path = tmp_path / "worker.mjs"
+    path.write_text(worker_source("worker.mjs"))
+    worker = Worker(path, nats_server, bridged.inbox_id)
+    try:
+        await bridged.send("from node")
+        texts = await _echoes(bridged, "from node")
+        assert texts.count("echo: from node") == 1
+    finally:
+        await worker.stop()
