@@ -35,12 +35,14 @@ from cone.schema import message_to_json, methods
 log = logging.getLogger(__name__)
 
 METHODS: Final = ("send", "reply")
-#: Messages one fetch takes; handled one after another, in the stream's order.
+#: Messages one fetch takes at most.
 FETCH: Final = 16
+#: Workers' messages handled at once (one at a time per conversation).
+AT_ONCE: Final = 32
 #: A fetch's long poll, seconds.
 FETCH_WAIT_S: Final = 5.0
-#: While a send runs, JetStream is told it is in progress this often (its ack wait is 60 s).
-PROGRESS_S: Final = 15.0
+#: While a send runs, JetStream is told it is in progress this often (its ack wait is 10 s).
+PROGRESS_S: Final = 3.0
 #: A retryable failure is redelivered after this many seconds.
 RETRY_DELAY_S: Final = 2.0
 PUBLISH_TIMEOUT_S: Final = 5.0
@@ -83,29 +85,51 @@ class Replier:
         self._cone = cone
         self._js = js
         self._layout = layout
+        self._lanes = _Lanes()
+        self._in_flight = 0
+        self._room = asyncio.Condition()
 
     async def run(self) -> None:
-        """Handle workers' messages until cancelled."""
+        """Handle workers' messages until cancelled: up to `AT_ONCE` at a time, one at
+        a time and in the stream's order within a conversation (its lane)."""
         sub = await self._js.pull_subscribe_bind(OUT_CONSUMER, stream=self._layout.stream("out"))
-        while True:
-            try:
-                batch = await sub.fetch(FETCH, timeout=FETCH_WAIT_S)
-            except NatsTimeout:
-                continue
-            except NatsError as exc:
-                log.info("jetstream replies: fetch: %s", type(exc).__name__)
-                await asyncio.sleep(RETRY_DELAY_S)
-                continue
-            for msg in batch:
+        async with asyncio.TaskGroup() as group:
+            while True:
+                async with self._room:
+                    await self._room.wait_for(lambda: self._in_flight < AT_ONCE)
+                    room = AT_ONCE - self._in_flight
+                try:
+                    batch = await sub.fetch(min(FETCH, room), timeout=FETCH_WAIT_S)
+                except NatsTimeout:
+                    continue
+                except NatsError as exc:
+                    log.info("jetstream replies: fetch: %s", type(exc).__name__)
+                    await asyncio.sleep(RETRY_DELAY_S)
+                    continue
+                for msg in batch:
+                    self._in_flight += 1
+                    group.create_task(self._in_lane(msg, self._lanes.enter(_lane(msg))))
+
+    async def _in_lane(self, msg: Msg, lane: tuple[str, asyncio.Lock]) -> None:
+        try:
+            # Renewed while it waits for its lane and while it is sent.
+            async with _in_progress(msg), lane[1]:  # FIFO locks: the stream's order holds
                 await self._handle(msg)
+        except (NatsError, TimeoutError) as exc:
+            # Not acked: JetStream redelivers it after the ack wait.
+            log.info("jetstream replies: %s; redelivered later", type(exc).__name__)
+        finally:
+            self._lanes.leave(lane[0])
+            async with self._room:
+                self._in_flight -= 1
+                self._room.notify()
 
     async def _handle(self, msg: Msg) -> None:
         key = (msg.headers or {}).get("Nats-Msg-Id") or f"seq:{msg.metadata.sequence.stream}"
         try:
             method, key, request = _request(msg)
             spec = methods()[method]
-            async with _in_progress(msg):
-                response = await self._cone.call(spec.rpc, request, spec.timeout(request))
+            response = await self._cone.call(spec.rpc, request, spec.timeout(request))
             outcome: dict[str, Any] = {"key": key, "ok": True, **message_to_json(response)}
             REPLIES.labels("deduplicated" if outcome.get("deduplicated") else "sent").inc()
         except Refused as exc:
@@ -143,6 +167,36 @@ class Replier:
                 delay = min(delay * 2, 5.0)
 
 
+class _Lanes:
+    """One lock per conversation with messages in hand, dropped with its last one."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    def enter(self, name: str) -> tuple[str, asyncio.Lock]:
+        lock, n = self._held.get(name, (asyncio.Lock(), 0))
+        self._held[name] = (lock, n + 1)
+        return name, lock
+
+    def leave(self, name: str) -> None:
+        lock, n = self._held[name]
+        if n == 1:
+            del self._held[name]
+        else:
+            self._held[name] = (lock, n - 1)
+
+
+def _lane(msg: Msg) -> str:
+    """What orders a worker's message: its conversation (or destination)."""
+    try:
+        params = json.loads(msg.data)
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(params, dict):
+        return ""
+    return str(params.get("conversationId") or params.get("to") or "")
+
+
 def _refusal(key: str, reason: str, message: str, field: str | None = None) -> dict[str, Any]:
     error: dict[str, Any] = {"reason": reason, "message": message}
     if field is not None:
@@ -152,7 +206,7 @@ def _refusal(key: str, reason: str, message: str, field: str | None = None) -> d
 
 @contextlib.asynccontextmanager
 async def _in_progress(msg: Msg) -> Any:
-    """Tell JetStream the message is being worked on while a send runs."""
+    """Tell JetStream the message is in hand, so that it is not handed out again."""
 
     async def beat() -> None:
         while True:

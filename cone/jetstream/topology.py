@@ -31,8 +31,10 @@ DUPLICATE_WINDOW_S: Final = 24 * 3600.0
 OUTCOME_AGE_S: Final = 24 * 3600.0
 #: A worker's send or reply: the largest content (1 MB of attachment) in JSON, base64.
 OUT_MAX_BYTES: Final = 1_048_576
-#: A send can wait on the network: cone holds the message this long, renewing it.
-OUT_ACK_WAIT_S: Final = 60.0
+#: How long the daemon holds a worker's message before JetStream hands it out again:
+#: short, so that a daemon killed mid-send resumes soon; a send that runs longer renews
+#: it (`replies.PROGRESS_S`).
+OUT_ACK_WAIT_S: Final = 10.0
 #: Workers' sends and replies cone handles at once.
 OUT_MAX_PENDING: Final = 64
 

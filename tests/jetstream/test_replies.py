@@ -132,3 +132,15 @@ async def test_kill9_between_send_and_ack_sends_once(
         assert texts.count("exactly once") == 1
     finally:
         await daemon.__aexit__(None, None, None)
+
+
+async def test_replies_in_one_conversation_are_sent_in_their_order(
+    bridged: Bridged, nc: Client
+) -> None:
+    layout = Layout("cone", bridged.inbox_id, 4)
+    texts = [f"part {i}" for i in range(6)]
+    for i, text in enumerate(texts):
+        params = {"conversationId": bridged.conversation_id, "text": text, "key": f"o{i}"}
+        await _publish(nc, layout, "reply", params)
+    seen = await _peer_texts(bridged, texts[-1], 1)
+    assert [t for t in seen if t.startswith("part ")] == texts
