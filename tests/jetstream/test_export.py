@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import aiohttp
 import nats
 from nats.aio.client import Client
 
 from cone.jetstream.subjects import Layout, partition_of
 from conepb.v1 import cone_pb2 as pb
 from support.cli import cone_cli
+from support.http_daemon import HttpDaemon
 from support.nats import NatsServer
 from support.peers import Peer
 from support.waiting import until
@@ -142,3 +144,26 @@ async def test_credentials_in_the_url_work_and_are_never_shown(
             assert password not in daemon.stderr()
         finally:
             await daemon.__aexit__(None, None, None)
+
+
+async def test_metrics_say_jetstream_is_up_and_the_export_lag(
+    home: Path, devnet: str, nats_server: NatsServer
+) -> None:
+    daemon = HttpDaemon(home, devnet)
+    daemon.env.update(jetstream_env(nats_server.url))
+    async with daemon:
+
+        async def up() -> bool:
+            return (await daemon.status()).jetstream.reachable
+
+        await until(up)
+        async with aiohttp.ClientSession() as session:
+
+            async def scraped() -> str | None:
+                async with session.get(daemon.url + "metrics", headers=daemon.auth) as r:
+                    text = await r.text()
+                return text if 'cone_consumer_pending{consumer="jetstream"}' in text else None
+
+            text = await until(scraped)
+        assert "cone_jetstream_up 1.0" in text
+        assert 'cone_consumer_pending{consumer="jetstream"} 0.0' in text
