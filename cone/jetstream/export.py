@@ -19,6 +19,7 @@ from typing import Final
 
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
+from nats.js.errors import NoStreamResponseError
 
 from cone import _failpoints
 from cone.client import ConeClient
@@ -97,6 +98,10 @@ class Exporter:
                     stream=self._stream,
                     headers={"Nats-Msg-Id": message.message_id},
                 )
+            except NoStreamResponseError:
+                # The stream is gone (removed, or its cluster without a leader): start
+                # over, which lays it out again.
+                raise
             except (NatsError, TimeoutError) as exc:
                 STATE.error = f"export: {type(exc).__name__}"
                 log.info("jetstream export of %s: %s; retrying", message.message_id, exc)
