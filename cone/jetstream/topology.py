@@ -143,6 +143,10 @@ async def ensure(js: JetStreamContext, layout: Layout, options: JetStreamOptions
                 "another filter or max_ack_pending: remove it (docs/jetstream.md)",
                 reason="jetstream_layout",
             )
+        if have_c.ack_wait != config.ack_wait or have_c.max_deliver != config.max_deliver:
+            # Both may change on a durable consumer: creating it again updates it.
+            await js.add_consumer(stream, config)
+            log.info("jetstream: consumer %s on %s updated", config.durable_name, stream)
     extra = layout.partition_consumer(options.partitions)
     try:
         await js.consumer_info(layout.stream("in"), extra)
