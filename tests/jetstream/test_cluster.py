@@ -1,5 +1,6 @@
 """A 3-node JetStream cluster with every stream replicated 3 ways: a node killed with
-kill -9 during a stream of messages, and export and replies go on."""
+kill -9 during a stream of messages, and export and replies go on; then the whole
+cluster down, and the backlog goes out in order when it is back."""
 
 from __future__ import annotations
 
@@ -59,5 +60,25 @@ async def test_export_and_replies_go_on_when_a_node_dies(
                 await until(delivered)
             finally:
                 await nc.close()
+            # The whole cluster down: cone ingests on; back, the backlog goes out in order.
+            for node in rest:
+                await node.stop()
+            await b.send("dark 1", "dark 2", "dark 3")
+
+            async def ingested() -> bool:
+                status = await daemon.status()
+                return sum(c.pending for c in status.consumers if c.consumer == "jetstream") == 3
+
+            await until(ingested)
+            for node in cluster.nodes:
+                await node.start()
+            for node in cluster.nodes:
+                await node.ready()
+            nc = await nats.connect(servers=[n.url for n in cluster.nodes])
+            try:
+                got = await take(nc, layout, 3)
+            finally:
+                await nc.close()
+            assert [e.body["text"] for e in got] == ["dark 1", "dark 2", "dark 3"]
         finally:
             await daemon.__aexit__(None, None, None)
