@@ -43,8 +43,9 @@ AT_ONCE: Final = 32
 FETCH_WAIT_S: Final = 5.0
 #: While a send runs, JetStream is told it is in progress this often (its ack wait is 10 s).
 PROGRESS_S: Final = 3.0
-#: A retryable failure is redelivered after this many seconds.
+#: A retryable failure is redelivered after this many seconds, doubling to the bound.
 RETRY_DELAY_S: Final = 2.0
+RETRY_MAX_S: Final = 60.0
 PUBLISH_TIMEOUT_S: Final = 5.0
 #: The failpoint between a send's answer and the outcome's publication (and the ack).
 SENT_FAILPOINT: Final = "jetstream_sent"
@@ -137,7 +138,9 @@ class Replier:
         except ConeError as exc:
             if exc.retryable:
                 log.info("jetstream replies: %s: %s; redelivered later", key, exc.reason)
-                await msg.nak(delay=RETRY_DELAY_S)
+                # Later each time (the network may be down for long), at most a minute.
+                tries = msg.metadata.num_delivered or 1
+                await msg.nak(delay=min(RETRY_DELAY_S * 2 ** (tries - 1), RETRY_MAX_S))
                 return
             outcome = _refusal(key, exc.reason, exc.message, field=exc.field)
         if not outcome["ok"]:
