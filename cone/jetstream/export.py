@@ -104,7 +104,9 @@ class Exporter:
                 raise
             except (NatsError, TimeoutError) as exc:
                 STATE.error = f"export: {type(exc).__name__}"
-                log.info("jetstream export of %s: %s; retrying", message.message_id, exc)
+                log.info(
+                    "jetstream export of %s: %s; retrying", message.message_id, type(exc).__name__
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_S[1])
                 continue
