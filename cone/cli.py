@@ -107,6 +107,9 @@ def _add_daemon(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="import this wallet key (64 hex) on first start (default: $CONE_WALLET_KEY or new)",
     )
     _add_http(p)
+    from cone.jetstream.options import add_arguments as add_jetstream
+
+    add_jetstream(p)
 
 
 def _add_http(p: argparse.ArgumentParser) -> None:

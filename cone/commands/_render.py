@@ -113,6 +113,17 @@ def status(s: JsonObject) -> str:
         f"  inbox       {s.get('inboxMessages', 0)} message(s); pending per consumer: "
         f"{consumers or 'no consumer yet'}"
     )
+    js = s.get("jetstream")
+    if js:
+        behind = next(
+            (c["pending"] for c in s.get("consumers", []) if c["consumer"] == js["consumer"]), 0
+        )
+        state = "reachable" if js.get("reachable") else "UNREACHABLE"
+        why = f" ({clean(js['error'])})" if js.get("error") else ""
+        lines.append(
+            f"  jetstream   {js['servers']} {state}{why}; export {behind} behind "
+            f"(consumer {js['consumer']})"
+        )
     requests = s.get("requests", 0)
     hint = " (see `cone requests`)" if requests else ""
     dropped = int(s.get("requestsDropped", 0))
