@@ -116,3 +116,31 @@ async def test_reflection_on_the_socket_serves_the_files_of_the_repositorys_prot
     for name, file in committed.items():
         assert [m.name for m in served[name].message_type] == [m.name for m in file.message_type]
         assert [s.name for s in served[name].service] == [s.name for s in file.service]
+
+
+async def test_protoc_generates_a_go_client_from_the_repositorys_protoset(tmp_path: Path) -> None:
+    # The command docs/protocol.md gives Go users (Debian: protoc-gen-go, protoc-gen-go-grpc).
+    tools = ("protoc", "protoc-gen-go", "protoc-gen-go-grpc")
+    if missing := [tool for tool in tools if shutil.which(tool) is None]:
+        pytest.skip(
+            f"{', '.join(missing)} not installed (Debian: apt-get install protoc-gen-go protoc-gen-go-grpc)"
+        )
+    mapping = ",".join(
+        f"M{name}=example.com/app/{Path(name).parent}"
+        for name in (
+            "conepb/v1/cone.proto",
+            "conepb/v1/options.proto",
+            "buf/validate/validate.proto",
+        )
+    )
+    await _run(
+        "protoc", f"--descriptor_set_in={PROTOSET}",
+        f"--go_out={tmp_path}", f"--go_opt=paths=source_relative,{mapping}",
+        f"--go-grpc_out={tmp_path}", f"--go-grpc_opt=paths=source_relative,{mapping}",
+        "conepb/v1/cone.proto", "conepb/v1/options.proto", "buf/validate/validate.proto",
+    )  # fmt: skip
+    service = (tmp_path / "conepb" / "v1" / "cone_grpc.pb.go").read_text()
+    assert "func NewConeServiceClient(" in service
+    assert (
+        '"example.com/app/buf/validate"' in (tmp_path / "conepb" / "v1" / "cone.pb.go").read_text()
+    )
