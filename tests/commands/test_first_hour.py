@@ -79,6 +79,21 @@ async def test_a_typo_in_home_creates_nothing_and_says_to_run_init(tmp_path: Pat
     assert not typo.exists()
 
 
+async def test_a_file_given_as_home_is_said_in_words(tmp_path: Path) -> None:
+    file = tmp_path / "notes.txt"
+    file.write_text("not a state directory")
+    hosts = [["daemon"], ["serve"], ["mcp"], ["init"]]
+    for home in (file, file / "agent"):
+        state = ["--home", str(home), "--api-url", f"http://127.0.0.1:{_free_port()}"]
+        argvs = [*ONE_SHOT, *hosts]
+        results = await asyncio.gather(*(cone_cli([*argv, *state], stdin=b"") for argv in argvs))
+        for argv, result in zip(argvs, results, strict=True):
+            assert result.code == 6, (argv, result)
+            line = _error_line(result, argv[0])
+            assert f"{file} is a file" in line and "Errno" not in line, line
+    assert file.read_text() == "not a state directory"
+
+
 async def test_an_init_that_cannot_reach_the_node_leaves_no_identity(home: Path) -> None:
     port = _free_port()
     state = ["--home", str(home), "--api-url", f"http://127.0.0.1:{port}"]
