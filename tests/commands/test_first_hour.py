@@ -147,9 +147,13 @@ async def test_wrong_input_exits_2_with_words_not_patterns() -> None:
     assert "0x and 40 hex digits" in line and "cone send --help" in line
     member = await cone_cli(["group", "create", "0xabc"])
     assert member.code == 2 and "not an address" in _error_line(member, "group")
-    bad_id = await cone_cli(["reply", "nothex", "x"])
+    bad_id = await cone_cli(["reply", "not hex!", "x"])
     assert bad_id.code == 2
     line = _error_line(bad_id, "reply")
+    assert "conversation id" in line and "^" not in line and "$" not in line, line
+    bad_ref = await cone_cli(["messages", "0123", "--before", "nothex"])
+    assert bad_ref.code == 2
+    line = _error_line(bad_ref, "messages")
     assert "hex id" in line and "^" not in line and "$" not in line, line
 
 
