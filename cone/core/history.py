@@ -4,8 +4,9 @@ Nothing here changes a receipt. Listings come from cone's store (one query a pag
 What only libxmtp knows (a group's name, description, image, member count) is kept in
 the store too, as last read, and read from libxmtp again for a conversation that
 never was or has taken in a group update since (cone/store/details.py). A listing is
-ordered by last activity, most recent first: its `lastMessageAt`, else its
-`createdAt`, when cone first saw it (libxmtp's own creation time can disagree).
+ordered by last activity, most recent first: its newest message taken in or sent,
+or its `createdAt` (when cone first saw it; libxmtp's own creation time can
+disagree), whichever is later (the store keeps it: cone/store/history.py).
 """
 
 from __future__ import annotations

@@ -156,22 +156,6 @@ def _parse_cursor(cursor: str) -> tuple[int, str]:
     return int(ns), cid
 
 
-# Each listed conversation's last message (received, or its own published) as the
-# listing shows it (lastMessageAt), and its activity: that time, or when cone first
-# saw the conversation if it has none. One seek on each history index per conversation.
-_ACTIVITY = (
-    "WITH last AS (SELECT c.id AS id, c.first_seen_ns AS first_seen_ns,"
-    " (SELECT max(m.sent_at_ns) FROM messages m WHERE m.conversation_id = c.id"
-    f"  AND (m.removed IS NULL OR m.removed != '{Removed.EXPIRED}')) AS inbound,"
-    " (SELECT max(o.created_ns) FROM outbox o WHERE o.conversation_id = c.id"
-    "  AND o.message_id IS NOT NULL AND o.expired_ns IS NULL) AS own"
-    " FROM conversations c{where}),"
-    " listed AS (SELECT id, max(coalesce(inbound, own), coalesce(own, inbound)) AS last_ns,"
-    " first_seen_ns FROM last),"
-    " ordered AS (SELECT id, last_ns, coalesce(last_ns, first_seen_ns) AS activity_ns FROM listed)"
-)
-
-
 def conversations(
     conn: Connection,
     *,
@@ -182,11 +166,11 @@ def conversations(
     cursor: str | None,
     only: str | None = None,
 ) -> tuple[list[ConversationRow], str | None]:
-    """A page of conversations by last activity, most recent first (the last message,
-    received or sent, else when cone first saw the conversation; then the id), and the
-    cursor of the next page (None at the end). A conversation active since an earlier
-    page moves above the cursor: later pages do not repeat it. `only` picks one
-    conversation by id."""
+    """A page of conversations by last activity, most recent first (`activity_ns`: the
+    latest of when cone first saw it, its newest message taken in and its newest own
+    message; then the id), and the cursor of the next page (None at the end). A
+    conversation active since an earlier page moves above the cursor: later pages do
+    not repeat it. `only` picks one conversation by id."""
     where: list[str] = []
     params: dict[str, object] = {}
     if only is not None:
@@ -198,19 +182,16 @@ def conversations(
     if kind is not None:
         where.append("c.type = :kind")
         params["kind"] = int(kind)
-    after = ""
     if cursor is not None:
         params["ans"], params["aid"] = _parse_cursor(cursor)
-        after = " WHERE (a.activity_ns, a.id) < (:ans, :aid)"
+        where.append("(c.activity_ns, c.id) < (:ans, :aid)")
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     rows = conn.execute(
-        _ACTIVITY.format(where=clause)
-        + " SELECT c.id, c.type, c.peer_inbox_id, c.consent, c.first_seen_ns, c.ingested_ns,"
-        f" k.name, k.address, c.left_seq, a.last_ns, a.activity_ns, {details.COLUMNS}"
-        " FROM ordered a JOIN conversations c ON c.id = a.id"
+        "SELECT c.id, c.type, c.peer_inbox_id, c.consent, c.first_seen_ns, c.ingested_ns,"
+        f" k.name, k.address, c.left_seq, c.activity_ns, {details.COLUMNS} FROM conversations c"
         " LEFT JOIN contacts k ON c.type = 1 AND k.conversation_id = c.id"
         " LEFT JOIN details d ON d.conversation_id = c.id"
-        f"{after} ORDER BY a.activity_ns DESC, a.id DESC {limit_clause(limit + 1)}",
+        f"{clause} ORDER BY c.activity_ns DESC, c.id DESC {limit_clause(limit + 1)}",
         params,
     ).fetchall()
     page = rows[:limit]
@@ -218,21 +199,36 @@ def conversations(
     out = []
     for r in page:
         conv = Conversation(r[0], Kind(r[1]), r[2], Consent(r[3]), r[4], r[5])
-        changes, known = details.from_row(r[11:])
+        changes, known = details.from_row(r[10:])
         out.append(
             ConversationRow(
                 conversation=conv,
                 contact_name=r[6],
                 contact_address=r[7],
-                last_message_ns=r[9],
+                last_message_ns=_last_message_ns(conn, conv.id),
                 pending=_pending(conn, conv, consumer, through),
                 left=r[8] is not None,
                 details=known,
                 changes=changes,
             )
         )
-    next_cursor = _cursor(page[-1][10], page[-1][0]) if len(rows) > limit and page else None
+    next_cursor = _cursor(page[-1][9], page[-1][0]) if len(rows) > limit and page else None
     return out, next_cursor
+
+
+def _last_message_ns(conn: Connection, conversation_id: str) -> int | None:
+    (inbound,) = conn.execute(
+        "SELECT max(sent_at_ns) FROM messages WHERE conversation_id = ?"
+        f" AND (removed IS NULL OR removed != '{Removed.EXPIRED}')",
+        (conversation_id,),
+    ).fetchone()
+    (own,) = conn.execute(
+        "SELECT max(created_ns) FROM outbox WHERE conversation_id = ? AND message_id IS NOT NULL"
+        " AND expired_ns IS NULL",
+        (conversation_id,),
+    ).fetchone()
+    times = [t for t in (inbound, own) if t is not None]
+    return max(times) if times else None
 
 
 def _pending(conn: Connection, conv: Conversation, consumer: str, through: int) -> int:

@@ -309,8 +309,8 @@ class ConeServiceServicer:
 
     def Conversations(self, request, context):
         """Conversations lists the conversations cone records by last activity, most recent
-        first (the last message, received or sent, else when cone first saw the
-        conversation), filtered by consent and type, a page at a time: pass the returned
+        first (its newest message taken in or sent, or when cone first saw it, whichever
+        is later), filtered by consent and type, a page at a time: pass the returned
         `cursor` to get the next page (a conversation active since an earlier page moves
         above the cursor and is not repeated). INVALID_ARGUMENT for a malformed cursor or
         an out-of-range limit.
