@@ -40,7 +40,7 @@ COMMENTS: dict[str, str] = {
     'cone.v1.BackupManifest.format_version': 'The backup format version.',
     'cone.v1.BackupManifest.inbox_id': 'The inbox id of the backed-up identity.',
     'cone.v1.BackupManifest.installation_id': 'The XMTP installation the backup continues as.',
-    'cone.v1.BackupManifest.messages': 'Messages in the backed-up inbox.',
+    'cone.v1.BackupManifest.messages': "Messages the backup carries: those taken in and this identity's own sent ones.",
     'cone.v1.BackupManifest.size_bytes': 'The size of the backup file in bytes.',
     'cone.v1.BackupRequest': 'Asks for a backup.',
     'cone.v1.BackupRequest.passphrase': 'The passphrase the backup file is encrypted with (never logged or stored).',
