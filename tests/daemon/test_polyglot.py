@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import descriptor_pb2
 
+from support.cli import cone_cli
 from support.daemons import DaemonProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,11 +36,22 @@ async def _run(*argv: str, env: dict[str, str] | None = None) -> str:
     return out.decode()
 
 
-async def test_a_node_client_loads_the_service_from_the_repository_and_calls_the_daemon(
-    daemon: DaemonProcess,
+async def _written_by_cone_proto(directory: Path) -> Path:
+    """The descriptor set `cone proto FILE` writes (an installed cone, no checkout)."""
+    target = directory / "from-cone.protoset"
+    written = await cone_cli(["proto", str(target)])
+    assert written.code == 0, written.err
+    assert "grpcurl -protoset" in written.err
+    return target
+
+
+@pytest.mark.parametrize("source", ["repository", "cone proto"])
+async def test_a_node_client_loads_the_service_and_calls_the_daemon(
+    daemon: DaemonProcess, tmp_path: Path, source: str
 ) -> None:
+    protoset = PROTOSET if source == "repository" else await _written_by_cone_proto(tmp_path)
     out = await _run(
-        "node", str(Path(__file__).parent / "node_client.js"), str(daemon.socket), str(PROTOSET),
+        "node", str(Path(__file__).parent / "node_client.js"), str(daemon.socket), str(protoset),
         env={**os.environ, "NODE_PATH": str(NODE_MODULES)},
     )  # fmt: skip
     ident = await daemon.client.identity()
@@ -144,3 +156,15 @@ async def test_protoc_generates_a_go_client_from_the_repositorys_protoset(tmp_pa
     assert (
         '"example.com/app/buf/validate"' in (tmp_path / "conepb" / "v1" / "cone.pb.go").read_text()
     )
+
+
+async def test_cone_proto_writes_the_files_of_the_repositorys_protoset(tmp_path: Path) -> None:
+    written = await _written_by_cone_proto(tmp_path)
+    ours = descriptor_pb2.FileDescriptorSet.FromString(written.read_bytes()).file
+    committed = descriptor_pb2.FileDescriptorSet.FromString(PROTOSET.read_bytes()).file
+    assert [f.name for f in ours] == [f.name for f in committed]
+    for mine, theirs in zip(ours, committed, strict=True):
+        assert [m.name for m in mine.message_type] == [m.name for m in theirs.message_type]
+        assert [m.name for s in mine.service for m in s.method] == [
+            m.name for s in theirs.service for m in s.method
+        ]
