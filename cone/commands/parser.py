@@ -80,13 +80,25 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
     p = command(
         "send",
         "send one message to an address, inbox id, contact name or conversation id",
-        "Send TEXT to TO. The send key makes retrying safe: the same key never sends twice. "
-        "Without --key a new key is made and printed; reuse it to retry.",
+        "Send TEXT to TO, or a reaction (--react) or a file (--file). The send key makes "
+        "retrying safe: the same key never sends twice. Without --key a new key is made and "
+        "printed; reuse it to retry.",
     )
     p.add_argument(
         "to", metavar="TO", help="address (0x...), inbox id, contact name or conversation id"
     )
-    p.add_argument("text", metavar="TEXT", help="the message text")
+    p.add_argument("text", metavar="TEXT", nargs="?", help="the message text")
+    p.add_argument(
+        "--react",
+        nargs=2,
+        metavar=("MESSAGE", "EMOJI"),
+        help="react to the message MESSAGE (its id) with EMOJI instead of sending TEXT",
+    )
+    p.add_argument(
+        "--file",
+        metavar="PATH",
+        help="send the file at PATH as an attachment (at most 1000000 bytes) instead of TEXT",
+    )
     p.add_argument("--key", help="the send key (default: a new one, printed)")
     p.add_argument("--markdown", action="store_true", help="send TEXT as markdown")
     p.add_argument("--reply-to", metavar="ID", help="the messageId this message replies to")
