@@ -24,12 +24,12 @@ import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from cone import errors
 from cone._command import configure_logging, run_loop
 from cone.commands import _render
+from cone.commands._content import content
 from cone.config import Settings
 from cone.errors import ConeError, InvalidArgument, NoIdentity, StateError, Unavailable
 
@@ -262,49 +262,6 @@ def _check_destination(value: str, field: str) -> None:
     destination.check(value, field)
 
 
-def _content(args: argparse.Namespace) -> JsonObject:
-    """What `cone send` sends: TEXT (plain or --markdown), --react or --file, one of them."""
-    given = [args.text is not None, args.react is not None, args.file is not None]
-    if given.count(True) != 1:
-        raise InvalidArgument(
-            "give one of TEXT, --react MESSAGE EMOJI and --file PATH", field="text"
-        )
-    if args.markdown and args.text is None:
-        raise InvalidArgument("--markdown goes with TEXT", field="text")
-    if args.react is not None:
-        message_id, emoji = args.react
-        return {"reaction": {"messageId": message_id, "emoji": emoji}}
-    if args.file is not None:
-        return {"attachment": _attachment(Path(args.file))}
-    return {"markdown" if args.markdown else "text": args.text}
-
-
-def _attachment(path: Path) -> JsonObject:
-    """The file at `path` as an attachment (its size checked before it is read)."""
-    import base64
-    import mimetypes
-
-    from cone.rules import field_rules
-
-    limit = field_rules("OutgoingAttachment", "data").bytes.max_len
-    try:
-        size = path.stat().st_size
-        if size > limit:
-            raise InvalidArgument(
-                f"--file {path} is {size} bytes: an attachment is at most {limit} bytes",
-                field="file",
-            )
-        data = path.read_bytes()
-    except OSError as err:
-        raise InvalidArgument(f"--file {path}: {err.strerror}", field="file") from None
-    mime, _ = mimetypes.guess_type(path.name)
-    return {
-        "filename": path.name,
-        "mimeType": mime or "application/octet-stream",
-        "data": base64.b64encode(data).decode("ascii"),
-    }
-
-
 async def _send(ctx: Context) -> int:
     args = ctx.args
     if args.command == "send":
@@ -318,7 +275,7 @@ async def _send(ctx: Context) -> int:
         method = "reply"
     else:
         method = "send"
-        params = {"to": args.to, "key": key, **_content(args)}
+        params = {"to": args.to, "key": key, **content(args)}
         if args.reply_to:
             params["replyTo"] = args.reply_to
     result = await _call(ctx, method, params)

@@ -35,9 +35,13 @@ async def test_wrong_usage_prints_the_subcommands_usage() -> None:
     bad_flag = await cone_cli(["status", "--bogus"])
     assert bad_flag.code == 2
     assert "usage: cone status" in bad_flag.err and "--bogus" in bad_flag.err
-    missing = await cone_cli(["send", "0xabc"])
+    missing = await cone_cli(["reply", "0123abcd"])
     assert missing.code == 2
-    assert "usage: cone send" in missing.err and "TEXT" in missing.err
+    assert "usage: cone reply" in missing.err and "TEXT" in missing.err
+    # send's TEXT may give way to --react or --file: without any, it says which it takes
+    nothing = await cone_cli(["send", "0x" + "ab" * 20])
+    assert nothing.code == 2
+    assert "give one of TEXT, --react MESSAGE EMOJI and --file PATH" in nothing.err
 
 
 async def test_init_creates_then_shows_the_identity_and_says_what_to_do_next(
