@@ -112,7 +112,11 @@ def write_backup(
         try:
             store_conn.execute("SELECT sqlcipher_export('backup')")
             digests = table_digests(store_conn)
-            (messages,) = store_conn.execute("SELECT count(*) FROM messages").fetchone()
+            # Every message it carries: those taken in, and this identity's own sent ones.
+            (messages,) = store_conn.execute(
+                "SELECT (SELECT count(*) FROM messages)"
+                " + (SELECT count(*) FROM outbox WHERE message_id IS NOT NULL)"
+            ).fetchone()
             (schema_version,) = store_conn.execute("PRAGMA user_version").fetchone()
         finally:
             store_conn.execute("COMMIT")
