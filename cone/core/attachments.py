@@ -10,6 +10,10 @@ HTTP(S) GET, bounded in size (`limits.REMOTE_ATTACHMENT_MAX_BYTES`) and time
 one. A failure is recorded on the attachment (`error`, shown on the message) and
 retried with backoff, from 2 s doubling to an hour; it is never dropped.
 
+Only attachments in Receive's view are fetched (an accepted conversation, a sender
+not blocked: `store.attachments.due`): a stranger or a blocked peer learns nothing by
+sending one; a request's are fetched once it is accepted.
+
 A URL comes from a peer, so by default only `https://` URLs whose host resolves to
 public addresses are fetched: a peer cannot make cone read this machine's or its
 network's private services. The name is resolved once, its addresses are checked, and
