@@ -21,7 +21,8 @@ from aiohttp import web
 
 from cone.facades._pool import ChannelPool
 from cone.facades.http import _guard
-from cone.facades.http._guard import Connections, Policy
+from cone.facades.http._connections import Connections
+from cone.facades.http._guard import Policy
 from cone.facades.http._routes import Routes
 from cone.facades.http._token import TOKEN_FILE, forget_url, load_or_create, login_url, write_url
 from cone.facades.http.options import HttpOptions
@@ -64,6 +65,7 @@ def _bind(options: HttpOptions) -> socketlib.socket:
 async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterator[Serving]:
     """Serve the HTTP front for the core on `socket` until the block exits."""
     token = load_or_create(home)
+    tls = _tls(options)
     sock = _bind(options)
     port = int(sock.getsockname()[1])
     policy = Policy(options, port, token)
@@ -83,16 +85,19 @@ async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterat
         max_line_size=8190,
         max_field_size=8190,
     )
-    connections = Connections(_guard.MAX_CONNECTIONS, _guard.HEADER_TIMEOUT_S)
+    connections = Connections(
+        _guard.MAX_CONNECTIONS, _guard.HEADER_TIMEOUT_S, _guard.HANDSHAKE_TIMEOUT_S, tls
+    )
     app.middlewares.extend([connections.middleware, policy.middleware])
     app.on_response_prepare.append(_guard.no_store)
     Routes(relay, policy.authorized).add_to(app)
-    server: asyncio.AbstractServer | None = None
+    accepting: asyncio.Task[None] | None = None
     try:
         await runner.setup()
         connections.server = runner.server
-        tls = _tls(options)
-        server = await asyncio.get_running_loop().create_server(connections, sock=sock, ssl=tls)
+        # The front accepts itself: each connection counts from accept, its TLS
+        # handshake included (`_connections`).
+        accepting = asyncio.ensure_future(connections.serve(sock))
         host = f"[{options.host}]" if ":" in options.host else options.host
         url = f"{'https' if tls else 'http'}://{host}:{port}/"
         notice = f"cone: HTTP on {url} (bearer token in {home / TOKEN_FILE})"
@@ -108,11 +113,11 @@ async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterat
         yield Serving(url, port, home / TOKEN_FILE)
     finally:
         forget_url(home, url)
-        if server is not None:
-            server.close()
-        else:
-            sock.close()
-        connections.close()
+        if accepting is not None:
+            accepting.cancel()
+            await asyncio.gather(accepting, return_exceptions=True)
+        sock.close()
+        await connections.close()
         await runner.cleanup()
         await pool.aclose()
 
