@@ -60,6 +60,36 @@ async def test_a_sequence_past_what_the_store_holds_is_invalid_params(
     assert (await daemon.rpc(body, session))[1]["result"]["messages"] == []
 
 
+# Numbers out of their field's range or type, as raw JSON (1e400 is a float the
+# parser reads as infinity).
+BAD_NUMBERS = [
+    ('"identity"', '{"protocol": 1099511627776}'),
+    ('"receive"', '{"limit": 1180591620717411303424}'),
+    ('"receive"', '{"limit": -1}'),
+    ('"receive"', '{"limit": 1.5}'),
+    ('"receive"', '{"waitMs": 1e400}'),
+    ('"peek"', '{"afterSequence": -1}'),
+    ('"peek"', '{"afterSequence": 1e400}'),
+    ('"peek"', '{"afterSequence": "12"}'),
+    ('"messages"', '{"conversationId": "ab", "limit": 1e20}'),
+]
+
+
+async def test_every_number_out_of_range_is_invalid_params(
+    daemon: HttpDaemon, session: aiohttp.ClientSession
+) -> None:
+    for method, params in BAD_NUMBERS:
+        raw = f'{{"jsonrpc": "2.0", "id": 1, "method": {method}, "params": {params}}}'
+        async with session.post(
+            daemon.url + "api/v1/rpc",
+            data=raw,
+            headers={**daemon.auth, "Content-Type": "application/json"},
+        ) as r:
+            assert r.status == 200
+            answer = await r.json()
+        assert answer["error"]["code"] in (-32602, -32700), (raw, answer)
+
+
 async def _big_messages(daemon: HttpDaemon, session: aiohttp.ClientSession, peer: Peer) -> None:
     """Two accepted messages of 600 KB each from `peer`."""
     dm = await daemon.dm_from(peer)
