@@ -98,14 +98,14 @@ async def test_silent_tls_connections_count_and_are_closed_at_the_handshake_dead
         _close_all(silent)
 
 
-async def _slowloris(front: Serving, stop: asyncio.Event, opened: list[int]) -> None:
+async def slowloris(port: int, stop: asyncio.Event, opened: list[int]) -> None:
     """One slow client, re-opened whenever the server closes it: a header line, then
     another every so often, never the end of the headers."""
     while not stop.is_set():
-        reader, writer = await asyncio.open_connection("127.0.0.1", front.port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
         opened.append(1)
         try:
-            writer.write(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{front.port}\r\n".encode())
+            writer.write(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
             while not stop.is_set() and not reader.at_eof():
                 writer.write(b"X-a: b\r\n")
                 await writer.drain()
@@ -121,7 +121,7 @@ async def _slowloris(front: Serving, stop: asyncio.Event, opened: list[int]) -> 
 async def test_slowloris_does_not_starve_an_authenticated_client(tmp_path: Path) -> None:
     async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as front:
         stop, opened = asyncio.Event(), []
-        attackers = [asyncio.create_task(_slowloris(front, stop, opened)) for _ in range(LIMIT)]
+        attackers = [asyncio.create_task(slowloris(front.port, stop, opened)) for _ in range(LIMIT)]
         try:
 
             async def all_open() -> bool:

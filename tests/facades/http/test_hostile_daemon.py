@@ -22,6 +22,7 @@ from support.http_daemon import HttpDaemon
 from support.peers import Peer
 from support.waiting import until
 
+from .test_connections import slowloris
 from .test_guard import _tls_files
 
 pytestmark = pytest.mark.timeout(240)
@@ -193,3 +194,29 @@ async def test_a_tls_flood_with_few_file_descriptors_leaves_cone_sock_answering(
         finally:
             for _reader, writer in flood:
                 writer.close()
+
+
+async def test_slowloris_on_every_slot_leaves_clients_and_cone_sock_served(
+    daemon: HttpDaemon, session: aiohttp.ClientSession
+) -> None:
+    """64 slow clients re-opened as they are closed (the whole bound): a client with
+    the token is served, and cone.sock answers, while they go on."""
+    stop, opened = asyncio.Event(), []
+    attackers = [asyncio.create_task(slowloris(daemon.port, stop, opened)) for _ in range(64)]
+    try:
+
+        async def all_open() -> bool:
+            return len(opened) >= 64
+
+        await until(all_open, timeout=10)
+        for n in range(5):
+            fresh = aiohttp.TCPConnector(force_close=True)
+            async with aiohttp.ClientSession(connector=fresh) as client:
+                status, answer = await daemon.rpc(
+                    {"jsonrpc": "2.0", "id": n, "method": "identity"}, client
+                )
+            assert status == 200 and answer["result"]["inboxId"]
+            await _answers_on_cone_sock(daemon)
+    finally:
+        stop.set()
+        await asyncio.gather(*attackers, return_exceptions=True)
