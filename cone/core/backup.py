@@ -1,7 +1,9 @@
 """Backup while running: a consistent snapshot of cone's store and libxmtp's database.
 
 libxmtp's database is copied while libxmtp has released it (its WAL checkpointed),
-with ingest held, so the copy is one consistent state of the same installation. A
+with ingest and sends held and every pending send key prepared in libxmtp, so the
+copy is one consistent state of the same installation in which each pending key has
+its message id (a restored copy publishes that same id: docs/backup.md). A
 message that arrives in that short window is not lost: streams resume and the
 catch-up re-reads libxmtp's database afterwards, as after any stream gap.
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from cone._fs import free_bytes
 from cone.core.ingest import Ingestor
+from cone.core.outbox import Outbox
 from cone.engine.port import EnginePort
 from cone.errors import ConeError, StateError, Unavailable
 from cone.store import Store
@@ -32,10 +35,13 @@ RELEASE_TIMEOUT_S = 10.0
 class BackupMaker:
     """Makes backup files for one running identity."""
 
-    def __init__(self, store: Store, engine: EnginePort, ingestor: Ingestor, xmtp_db: Path) -> None:
+    def __init__(
+        self, store: Store, engine: EnginePort, ingestor: Ingestor, outbox: Outbox, xmtp_db: Path
+    ) -> None:
         self._store = store
         self._engine = engine
         self._ingestor = ingestor
+        self._outbox = outbox
         self._xmtp_db = xmtp_db
 
     def _xmtp_files(self) -> dict[str, Path]:
@@ -85,7 +91,8 @@ class BackupMaker:
         os.close(fd)
         path = Path(name)
         try:
-            async with self._ingestor.held():
+            # Sends held first, each pending key prepared (Outbox.held), then ingest.
+            async with self._outbox.held(), self._ingestor.held():
                 await self._engine.release_db()
                 try:
                     await self._released()

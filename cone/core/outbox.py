@@ -23,12 +23,13 @@ and the key waits `RETRY_MAX_S` between attempts, its reason in status.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -36,6 +37,7 @@ from cone.core import content
 from cone.core.ingest import READ_MARGIN_NS
 from cone.core.network import NetworkWatch, identity_unknown
 from cone.core.ratelimit import WriteBudget
+from cone.core.restore_fence import RESTORE_FORKED, RestoreFence
 from cone.engine.port import EnginePort, NodeView
 from cone.errors import (
     IDENTITY_UNKNOWN,
@@ -58,6 +60,8 @@ T = TypeVar("T")
 
 RETRY_START_S = 1.0
 RETRY_MAX_S = 300.0
+#: How long a backup waits for the sends in flight when it holds them (Outbox.held).
+HOLD_WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -92,11 +96,22 @@ class Outbox:
     """Owns the send path and its retries."""
 
     def __init__(
-        self, store: Store, engine: EnginePort, network: NetworkWatch | None = None
+        self,
+        store: Store,
+        engine: EnginePort,
+        network: NetworkWatch | None = None,
+        fence: RestoreFence | None = None,
     ) -> None:
         self._store = store
         self._engine = engine
         self._network = network
+        self._fence = fence
+        # Sends between their claim and their prepared message (the backup's hold).
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._open = asyncio.Event()
+        self._open.set()
         # One lock per conversation: a conversation's sends publish in order, and a
         # slow or failing conversation never holds another's lock.
         self._locks: dict[str, asyncio.Lock] = {}
@@ -126,6 +141,48 @@ class Outbox:
         if self._retry_task is not None:
             self._retry_task.cancel()
             await asyncio.gather(self._retry_task, return_exceptions=True)
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Hold every send until the block ends, with each key the outbox holds
+        prepared in libxmtp first: a snapshot taken inside has no key between its
+        claim and its prepared message, so a copy restored from it publishes each
+        pending key as the same message id as the original would (peers keep a
+        message id once), never as a second message (docs/backup.md)."""
+        self._open.clear()
+        try:
+            try:
+                async with asyncio.timeout(HOLD_WAIT_S):
+                    await self._idle.wait()
+            except TimeoutError:
+                raise Unavailable(
+                    f"sends still in flight after {HOLD_WAIT_S:.0f} s (is the network slow?): "
+                    "try the backup again",
+                    reason="backup_busy",
+                ) from None
+            for rec in await self._store.read(outbox.unsettled):
+                if rec.message_id is None:
+                    found = await self._find_prepared(rec)
+                    message_id = found or await self._engine.prepare(
+                        rec.conversation_id, rec.payload
+                    )
+                    await self._store.write(outbox.prepared, rec.key, message_id)
+            yield
+        finally:
+            self._open.set()
+
+    @contextlib.asynccontextmanager
+    async def _sending(self) -> AsyncIterator[None]:
+        """One send or retry from its claim on (waits while a backup holds sends)."""
+        await self._open.wait()
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.set()
 
     async def send(
         self,
@@ -167,7 +224,7 @@ class Outbox:
             ack_consumer=ack_consumer,
             ack_message_ids=ack_message_ids,
         )
-        async with self._lock(conversation_id):
+        async with self._sending(), self._lock(conversation_id):
             try:
                 rec, created, acked = await self._store.write_grouped(claim, now_ns=time.time_ns())
             except NotFound as err:
@@ -178,7 +235,9 @@ class Outbox:
             if created:
                 result = await self._deliver(rec, deduplicated=False, fresh=True)
                 return replace(result, acknowledged=acked)
-        return replace(await self._again(rec, conversation_id, kind), acknowledged=acked)
+        async with self._sending():
+            again = await self._again(rec, conversation_id, kind)
+        return replace(again, acknowledged=acked)
 
     async def _again(self, rec: OutboxRecord, conversation_id: str, kind: str) -> SendResult:
         """A key seen before: the same logical message, or a conflict."""
@@ -217,6 +276,8 @@ class Outbox:
         prepared: list[str] = []  # the id, once libxmtp has stored the message
         wait_s = self._budget.take()
         try:
+            if self._fence is not None:
+                await self._fence.check(rec.conversation_id)
             if wait_s:
                 if message_id is None:
                     message_id = await self._engine.prepare(rec.conversation_id, rec.payload)
@@ -256,10 +317,11 @@ class Outbox:
                 raise
             return await self._wait(rec, message_id, err, deduplicated)
         except FailedPrecondition as err:
-            if err.reason != V3_CUTOVER:
+            if err.reason not in (V3_CUTOVER, RESTORE_FORKED):
                 raise
-            # Final until cone moves to D14N: the key keeps its payload, is retried
-            # rarely (in case the node was misconfigured), and the caller is told.
+            # Final for now (until cone moves to D14N; until a member re-adds this
+            # restored installation): the key keeps its payload, is retried rarely
+            # (in case the node was misconfigured), and the caller is told.
             await self._hold(rec, message_id or (prepared[0] if prepared else None), err)
             raise
         # Not awaited (it joins the next group commit): if a crash loses this record,
@@ -371,7 +433,7 @@ class Outbox:
 
     async def _retry_conversation(self, records: list[OutboxRecord]) -> None:
         for rec in records:
-            async with self._lock(rec.conversation_id):
+            async with self._sending(), self._lock(rec.conversation_id):
                 current = await self._store.read(outbox.get, rec.key)
                 if current is None or current.state == "settled":
                     continue

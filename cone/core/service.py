@@ -30,6 +30,7 @@ from cone.core.model import Attachment, Message
 from cone.core.network import NetworkWatch
 from cone.core.outbox import Outbox
 from cone.core.receiving import Receiving
+from cone.core.restore_fence import RestoreFence
 from cone.core.retention import Retention
 from cone.core.sending import Sending
 from cone.core.status import Status, StatusReport
@@ -46,6 +47,7 @@ from cone.errors import (
     Unavailable,
     unknown_conversation,
 )
+from cone.limits import REQUEST_BUDGET, RequestBudget
 from cone.store import (
     Consent,
     ContactRecord,
@@ -89,6 +91,7 @@ class Core:
         network: str,
         xmtp_db: Path,
         catchup_interval_s: float = 30.0,
+        request_budget: RequestBudget = REQUEST_BUDGET,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -111,7 +114,9 @@ class Core:
         )
         # Receive, Peek, Ack (cone/core/receiving.py).
         self.receiving = Receiving(store, self._unreachable)
-        self.ingestor = Ingestor(store, engine, self._notify, self.receiving.waiters)
+        self.ingestor = Ingestor(
+            store, engine, self._notify, self.receiving.waiters, request_budget
+        )
         # The sync of every conversation, at start and every period (cone/core/catch_up.py).
         self.catch_up = CatchUp(
             engine,
@@ -122,9 +127,11 @@ class Core:
             caught_up=lambda limit_s: self._follow_ups.caught_up(limit_s),
         )
         self.ingestor.lister = self.catch_up.list  # its listings too, one at a time
-        self.outbox = Outbox(store, engine, self.network)
+        # A restored copy's first send in each conversation (cone/core/restore_fence.py).
+        self.restore_fence = RestoreFence(store, engine)
+        self.outbox = Outbox(store, engine, self.network, self.restore_fence)
         self.fetcher = Fetcher(store, self.receiving.wake)
-        self.backups = BackupMaker(store, engine, self.ingestor, xmtp_db)
+        self.backups = BackupMaker(store, engine, self.ingestor, self.outbox, xmtp_db)
         # Conversations, history, contacts, unblock (cone/core/history.py).
         self.history = History(store, engine)
         # createGroup (keyed), members, add, remove, leave, update (cone/core/groups.py).
@@ -212,6 +219,8 @@ class Core:
             await self.sync()
         except ConeError as exc:  # the catch-up tries again each period
             log.warning("first sync failed (%s); catching up in the background", exc.message)
+        else:
+            await self.restore_fence.sweep(await self._conversation_ids())
         self._started = True
         log.info(
             "core started in %.1f s: read %.1f s, streams %.1f s, first sync %.1f s "

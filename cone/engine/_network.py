@@ -24,6 +24,10 @@ from cone.errors import ConeError, Unavailable
 # What status waits for libxmtp's view of the inbox before reporting it unknown.
 STATUS_CALL_S: Final = 5.0
 
+# How libxmtp 1.10's local commit log (`conversation_debug_info`) names a commit of
+# this installation's own that it could not apply (see `Network.own_commits_lost`).
+OWN_COMMIT_UNAPPLIED: Final = "CannotDecryptOwnMessage"
+
 
 class Network:
     """Sync and lookups through one identity's libxmtp client.
@@ -73,6 +77,42 @@ class Network:
             NETWORK_CALL_S,
             "syncing a conversation",
         )
+
+    async def own_commits_lost(self, conversation_id: str) -> int:
+        """How many commits this installation made that libxmtp could not apply here.
+
+        A commit is applied by the installation that makes it, never read back: the
+        only way libxmtp meets one of its own it did not make is a restored copy of
+        its database reading what the original made after the backup. libxmtp logs
+        each such commit in its local commit log as undecryptable
+        (`CannotDecryptOwnMessage`); this conversation's state is then behind the
+        group's, and anything it encrypts is lost to the other members."""
+        key = bytes.fromhex(conversation_id)
+
+        async def info() -> Any:
+            return await self._client().conversation(key).conversation_debug_info()
+
+        found = await self._x.call(info, LOCAL_CALL_S, "reading a conversation's commit log")
+        return str(found.local_commit_log).count(OWN_COMMIT_UNAPPLIED)
+
+    async def rotate_keys(self, conversation_id: str) -> None:
+        """Publish a read receipt, which libxmtp precedes with the key update it has
+        due (a restored copy's, cone/store/backup.py), and return once both are
+        published and read back: every message after it uses the new epoch's keys.
+
+        The receipt is the carrier because libxmtp 1.10 makes a key update only
+        before a message. A sync running beside this may encrypt the receipt before
+        the key update is applied, with a key the original used (peers drop it); what
+        matters is the key update, applied before this returns."""
+        key = bytes.fromhex(conversation_id)
+        receipt = ffi.encode_read_receipt(ffi.FfiReadReceipt())
+
+        def published() -> Any:
+            conversation = self._client().conversation(key)
+            message = conversation.prepare_message(receipt, False)
+            return conversation.publish_stored_message(message)
+
+        await self._x.call(published, NETWORK_CALL_S, "rotating a conversation's keys")
 
     async def resolve(self, identifier: str) -> str | None:
         """The inbox id for an address or inbox id, or None when it is not on XMTP.

@@ -233,6 +233,16 @@ class Engine:
         """Fetch one conversation's new messages into libxmtp's database."""
         await self._network.sync_conversation(conversation_id)
 
+    async def own_commits_lost(self, conversation_id: str) -> int:
+        """Commits of this installation's own libxmtp could not apply (a restored copy
+        meeting what the original did after its backup; `_network.Network`)."""
+        return await self._network.own_commits_lost(conversation_id)
+
+    async def rotate_keys(self, conversation_id: str) -> None:
+        """Publish the key update libxmtp has due in a conversation (a restored copy's),
+        carried by a read receipt; returns once it is applied (`_network.Network`)."""
+        await self._network.rotate_keys(conversation_id)
+
     async def resolve(self, identifier: str) -> str | None:
         """The inbox id for an address or inbox id, or None when it is not on XMTP.
 

@@ -296,6 +296,16 @@ class EnginePort(Protocol):
         """Fetch one conversation's new messages."""
         ...
 
+    async def own_commits_lost(self, conversation_id: str) -> int:
+        """How many commits this installation made that libxmtp could not apply here
+        (a restored copy meeting the original's commits after its backup)."""
+        ...
+
+    async def rotate_keys(self, conversation_id: str) -> None:
+        """Publish the key update libxmtp has due in a conversation (a restored copy's);
+        returns once it is applied."""
+        ...
+
     async def resolve(self, identifier: str) -> str | None:
         """The inbox id of an address or inbox id, or None when it is not on XMTP."""
         ...

@@ -35,8 +35,10 @@ from sqlcipher3 import dbapi2 as sqlcipher
 
 from cone._fs import private_dir
 from cone.errors import InvalidArgument, StateError
+from cone.store import meta
 from cone.store._db import Connection, open_database
 from cone.store._migrations import MIGRATIONS
+from cone.store.xmtp_database import open_xmtp_database, rotate_group_keys_at_next_use
 
 FORMAT_VERSION = 1
 _CHUNK = 4 * 1024 * 1024
@@ -355,5 +357,27 @@ def _restore_into(
     restored = open_database(store_path, new_key)
     try:
         restored.execute("VACUUM")
+        _mark_restored(restored, staging, manifest)
     finally:
         restored.close()
+
+
+#: The store's meta key that says this state directory was restored, and from what.
+RESTORED_KEY = "restored_from"
+
+
+def _mark_restored(store: Connection, staging: Path, manifest: Manifest) -> None:
+    """Make the restored copy safe to send from (docs/backup.md, "What a restore
+    guarantees"): libxmtp rotates every key before it next uses it, and the store
+    records the restore, so the core checks each conversation before its first send."""
+    key = meta.get(store, "xmtp_db_key")
+    xmtp_db = staging / "xmtp.db3"
+    if key is None or not xmtp_db.exists():
+        raise StateError("the backup holds no libxmtp database and key", reason="bad_backup")
+    xmtp = open_xmtp_database(xmtp_db, key)
+    try:
+        rotate_group_keys_at_next_use(xmtp)
+    finally:
+        xmtp.close()
+    mark = {"installation_id": manifest.installation_id, "backup_created_ns": manifest.created_ns}
+    meta.put(store, RESTORED_KEY, json.dumps(mark).encode())

@@ -125,6 +125,14 @@ def settle(conn: Connection, key: str, message_id: str, now_ns: int) -> None:
         skip(conn, conversation_id, [message_id])
 
 
+def prepared(conn: Connection, key: str, message_id: str) -> None:
+    """Record the message libxmtp prepared for a key not yet published."""
+    conn.execute(
+        "UPDATE outbox SET message_id = ? WHERE key = ? AND state != 'settled'",
+        (message_id, key),
+    )
+
+
 def fail(
     conn: Connection,
     key: str,

@@ -66,6 +66,26 @@ def open_xmtp_database(path: Path, key: bytes, *, busy_s: float = 5.0) -> sqlcip
     return conn
 
 
+def rotate_group_keys_at_next_use(conn: sqlcipher.Connection) -> None:
+    """Make libxmtp rotate every key this installation holds before it next uses it.
+
+    For a restored copy (cone/store/backup.py): the original may have used keys after
+    the backup that this copy's state would use again. Each group's `rotated_at_ns`
+    at 0 makes libxmtp queue a key update (a commit: a new epoch, new sending keys)
+    before the next message it sends there, its own 30-day rotation.
+
+    The key package is left to libxmtp's own schedule: a rotation forced at the
+    restored start made the members refuse that copy's key updates (seen on the
+    devnet with libxmtp 1.10: the message after it never arrived)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("UPDATE groups SET rotated_at_ns = 0")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
 def newest_stamps(conn: sqlcipher.Connection) -> dict[str, int]:
     """Each conversation's newest insert stamp (0: none stored), by group id. A DM's
     messages are those of every group with its DM id (libxmtp stitches the DMs two

@@ -13,20 +13,40 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from sqlcipher3 import dbapi2 as sqlcipher
 
-from cone.store import Store
+from cone.store import Store, meta
 from cone.store.backup import _open_keyed, write_backup
+from cone.store.xmtp_database import PLAINTEXT_HEADER_BYTES
 from support.daemons import short_home
 
 PASS = "the passphrase the attacker also knows"
+
+
+def _libxmtp_stand_in(path: Path, key: bytes) -> Path:
+    """An empty database in libxmtp's format (SQLCipher, its salt beside it) with the
+    one table restore writes to (cone/store/xmtp_database.py); returns the salt file."""
+    salt = os.urandom(16)
+    conn = sqlcipher.connect(str(path), isolation_level=None)
+    conn.execute(f"PRAGMA key = \"x'{key.hex()}'\"")
+    conn.execute(f"PRAGMA cipher_plaintext_header_size = {PLAINTEXT_HEADER_BYTES}")
+    conn.execute(f"PRAGMA cipher_salt = \"x'{salt.hex()}'\"")
+    conn.execute("CREATE TABLE groups (id BLOB PRIMARY KEY, rotated_at_ns BIGINT NOT NULL)")
+    conn.execute("INSERT INTO groups VALUES (x'01', 1)")
+    conn.close()
+    salt_file = Path(f"{path}.sqlcipher_salt")
+    salt_file.write_text(salt.hex())
+    return salt_file
 
 
 @pytest.fixture
 def backup(tmp_path: Path) -> Path:
     """A genuine backup of a fresh store and a stand-in libxmtp database."""
     store = Store.open(tmp_path / "cone.db", secrets.token_bytes(32))
+    xmtp_key = secrets.token_bytes(32)
+    store.write_now(meta.put, "xmtp_db_key", xmtp_key)
     xmtp = tmp_path / "xmtp.db3"
-    xmtp.write_bytes(os.urandom(10_000))
+    salt = _libxmtp_stand_in(xmtp, xmtp_key)
     target = tmp_path / "genuine.cone"
     try:
         store.read_now(
@@ -34,7 +54,7 @@ def backup(tmp_path: Path) -> Path:
             target,
             PASS,
             identity=("ab" * 32, "cd" * 32),
-            files={"xmtp.db3": xmtp},
+            files={"xmtp.db3": xmtp, "xmtp.db3.sqlcipher_salt": salt},
             created_ns=1,
         )
     finally:
@@ -85,7 +105,7 @@ def _restore(file: Path) -> tuple[int, str, Path]:
 def test_a_genuine_backup_restores(backup: Path) -> None:
     code, err, home = _restore(backup)
     assert code == 0, err
-    assert sorted(os.listdir(home)) == ["cone.db", "db.key", "xmtp.db3"]
+    assert sorted(os.listdir(home)) == ["cone.db", "db.key", "xmtp.db3", "xmtp.db3.sqlcipher_salt"]
 
 
 @pytest.mark.parametrize("where", ["relative", "absolute"])

@@ -344,6 +344,12 @@ class FakeEngine:
     async def sync_conversation(self, conversation_id: str) -> None:
         self._reach("syncing a conversation")
 
+    async def own_commits_lost(self, conversation_id: str) -> int:
+        return 0
+
+    async def rotate_keys(self, conversation_id: str) -> None:
+        self._reach("rotating a conversation's keys")
+
     async def resolve(self, identifier: str) -> str | None:
         if identifier.startswith("0x"):
             self._reach("resolving")
