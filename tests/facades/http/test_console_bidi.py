@@ -11,7 +11,15 @@ from typing import Any
 import aiohttp
 import pytest
 
-from support.browser import chromium, in_browser, js, login_url, needs_chromium, wait_js
+from support.browser import (
+    chromium,
+    click,
+    in_browser,
+    js,
+    login_url,
+    needs_chromium,
+    wait_js,
+)
 from support.http_daemon import HttpDaemon
 from support.peers import Peer
 from support.waiting import until
@@ -73,7 +81,7 @@ async def test_a_group_name_with_bidi_controls_is_marked_and_isolated(
     item = f"#conversations li[data-id='{group_id}']"
     listed = await wait_js(browser, f'return document.querySelector("{item}")?.textContent')
     assert RLO not in listed and "[U+202E]" in listed
-    await in_browser(lambda: browser.find_element("css selector", item).click())
+    await click(browser, item)
     title = await wait_js(
         browser,
         "const t = document.getElementById('chat-title').textContent;"
