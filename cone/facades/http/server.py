@@ -24,7 +24,8 @@ from aiohttp import web
 from cone.errors import os_failure
 from cone.facades._pool import ChannelPool
 from cone.facades.http import _guard
-from cone.facades.http._guard import Connections, Policy
+from cone.facades.http._connections import Connections
+from cone.facades.http._guard import Policy
 from cone.facades.http._routes import Routes
 from cone.facades.http._token import TOKEN_FILE, forget_url, load_or_create, login_url, write_url
 from cone.facades.http.options import HttpOptions
@@ -78,6 +79,7 @@ async def serving(
         sock = bind(options)
     try:
         token = load_or_create(home)
+        tls = _tls(options)
     except BaseException:
         sock.close()
         raise
@@ -90,6 +92,7 @@ async def serving(
         app,
         handler_cancellation=True,  # a client that goes away cancels its call
         access_log=None,
+        logger=_guard.PROTOCOL_LOG,
         shutdown_timeout=SHUTDOWN_S,
         keepalive_timeout=KEEPALIVE_S,
         # After an answer to a request whose body was not read, aiohttp reads (and
@@ -98,16 +101,20 @@ async def serving(
         max_line_size=8190,
         max_field_size=8190,
     )
-    connections = Connections(_guard.MAX_CONNECTIONS, _guard.HEADER_TIMEOUT_S)
+    connections = Connections(
+        _guard.MAX_CONNECTIONS, _guard.HEADER_TIMEOUT_S, _guard.HANDSHAKE_TIMEOUT_S, tls
+    )
     app.middlewares.extend([connections.middleware, policy.middleware])
+    app.on_response_prepare.append(_guard.no_store)
     Routes(relay, policy.authorized).add_to(app)
-    server: asyncio.AbstractServer | None = None
+    accepting: asyncio.Task[None] | None = None
     url = ""
     try:
         await runner.setup()
         connections.server = runner.server
-        tls = _tls(options)
-        server = await asyncio.get_running_loop().create_server(connections, sock=sock, ssl=tls)
+        # The front accepts itself: each connection counts from accept, its TLS
+        # handshake included (`_connections`).
+        accepting = asyncio.ensure_future(connections.serve(sock))
         host = f"[{options.host}]" if ":" in options.host else options.host
         url = f"{'https' if tls else 'http'}://{host}:{port}/"
         notice = f"cone: HTTP on {url} (bearer token in {home / TOKEN_FILE})"
@@ -124,11 +131,11 @@ async def serving(
     finally:
         if url:
             forget_url(home, url)
-        if server is not None:
-            server.close()
-        else:
-            sock.close()
-        connections.close()
+        if accepting is not None:
+            accepting.cancel()
+            await asyncio.gather(accepting, return_exceptions=True)
+        sock.close()
+        await connections.close()
         await runner.cleanup()
         await pool.aclose()
 

@@ -7,7 +7,7 @@ import { AuthError, follow, forgetToken, rpc, token } from "./api.js";
 import * as composer from "./composer.js";
 import * as groups from "./groups.js";
 import { clear, live, loadPage, state } from "./history.js";
-import { button, el, shortId } from "./render.js";
+import { button, el, setName, shortId } from "./render.js";
 
 const CONSUMER = "console";
 const $ = (id) => document.getElementById(id);
@@ -34,7 +34,7 @@ async function refreshLists() {
   const requests = $("requests");
   requests.replaceChildren();
   for (const r of reqs.requests) {
-    const li = el("li", "request", r.peerAddress || shortId(r.peerInboxId));
+    const li = setName(el("li", "request"), r.peerAddress || shortId(r.peerInboxId));
     li.dataset.id = r.conversationId;
     li.appendChild(el("span", "badge", String(r.pendingMessages)));
     li.appendChild(document.createElement("br"));
@@ -55,7 +55,7 @@ async function refreshLists() {
   const list = $("conversations");
   list.replaceChildren();
   for (const c of convs.conversations.filter((c) => c.consent !== "requested")) {
-    const li = el("li", "conversation" + (c.conversationId === state.open ? " open" : ""), title(c));
+    const li = setName(el("li", "conversation" + (c.conversationId === state.open ? " open" : "")), title(c));
     li.dataset.id = c.conversationId;
     if (c.conversationType === "group") li.appendChild(el("span", "consent", "group"));
     li.appendChild(el("span", "consent", c.consent));
@@ -109,7 +109,7 @@ async function openConversation(conversationId, name) {
     await refreshLists();
     c = conversationsById.get(conversationId);
   }
-  $("chat-title").textContent = name || (c ? title(c) : shortId(conversationId));
+  setName($("chat-title"), name || (c ? title(c) : shortId(conversationId)));
   $("composer").hidden = false;
   composer.reset();
   await groups.showGroup(c, state.me);

@@ -2,7 +2,7 @@
 // click or a retry makes one group), and for the open group its name and members, to
 // rename, add and remove.
 import { Keyed, rpc } from "./api.js";
-import { button, el, shortId } from "./render.js";
+import { button, el, setName, shortId } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 const creating = new Keyed();
@@ -70,7 +70,7 @@ function drawList(list, me) {
   const ul = $("members");
   ul.replaceChildren();
   for (const m of list) {
-    const li = el("li", "member", (m.addresses && m.addresses[0]) || shortId(m.inboxId));
+    const li = setName(el("li", "member"), (m.addresses && m.addresses[0]) || shortId(m.inboxId));
     li.dataset.inbox = m.inboxId;
     li.appendChild(el("span", "role", m.role));
     if (m.inboxId === me) li.appendChild(el("span", "role", "me"));
@@ -106,7 +106,7 @@ export function setupPanel(me, renamed) {
     try {
       const answer = await rpc("updateGroup", { conversationId: group, name });
       say("group-state", "renamed");
-      $("chat-title").textContent = answer.group?.name || name;
+      setName($("chat-title"), answer.group?.name || name);
       await renamed();
     } catch (err) {
       say("group-state", "not renamed: " + err.message);
