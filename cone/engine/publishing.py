@@ -56,12 +56,14 @@ class Publishing(Protocol):
 class MemoryPublishing:
     """An in-memory `Publishing`: messages prepared and published in dicts. `fail`
     publications fail (`Unavailable`) before the node has them; `hold` keeps each
-    publication waiting after `seen` until it is set (the read-back still running)."""
+    publication waiting after `seen` until it is set (the read-back still running),
+    and `fail_after` that many fail then (the node has the message)."""
 
     prepared: dict[str, tuple[str, bytes]] = field(default_factory=dict)
     published: list[str] = field(default_factory=list)
     fail: int = 0
     hold: asyncio.Event | None = None
+    fail_after: int = 0
     _ids: itertools.count[int] = field(default_factory=itertools.count)
 
     async def prepare(self, conversation_id: str, payload: bytes) -> str:
@@ -95,6 +97,9 @@ class MemoryPublishing:
         seen()
         if self.hold is not None:
             await self.hold.wait()
+        if self.fail_after:
+            self.fail_after -= 1
+            raise Unavailable("the memory node's read-back failed")
 
 
 __all__ = ["MemoryPublishing", "Publishing"]
