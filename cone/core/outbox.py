@@ -107,8 +107,8 @@ class Outbox:
         self._wake = asyncio.Event()
         self._all_due = False
         self._budget = WriteBudget()
-        #: Publications, those answered and still finishing among them.
-        self.publications = Publications(engine, settle=self._settled, failed=self._failed_after)
+        #: Publications (cone/core/publication.py), some answered and still finishing.
+        self.publications = Publications(engine, failed=self._failed_after)
         #: Told each conversation a message was just published in (its settle record
         #: queued): the message stream's echo of an own send never reaches the core
         #: (cone/engine/_echoes.py), so whatever watches own messages hears it here.
@@ -206,9 +206,6 @@ class Outbox:
             assert rec.message_id is not None
             return SendResult(rec.message_id, rec.conversation_id, True, True)
         async with self._lock(rec.conversation_id):
-            finishing = self.publications.finishing.get(rec.key)
-            if finishing is not None:  # answered, libxmtp's call still running
-                return SendResult(finishing, rec.conversation_id, True, True)
             current = await self._store.read(outbox.get, rec.key)
             assert current is not None
             return await self._deliver(current, deduplicated=True)
@@ -263,10 +260,9 @@ class Outbox:
             # rarely (in case the node was misconfigured), and the caller is told.
             await self._hold(rec, message_id or (prepared[0] if prepared else None), err)
             raise
-        if answered.finished:
-            self._settled(rec, answered.message_id)
-        # else the node has it and libxmtp's call finishes in the background, which
-        # settles the key then (cone/core/publication.py).
+        # The node has it (libxmtp's call may still be reading the conversation back:
+        # cone/core/publication.py).
+        self._settled(rec, answered.message_id)
         return SendResult(answered.message_id, rec.conversation_id, deduplicated, True)
 
     def _settled(self, rec: OutboxRecord, message_id: str) -> None:
@@ -278,7 +274,8 @@ class Outbox:
         log.debug("message out %s in %s (key %r)", message_id, rec.conversation_id, rec.key)
 
     async def _failed_after(self, rec: OutboxRecord, message_id: str, err: ConeError) -> None:
-        """libxmtp's call failed after the node had the message: retried soon."""
+        """libxmtp's call failed after the node had the message (the key settled at
+        the answer): failing again, its message published again soon."""
         await self._store.write(
             outbox.fail, rec.key, message_id, err, _backoff_ns(rec.attempts + 1)
         )
@@ -386,8 +383,6 @@ class Outbox:
     async def _retry_conversation(self, records: list[OutboxRecord]) -> None:
         for rec in records:
             async with self._lock(rec.conversation_id):
-                if rec.key in self.publications.finishing:
-                    return  # answered; it settles or fails by itself (keeps the order)
                 current = await self._store.read(outbox.get, rec.key)
                 if current is None or current.state == "settled":
                     continue

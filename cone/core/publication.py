@@ -4,17 +4,16 @@ libxmtp's publication call returns only once it has read the conversation back a
 found the message there; the node has the message earlier, when the message stream
 echoes it (`Publishing`'s `seen`), about a third of a send sooner. So a publication
 answers at the first of the two: the echo, or the call's own return (the streams may
-be down). What is left of libxmtp's call then runs on in the background, and the key
-settles when it returns. A send whose echo has come answers `published: true` with
-the message id at once; the conversation's next send starts meanwhile (the message
-is on the node already, so the order holds).
+be down), and the key settles then (the outbox's settle record: published). What is
+left of libxmtp's call runs on in the background; the conversation's next send starts
+meanwhile (the message is on the node already, so the order holds).
 
 Should libxmtp's call fail after the echo, the key is recorded failing with its
 message id and the outbox publishes the same stored message again (libxmtp does
 nothing for one it has published; a second copy on the node has the same id, which
-clients keep once). A crash after the answer and before the settle is the crash the
-outbox heals already: the key is pending, its prepared message found by the key it
-carries and published again.
+clients keep once). A crash after the answer and before the settle record is committed
+is the crash the outbox heals already: the key is pending, its prepared message found
+by the key it carries and published again.
 
 The failpoints `send_prepared` (the message prepared, its publication not started)
 and `send_answered` (answered at the echo, the settle not written, libxmtp's call
@@ -40,7 +39,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Answered:
     """A publication the node has: its message id, and whether libxmtp's call is over
-    (the key settled) or still finishing in the background."""
+    or still finishing in the background."""
 
     message_id: str
     finished: bool
@@ -58,16 +57,11 @@ class Publications:
         self,
         publishing: Publishing,
         *,
-        settle: Callable[[OutboxRecord, str], None],
         failed: Callable[[OutboxRecord, str, ConeError], Awaitable[None]],
     ) -> None:
         self._publishing = publishing
-        # Told when libxmtp's call returns: record the key settled (not awaited).
-        self._settle = settle
         # Told when libxmtp's call fails after the answer: record the key failing.
         self._failed = failed
-        #: Keys answered whose libxmtp call still runs, with their message ids.
-        self.finishing: dict[str, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         #: Publications answered at the echo, and at libxmtp's return (for the log).
         self.at_echo = 0
@@ -116,7 +110,6 @@ class Publications:
             return Answered(publishing.result(), True)
         self.at_echo += 1
         answered = prepared[0]
-        self.finishing[rec.key] = answered
         task = asyncio.create_task(self._finish(rec, answered, publishing), name="publication")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -125,21 +118,22 @@ class Publications:
     async def _finish(
         self, rec: OutboxRecord, message_id: str, publishing: asyncio.Future[str]
     ) -> None:
-        """libxmtp's call, after the answer: the key settles, or is recorded failing."""
+        """libxmtp's call, after the answer: a failure is recorded on the key."""
         try:
             await _failpoints.reached("send_answered")
-            try:
-                await publishing
-            except ConeError as err:
-                log.warning("send %r was published; libxmtp's call failed after: %s", rec.key, err)
-                await self._failed(rec, message_id, err)
-                return
-            self._settle(rec, message_id)
-        finally:
-            self.finishing.pop(rec.key, None)
+            await publishing
+        except asyncio.CancelledError:
+            publishing.cancel()  # stopping: libxmtp's call is let go with it
+            await asyncio.gather(publishing, return_exceptions=True)
+            raise
+        except ConeError as err:
+            log.warning("send %r was published; libxmtp's call failed after: %s", rec.key, err)
+            await self._failed(rec, message_id, err)
+        except Exception:  # a worker's boundary: the key keeps its settle record
+            log.exception("send %r: libxmtp's call failed after the answer", rec.key)
 
     async def stop(self) -> None:
-        """Stop finishing (those keys settle at the next start, by the outbox)."""
+        """Stop waiting for libxmtp's calls answered already (their keys are settled)."""
         log.info(
             "publications answered at the echo: %d, at libxmtp's return: %d",
             self.at_echo,

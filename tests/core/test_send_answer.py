@@ -48,28 +48,34 @@ async def _one_message_then(alice: Peer, daemon: DaemonProcess, conversation_id:
 
 
 async def test_a_send_answers_while_libxmtp_still_reads_the_conversation_back(
-    daemon: DaemonProcess, alice: Peer, devnet_node: Devnet
+    home: Path, devnet_node: Devnet, alice: Peer
 ) -> None:
-    contact = (await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
-    # The read-back takes 3 s; the echo of the publication comes on the stream at once.
-    devnet_node.faults.set_latency(READ_BACK, 3)
-    sent = await _send(daemon, to=contact.conversation_id, text="answered early", key="e1")
-    assert sent.published
-    # Answered before the read-back returned: the key is not settled yet (3 s to go),
-    # and a retry of it gets the same id at once.
-    assert [o.key for o in (await daemon.status()).outbox] == ["e1"]
-    again = await _send(daemon, to=contact.conversation_id, text="other", key="e1")
-    assert (again.message_id, again.deduplicated, again.published) == (sent.message_id, True, True)
-    devnet_node.faults.set_latency(READ_BACK, 0)
+    env, marker = _failpoint(home, "send_answered")
+    release = home.parent / f"{home.name}.release"
+    env["CONE_FAILPOINT_RELEASE"] = str(release)
+    async with DaemonProcess(home, devnet_node.url, extra_env=env) as daemon:
+        contact = (await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
+        cid = contact.conversation_id
+        # The read-back takes 3 s; the echo of the publication comes on the stream at once.
+        devnet_node.faults.set_latency(READ_BACK, 3)
+        sent = await _send(daemon, to=cid, text="answered early", key="e1")
+        assert sent.published
+        # Answered at the echo: the rest of libxmtp's call is held at the failpoint,
+        # which only a publication answered before that call returned reaches.
 
-    async def settled() -> bool:
-        return not (await daemon.status()).outbox
+        async def held() -> bool:
+            return marker.exists()
 
-    await until(settled)
-    assert await _one_message_then(alice, daemon, contact.conversation_id) == [
-        "answered early",
-        "after",
-    ]
+        await until(held)
+        # The key settled at the answer: a retry gets the same id, history shows it.
+        again = await _send(daemon, to=cid, text="other", key="e1")
+        assert (again.message_id, again.deduplicated) == (sent.message_id, True)
+        assert not (await daemon.status()).outbox
+        page = await daemon.client.call("Messages", pb.MessagesRequest(conversation_id=cid))
+        assert [m.message_id for m in page.messages] == [sent.message_id]
+        devnet_node.faults.set_latency(READ_BACK, 0)
+        release.touch()
+        assert await _one_message_then(alice, daemon, cid) == ["answered early", "after"]
 
 
 async def test_a_kill9_after_prepare_before_publication_sends_the_key_once(
