@@ -12,9 +12,9 @@ The key protocol, in order:
 3. The message is published (steps 2 and 3 are one call into libxmtp, one worker
    hop). The send answers once the node has it: at its echo on the message stream,
    or when libxmtp's call returns, whichever comes first (cone/core/publication.py).
-   The key settles with the message id when libxmtp's call returns, in one write
-   queued without waiting for it: publishing a prepared message again is harmless,
-   so a crash that loses the settle record only repeats step 3.
+   The key settles with the message id then, in one write queued without waiting
+   for it: publishing a prepared message again is harmless, so a crash that loses
+   the settle record only repeats step 3.
 A failed publication leaves the key `failing`; a per-conversation worker retries
 with backoff, so one failing conversation never holds back another. A failure that
 is final for now (the node's V3 cutover; a node that does not know this identity,

@@ -16,8 +16,8 @@ is the crash the outbox heals already: the key is pending, its prepared message 
 by the key it carries and published again.
 
 The failpoints `send_prepared` (the message prepared, its publication not started)
-and `send_answered` (answered at the echo, the settle not written, libxmtp's call
-perhaps still running) are where the crash tests kill the daemon.
+and `send_answered` (answered at the echo, the settle record queued but perhaps not
+committed, libxmtp's call still running) are where the crash tests kill the daemon.
 """
 
 from __future__ import annotations
