@@ -241,6 +241,7 @@ def _report(
 
 
 async def _main(args: argparse.Namespace) -> None:
+    print("load average at the start: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
         node = await DevnetProcess.start(work)
@@ -252,6 +253,7 @@ async def _main(args: argparse.Namespace) -> None:
                 await run(args, node.url, work, None)
         finally:
             await node.stop()
+    print("load average at the end: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 
 
 def main(argv: list[str]) -> None:
