@@ -11,7 +11,8 @@ process with its message stream open. Each row's sides run in alternating rounds
 
 - sequential: `--sends` sends with new keys one after another into one DM: cone's
   `Send` over gRPC and `send` over JSON-RPC on one kept connection to `cone.sock`,
-  against the SDK's `sendText` (goal: cone ≥ 1.0× the SDK on both).
+  against the SDK's `sendText` (goal: cone ≥ 1.0× the SDK on both); and cone's `Send`
+  to the peer's address (a DM cone has: the same cost as to the conversation id).
 - concurrent: `--parallel` DMs, each sending `--each` messages one after another, all
   at once: cone's `Send` over gRPC with its own keys, against the SDK's `sendText`
   (goal: cone ≥ 1.2× the SDK).
@@ -190,11 +191,13 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
             Side("cone send over JSON-RPC on cone.sock"),
             Side("Node SDK sendText"),
             Side("raw libxmtp send (Python)"),
+            Side("cone Send over gRPC to the address"),
         ]
         phases: list[Callable[[], Awaitable[None]]] = [
             lambda: _lanes(seq[0], [_grpc(d, cone_ids[0])], per, daemon),
             lambda: _lanes(seq[1], [rpc.sender(cone_ids[0])], per, daemon),
             lambda: _lanes(seq[3], [_raw(raw_dms[0])], per, me),
+            lambda: _lanes(seq[4], [_grpc(d, targets[0].address)], per, daemon),
         ]
         if sdk is not None:
             phases.insert(2, lambda: _sdk(seq[2], sdk, sdk_ids[:1], per))
@@ -217,6 +220,7 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
         await stream.end()
 
     _report("sequential, one conversation", seq[:2], seq[2], seq[3], sdk, GOALS["sequential"])
+    print(f"  {seq[4].summary()}: {seq[4].rate() / seq[0].rate():.2f}x the conversation id")
     _report(
         f"{args.parallel} conversations at once", conc[:1], conc[1], conc[2], sdk,
         GOALS["concurrent"],
