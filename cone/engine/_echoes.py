@@ -15,7 +15,7 @@ this process never made) passes to ingest as before.
 
 The echo is also the first sign that the node has the message: a publication can be
 told of it (`add`'s `seen`), about a third of a send before libxmtp's own publication
-call returns from reading the conversation back (docs/bench.md, section send).
+call returns from reading the conversation back.
 """
 
 from __future__ import annotations
