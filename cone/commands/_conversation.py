@@ -3,7 +3,7 @@
 `messages`, `reply`, `accept`, `block`, `unblock` and the `group` actions take a
 conversation id, or what `send` takes besides: a saved contact name, an inbox id or an
 address, each naming the direct conversation with that peer. The readings and their
-precedence are the core's (docs/protocol.md, "Destinations"; `cone.destination`): a
+precedence are the core's (docs/messages.md, "Destinations"; `cone.destination`): a
 saved contact name first, then a conversation id, an inbox id (64 hex digits, unless
 a conversation has them), an address. The direct conversation is found with read-only
 calls (`contacts`, then the `conversations` listing), never made or accepted: a command
