@@ -6,8 +6,6 @@ The state directory lives on a small tmpfs that the test fills to the last byte.
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import tempfile
 import time
 from collections.abc import Awaitable, Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ import pytest
 from cone.errors import ConeError, StateError
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
+from support.mounts import fill, tmpfs
 from support.peers import Peer
 from support.waiting import receive_n
 
@@ -30,32 +29,8 @@ ANSWER_S = 15.0
 @pytest.fixture
 def small_disk() -> Iterator[Path]:
     """A 48 MiB tmpfs, unmounted afterwards."""
-    mount_point = Path(tempfile.mkdtemp(prefix="cone-fs-"))
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs", str(mount_point)],
-        capture_output=True,
-    )
-    if done.returncode != 0:
-        mount_point.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.decode().strip()}")
-    try:
+    with tmpfs("48m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=True)
-        mount_point.rmdir()
-
-
-def _fill(mount_point: Path) -> Path:
-    """Write a file until the disk refuses another byte."""
-    filler = mount_point / "filler"
-    with filler.open("wb", buffering=0) as f:
-        block = b"\0" * 65536
-        while block:
-            try:
-                f.write(block)
-            except OSError:
-                block = block[: len(block) // 2]
-    return filler
 
 
 async def _answered(call: Awaitable[T]) -> T | ConeError:
@@ -93,7 +68,7 @@ async def test_a_full_disk_keeps_reads_answered_fails_sends_clearly_and_recovers
         )
         assert sent.published
 
-        filler = _fill(small_disk)
+        filler = fill(small_disk)
         await alice.send(dm, "while full")
 
         ident = await _answered(daemon.client.identity())
