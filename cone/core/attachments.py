@@ -10,6 +10,10 @@ HTTP(S) GET, bounded in size (`limits.REMOTE_ATTACHMENT_MAX_BYTES`) and time
 one. A failure is recorded on the attachment (`error`, shown on the message) and
 retried with backoff, from 2 s doubling to an hour; it is never dropped.
 
+Only attachments in Receive's view are fetched (an accepted conversation, a sender
+not blocked: `store.attachments.due`): a stranger or a blocked peer learns nothing by
+sending one; a request's are fetched once it is accepted.
+
 A URL comes from a peer, so by default only `https://` URLs whose host resolves to
 public addresses are fetched: a peer cannot make cone read this machine's or its
 network's private services. The name is resolved once, its addresses are checked, and
@@ -92,8 +96,43 @@ def system_resolve(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-def _public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    return address.is_global
+# IPv6 prefixes whose last 32 bits are an IPv4 address: IPv4-compatible (::/96,
+# deprecated), NAT64's well-known prefix (RFC 6052).
+_V4_IN_LOW_BITS: Final = (
+    ipaddress.IPv6Network("::/96"),
+    ipaddress.IPv6Network("64:ff9b::/96"),
+)
+# NAT64's local-use prefix (RFC 8215): a translator inside the operator's own network,
+# with the IPv4 address at a place its prefix length decides: never public.
+_NAT64_LOCAL: Final = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+def embedded_v4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries (mapped, compatible, NAT64, 6to4,
+    Teredo's server and client), none for a plain IPv6 address."""
+    found: list[ipaddress.IPv4Address] = []
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if any(address in net for net in _V4_IN_LOW_BITS):
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    return found
+
+
+def public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether a peer's URL may reach `address`: a global address, and for an IPv6
+    address that carries IPv4 ones, every one of those global too (a translator or
+    tunnel would otherwise take cone to 169.254.169.254 or loopback)."""
+    if not address.is_global:
+        return False
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _NAT64_LOCAL:
+            return False
+        return all(v4.is_global for v4 in embedded_v4(address))
+    return True
 
 
 @dataclass(frozen=True)
@@ -103,7 +142,7 @@ class Policy:
     #: URL schemes fetched.
     schemes: tuple[str, ...] = ("https",)
     #: Whether an address may be connected to.
-    allowed: Callable[[ipaddress.IPv4Address | ipaddress.IPv6Address], bool] = _public
+    allowed: Callable[[ipaddress.IPv4Address | ipaddress.IPv6Address], bool] = public
     #: The one lookup of a host name; its answer is the only place cone connects.
     resolve: Resolve = system_resolve
     #: TLS: True verifies against the system's CAs; a context verifies against its own.

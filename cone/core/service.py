@@ -481,6 +481,7 @@ class Core:
         await self.engine.set_consent(conversation_id=dm.id, allowed=True, peer_inbox_id=inbox_id)
         self.ingestor.mark(dm.id)
         self._follow_up(dm.id)
+        self._notify()  # a request's messages (and their attachments) are accepted now
         return contact
 
     async def attachment(self, message_id: str, index: int) -> Attachment:
@@ -541,6 +542,7 @@ class Core:
     async def unblock(self, conversation_id: str) -> None:
         """A blocked conversation back to a request."""
         await self.history.unblock(conversation_id)
+        self._notify()  # the peer's messages in accepted groups are in view again
 
     async def revoke_installations(
         self, installation_ids: list[str], all_except_this: bool

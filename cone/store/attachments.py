@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from cone import limits
 from cone.store._db import Connection, limit_clause
@@ -104,23 +105,35 @@ def get(conn: Connection, message_id: str, index: int) -> StoredAttachment | Non
     return StoredAttachment(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
 
 
+# Remote attachments waiting for a download, in Receive's view only: a stranger's
+# request or a blocked inbox (in any conversation) makes cone fetch nothing, so it
+# learns nothing by sending (not that cone is online, nor its address). A request's
+# attachments become due when it is accepted.
+_WAITING: Final = (
+    " FROM attachments a JOIN messages m ON m.id = a.message_id"
+    " JOIN conversations c ON c.id = m.conversation_id"
+    " WHERE a.data IS NULL AND a.remote_json IS NOT NULL"
+    f" AND c.consent = {int(Consent.ACCEPTED)}"
+    " AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)"
+)
+
+
 def due(conn: Connection, now_ns: int, limit: int = 16) -> list[ToFetch]:
-    """Remote attachments to download now, oldest due first."""
+    """Remote attachments to download now (accepted, sender not blocked), oldest due
+    first."""
     rows = conn.execute(
-        "SELECT message_id, idx, remote_json, attempts FROM attachments"
-        " WHERE data IS NULL AND remote_json IS NOT NULL AND next_attempt_ns <= ?"
-        f" ORDER BY next_attempt_ns {limit_clause(limit)}",
+        "SELECT a.message_id, a.idx, a.remote_json, a.attempts"
+        + _WAITING
+        + f" AND a.next_attempt_ns <= ? ORDER BY a.next_attempt_ns {limit_clause(limit)}",
         (now_ns,),
     ).fetchall()
     return [ToFetch(r[0], r[1], r[2], r[3]) for r in rows]
 
 
 def next_due_ns(conn: Connection) -> int | None:
-    """When the next remote attachment is due, or None when none waits."""
-    (value,) = conn.execute(
-        "SELECT min(next_attempt_ns) FROM attachments"
-        " WHERE data IS NULL AND remote_json IS NOT NULL"
-    ).fetchone()
+    """When the next remote attachment is due, or None when none waits (a consent
+    change wakes the fetcher: the core's `_notify`)."""
+    (value,) = conn.execute("SELECT min(a.next_attempt_ns)" + _WAITING).fetchone()
     return None if value is None else int(value)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from cone.facades.http._token import matches
 from cone.facades.http.options import HttpOptions
@@ -90,6 +91,14 @@ class Policy:
         return response
 
 
+async def no_store(_request: web.Request, response: web.StreamResponse) -> None:
+    """Every answer, API and refusals included: never cached (a shared cache or the
+    browser's disk would keep messages and tokens' effects), never sniffed as another
+    type. The console's files set their own headers first; these fill what is missing."""
+    response.headers.setdefault("Cache-Control", "no-store")
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+
+
 def _open(path: str) -> bool:
     return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
 
@@ -108,6 +117,25 @@ def _cors(response: web.StreamResponse, origin: str, *, preflight: bool) -> web.
         )
         response.headers["Access-Control-Max-Age"] = "600"
     return response
+
+
+class _Malformed(logging.Filter):
+    """aiohttp answers a request it cannot parse (a NUL or a non-ASCII byte in a
+    header, a bad request line) with 400 and logs its traceback as an error: any
+    client could fill the log. Such a record becomes one line at INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], HttpProcessingError):
+            reason = str(record.exc_info[1]).splitlines()[0]
+            record.msg, record.args = "HTTP: refused a malformed request (%s)", (reason,)
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+#: The logger aiohttp's server writes to (AppRunner's `logger`).
+PROTOCOL_LOG: Final = logging.getLogger("cone.facades.http.protocol")
+PROTOCOL_LOG.addFilter(_Malformed())
 
 
 class _Refused(asyncio.Protocol):
@@ -179,6 +207,8 @@ __all__ = [
     "HEADER_TIMEOUT_S",
     "MAX_BODY_BYTES",
     "MAX_CONNECTIONS",
+    "PROTOCOL_LOG",
     "Connections",
     "Policy",
+    "no_store",
 ]

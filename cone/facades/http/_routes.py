@@ -16,13 +16,12 @@ from prometheus_client.registry import Collector
 from cone import metrics
 from cone.commands._render import problems
 from cone.errors import ConeError
-from cone.facades.http import _console, _guard
+from cone.facades.http import _console, _guard, _params
 from cone.facades.jsonrpc import Dispatcher, Relay
 from cone.facades.jsonrpc._errors import error_object
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_S: Final = 15.0
 EVENTS_BATCH: Final = 100
 DEFAULT_CONSUMER: Final = "default"
 PROMETHEUS_TEXT: Final = "text/plain; version=0.0.4; charset=utf-8"
@@ -91,9 +90,13 @@ class Routes:
         shows requests reads them again then.
         """
         consumer = request.query.get("consumer") or DEFAULT_CONSUMER
-        heartbeat = _heartbeat_s(request.query.get("heartbeat"))
-        last = request.headers.get("Last-Event-ID") or request.query.get("lastEventId", "")
-        cursor = int(last) if last.isdigit() else None
+        try:
+            heartbeat = _params.heartbeat(request.query.get("heartbeat"))
+            cursor = _params.cursor(
+                request.headers.get("Last-Event-ID"), request.query.get("lastEventId")
+            )
+        except _params.BadParameter as err:
+            return web.json_response({"error": str(err)}, status=400)
         try:
             first = await self._peek(consumer, cursor, wait_s=0)
         except ConeError as err:
@@ -171,14 +174,6 @@ class Routes:
         scrape.register(_StatusCollector(status))
         body = generate_latest(metrics.REGISTRY) + generate_latest(scrape)
         return web.Response(body=body, headers={"Content-Type": PROMETHEUS_TEXT})
-
-
-def _heartbeat_s(raw: str | None) -> float:
-    try:
-        value = float(raw) if raw else HEARTBEAT_S
-    except ValueError:
-        return HEARTBEAT_S
-    return min(max(value, 0.5), 30.0)
 
 
 _NETWORK_STATES: Final = ("reachable", "unreachable", "v3_cutover")

@@ -36,8 +36,9 @@ def load_or_create(home: Path) -> str:
 
 
 def matches(given: str, token: str) -> bool:
-    """Constant-time comparison of a presented token with the real one."""
-    return hmac.compare_digest(given.encode(), token.encode())
+    """Constant-time comparison of a presented token with the real one. A header's
+    bytes that are not UTF-8 (aiohttp keeps them as surrogates) match nothing."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), token.encode())
 
 
 def login_url(url: str, token: str) -> str:

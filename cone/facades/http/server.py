@@ -74,6 +74,7 @@ async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterat
         app,
         handler_cancellation=True,  # a client that goes away cancels its call
         access_log=None,
+        logger=_guard.PROTOCOL_LOG,
         shutdown_timeout=SHUTDOWN_S,
         keepalive_timeout=KEEPALIVE_S,
         # After an answer to a request whose body was not read, aiohttp reads (and
@@ -84,6 +85,7 @@ async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterat
     )
     connections = Connections(_guard.MAX_CONNECTIONS, _guard.HEADER_TIMEOUT_S)
     app.middlewares.extend([connections.middleware, policy.middleware])
+    app.on_response_prepare.append(_guard.no_store)
     Routes(relay, policy.authorized).add_to(app)
     server: asyncio.AbstractServer | None = None
     try:

@@ -8,7 +8,7 @@ over a byte stream; `_socket` serves them on `cone.sock`; `command` is `cone ser
 docs/protocol.md is the reference.
 """
 
-from cone.facades.jsonrpc._dispatch import CANCELLED, Dispatcher
+from cone.facades.jsonrpc._dispatch import ANSWER_MAX_BYTES, CANCELLED, Dispatcher
 from cone.facades.jsonrpc._errors import (
     InternalError,
     InvalidParams,
@@ -24,6 +24,7 @@ from cone.facades.jsonrpc._session import run_session
 from cone.facades.jsonrpc._socket import JsonRpcOnSocket, json_handler_for
 
 __all__ = [
+    "ANSWER_MAX_BYTES",
     "CANCELLED",
     "MAX_LINE_BYTES",
     "Caller",

@@ -16,6 +16,13 @@ Decisions, as documented in docs/protocol.md:
   A batch holds at most `MAX_BATCH` elements (a longer one is one -32600, nothing of it
   runs), and each element takes its own slot of the outstanding-call bound, so a batch
   is read ahead no further than the same calls on single lines.
+- One bound for a whole answer, `ANSWER_MAX_BYTES` (a request line's bound): a single
+  answer over it is replaced by -32600 `answer_too_large`; a batch's answers join it
+  as they finish while they fit, each encoded at once (the array is joined from those
+  bytes, never built larger), and one that would pass it is replaced by that error. An
+  answer of at most `SMALL_ANSWER_BYTES` (every write's: send, ack, accept...) always
+  fits: room for `MAX_BATCH` of them is kept aside, so a batch never loses a write's
+  answer to a large read's.
 - At end of input, read-only calls still outstanding (a long `receive`) are cancelled
   and unanswered; every other call finishes and is answered before the session ends.
 - Ids are strings, numbers or null. Unparseable lines get -32700 with `id: null`;
@@ -34,6 +41,7 @@ from typing import Any, Final
 
 from cone.errors import ConeError
 from cone.facades.jsonrpc._errors import (
+    AnswerTooLarge,
     InternalError,
     InvalidRequest,
     JsonRpcError,
@@ -50,6 +58,11 @@ CANCELLED: Final = "notifications/cancelled"
 MAX_OUTSTANDING: Final = 10_000
 # Elements of one batch at most; a longer batch is refused whole with -32600.
 MAX_BATCH: Final = 100
+# The most one answer line holds, a batch's whole array included: what a request line
+# may hold, so a client that reads one reads the other.
+ANSWER_MAX_BYTES: Final = MAX_LINE_BYTES
+# Answers this small always fit in a batch (room for MAX_BATCH of them is kept aside).
+SMALL_ANSWER_BYTES: Final = 4096
 
 Handler = Callable[[str, Any], Awaitable[Any]]
 Write = Callable[[bytes], Awaitable[None]]
@@ -81,6 +94,36 @@ def _response(id_: Any, result: Any) -> dict[str, Any]:
 
 def _error(id_: Any, exc: JsonRpcError | ConeError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "error": error_object(exc)}
+
+
+class _Budget:
+    """The bytes a batch's answers may still take, large ones first come first served."""
+
+    def __init__(self) -> None:
+        # Brackets, commas and the newline, and the room kept for small answers.
+        self.left = ANSWER_MAX_BYTES - MAX_BATCH * (SMALL_ANSWER_BYTES + 1) - 3
+
+    def take(self, size: int) -> bool:
+        if size <= SMALL_ANSWER_BYTES:
+            return True
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
+
+
+def _too_large(id_: Any, size: int, *, batch: bool) -> bytes:
+    where = "this batch's answer" if batch else "an answer"
+    hint = "ask again in a smaller batch" if batch else "ask for fewer items (`limit`)"
+    return encode(
+        _error(
+            id_,
+            AnswerTooLarge(
+                f"the answer ({size} bytes) would pass {where}'s bound of "
+                f"{ANSWER_MAX_BYTES} bytes: the call ran, its result was dropped; {hint}"
+            ),
+        )
+    )
 
 
 class _Call:
@@ -224,48 +267,58 @@ class Dispatcher:
 
         task.add_done_callback(done)
 
-    async def _answer(self, call: _Call) -> dict[str, Any] | None:
-        """Run one call; its response, or None for a notification."""
+    async def _answer(self, call: _Call, budget: _Budget | None = None) -> bytes | None:
+        """Run one call; its response encoded (within the answer's bound, or a batch's
+        `budget`), or None for a notification."""
+        failure: JsonRpcError | ConeError | None = None
         try:
             result = await self._handler(call.method, call.params)
-            response = _response(call.id, result)
-            encode(response)  # fails here, not at the writer, if the result is not JSON
+            # Encoded here, not at the writer: a result that is not JSON fails now, and
+            # the result's objects are freed before the answer waits for its batch.
+            line = encode(_response(call.id, result))
+            del result
         except (JsonRpcError, ConeError) as exc:
-            response = _error(call.id, exc)
+            failure = exc
         except Exception as exc:  # the facade's one boundary for unexpected failures
             log.exception("internal error in %s", call.method)
-            response = _error(call.id, InternalError(f"internal error in {call.method}: {exc}"))
+            failure = InternalError(f"internal error in {call.method}: {exc}")
         if call.notification:
-            if "error" in response:
-                log.info("notification %s failed: %s", call.method, response["error"]["message"])
+            if failure is not None:
+                log.info("notification %s failed: %s", call.method, failure.message)
             return None
-        return response
+        if failure is not None:
+            line = encode(_error(call.id, failure))
+        if budget is None:
+            if len(line) > ANSWER_MAX_BYTES:
+                return _too_large(call.id, len(line), batch=False)
+        elif not budget.take(len(line)):
+            return _too_large(call.id, len(line), batch=True)
+        return line
 
     async def _single(self, call: _Call) -> None:
-        response = await self._answer(call)
-        if response is not None:
-            await self._send(response)
+        line = await self._answer(call)
+        if line is not None:
+            await self._write(line)
 
     async def _start_batch(self, elements: list[Any]) -> None:
         """Start every valid element (each on its own slot, as a single line would be),
         then a task that answers them together."""
-        entries: list[dict[str, Any] | asyncio.Task[dict[str, Any] | None] | None] = []
+        entries: list[bytes | asyncio.Task[bytes | None] | None] = []
+        budget = _Budget()
         for element in elements:
             call = self._classify(element)
             if isinstance(call, _Call):
                 await self._slots.acquire()
-                child = asyncio.ensure_future(self._answer(call))
+                child = asyncio.ensure_future(self._answer(call, budget))
                 self._track(child, call)
                 child.add_done_callback(lambda _t: self._slots.release())
                 entries.append(child)
             else:
-                entries.append(call)
+                entries.append(None if call is None else encode(call))
         collector: asyncio.Task[None] = asyncio.ensure_future(self._collect(entries))
         self._track(collector, None)
 
-    async def _collect(
-        self, entries: list[dict[str, Any] | asyncio.Task[dict[str, Any] | None] | None]
-    ) -> None:
+    async def _collect(self, entries: list[bytes | asyncio.Task[bytes | None] | None]) -> None:
         children = [e for e in entries if isinstance(e, asyncio.Task)]
         try:
             await asyncio.gather(*children, return_exceptions=True)
@@ -273,16 +326,16 @@ class Dispatcher:
             for child in children:
                 child.cancel()
             raise
-        out: list[dict[str, Any]] = []
+        out: list[bytes] = []
         for entry in entries:
             if isinstance(entry, asyncio.Task):
                 if entry.cancelled() or entry.exception() is not None:
                     continue
                 entry = entry.result()
             if entry is not None:
-                out.append(entry)
+                out.append(entry.removesuffix(b"\n"))
         if out:
-            await self._send(out)
+            await self._write(b"[" + b",".join(out) + b"]\n")
 
     async def _send(self, message: Any) -> None:
         try:
@@ -311,4 +364,12 @@ class Dispatcher:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-__all__ = ["CANCELLED", "MAX_BATCH", "MAX_OUTSTANDING", "Dispatcher", "Handler", "Write"]
+__all__ = [
+    "ANSWER_MAX_BYTES",
+    "CANCELLED",
+    "MAX_BATCH",
+    "MAX_OUTSTANDING",
+    "Dispatcher",
+    "Handler",
+    "Write",
+]

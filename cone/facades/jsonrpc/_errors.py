@@ -44,6 +44,13 @@ class LineTooLong(InvalidRequest):
     reason = "line_too_long"
 
 
+class AnswerTooLarge(InvalidRequest):
+    """The answer would pass the bound of one answer (a batch's as a whole); the call
+    ran, its result was dropped before it was added."""
+
+    reason = "answer_too_large"
+
+
 class MethodNotFound(JsonRpcError):
     """No such method."""
 
@@ -70,6 +77,7 @@ def error_object(exc: JsonRpcError | ConeError) -> dict[str, Any]:
 
 
 __all__ = [
+    "AnswerTooLarge",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",

@@ -194,7 +194,7 @@ COMMENTS: dict[str, str] = {
     'cone.v1.OutgoingAttachment.filename': "The file's name, as the recipient's app shows it.",
     'cone.v1.OutgoingAttachment.mime_type': 'The MIME type, such as image/png.',
     'cone.v1.PeekRequest': 'Asks to read messages without touching receipts.',
-    'cone.v1.PeekRequest.after_sequence': "Only messages after this inbox sequence (a message's `sequence`, or `headSequence` of an earlier peek to follow from then on). Default: from the oldest.",
+    'cone.v1.PeekRequest.after_sequence': "Only messages after this inbox sequence (a message's `sequence`, or `headSequence` of an earlier peek to follow from then on). Default: from the oldest. At most 2^63-1, the largest sequence the store can hold.",
     'cone.v1.PeekRequest.consumer': 'When given, only the messages this consumer has not acknowledged; its receipts are not touched. Default: every accepted message.',
     'cone.v1.PeekRequest.limit': 'At most this many messages (1–1000). Default 50.',
     'cone.v1.PeekRequest.wait_ms': 'How long to wait for a first message, in milliseconds (0–30000).',
