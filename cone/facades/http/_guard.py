@@ -29,7 +29,7 @@ HEADER_TIMEOUT_S: Final = 10.0
 BODY_TIMEOUT_S: Final = 30.0
 # The JSON-RPC line limit of stdio, so a request that fits there fits here.
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
-OPEN_PATHS: Final = frozenset({"/api/v1/health", "/"})
+OPEN_PATHS: Final = frozenset({"/api/v1/health", "/", "/favicon.ico"})
 # The web console's static files: no secret in them, and a browser cannot send a bearer
 # token when it navigates; the console's own calls carry the token (docs/web.md).
 OPEN_PREFIXES: Final = ("/console/",)
@@ -181,7 +181,9 @@ class Connections:
 
     def _expire(self, protocol: Any) -> None:
         self._timers.pop(protocol, None)
-        log.info("HTTP: closed a connection that sent no complete request in time")
+        # Mostly a browser's or curl's idle keep-alive (or a speculative preconnect):
+        # nothing to act on, so debug only; the bound on connections is what protects.
+        log.debug("HTTP: closed a connection that sent no complete request in time")
         protocol.force_close()
         if protocol.transport is not None:
             protocol.transport.close()
