@@ -43,6 +43,9 @@ FILES: Final = {
     "history.js": "text/javascript; charset=utf-8",
     "composer.js": "text/javascript; charset=utf-8",
     "groups.js": "text/javascript; charset=utf-8",
+    "people.js": "text/javascript; charset=utf-8",
+    "lists.js": "text/javascript; charset=utf-8",
+    "request.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
     "icon.svg": "image/svg+xml",
 }
