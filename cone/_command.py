@@ -4,11 +4,12 @@ loop it runs on, and ConeErrors turned into a message and an exit code once."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from cone.errors import ConeError
+from cone.errors import ConeError, os_failure
 
 
 def configure_logging(verbose: int, *, quiet: bool = False) -> None:
@@ -35,9 +36,17 @@ def run_loop(main: Coroutine[Any, Any, None], *, hosting: bool) -> None:
 
 
 def exit_code(command: str, body: Callable[[], int | None]) -> int:
-    """Run `body`; a ConeError becomes `cone COMMAND: message` and its exit code."""
+    """Run `body`; a ConeError becomes `cone COMMAND: message` and its exit code. An
+    OSError that reaches here (a file or port the command uses) is one too: a full
+    disk, a place that cannot be written, a port in use (`cone.errors.os_failure`);
+    `-v` logs its traceback."""
     try:
         return body() or 0
     except ConeError as err:
         print(f"cone {command}: {err.message}", file=sys.stderr)
         return err.exit_code
+    except OSError as exc:
+        logging.getLogger("cone").debug("cone %s failed", command, exc_info=True)
+        failure = os_failure(exc)
+        print(f"cone {command}: {failure.message}", file=sys.stderr)
+        return failure.exit_code

@@ -418,7 +418,9 @@ def setup(verbosity: int = 0, *, quiet: bool = False, native: bool = True) -> No
         _capture_native()
     handler: logging.Handler
     if OPTIONS.log_file:
-        handler = logging.FileHandler(OPTIONS.log_file, encoding="utf-8")
+        from cone._log_file import LogFile
+
+        handler = LogFile(OPTIONS.log_file)  # its write failures: one line each outage
         colour = False
     else:
         handler = logging.StreamHandler(sys.stderr)

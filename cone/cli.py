@@ -331,6 +331,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cone import _logs
 
     _logs.remember(args)
+    if _logs.OPTIONS.log_file:
+        from cone import _log_file
+
+        # Before the command makes anything: a log file it cannot write stops it here.
+        failure = _log_file.check(_logs.OPTIONS.log_file)
+        if failure is not None:
+            print(f"cone {args.command}: {failure.message}", file=sys.stderr)
+            return failure.exit_code
     module = importlib.import_module(_COMMANDS[args.command])
     code: int = module.run(args)
     return code

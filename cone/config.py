@@ -14,6 +14,7 @@ environment variable, then the default.
 | catch-up period| —                   | `CONE_CATCHUP_S`   | 30 seconds between full syncs             |
 | remote files   | —                   | `CONE_ATTACHMENT_ALLOW_LOCAL` | off: only public `https://` URLs are downloaded |
 | download bound | —                   | `CONE_ATTACHMENT_TIMEOUT_S` | 60 seconds a remote attachment        |
+| request budget | —                   | `CONE_REQUEST_SENDER_MESSAGES`, `CONE_REQUEST_SENDER_BYTES`, `CONE_REQUEST_TOTAL_MESSAGES`, `CONE_REQUEST_TOTAL_BYTES` | 200 messages and 2 MiB per sender, 5,000 and 64 MiB in all (`cone.limits.RequestBudget`) |
 | devnet state   | `cone devnet --db`  | —                  | `devnet/PORT.db` in the XDG state dir's `cone` (`--ephemeral`: memory) |
 
 The devnet's state file is not in `--home`/`CONE_HOME`: those name one identity,
@@ -33,6 +34,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from cone.limits import REQUEST_BUDGET, RequestBudget
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,8 @@ class Settings:
     key_file: Path | None = None
     wallet_key_file: Path | None = None
     catchup_interval_s: float = 30.0
+    #: What requests may hold in the store (`cone.limits.RequestBudget`).
+    request_budget: RequestBudget = REQUEST_BUDGET
 
     @classmethod
     def resolve(
@@ -240,6 +245,7 @@ class Settings:
                 Path(wallet_key_file).expanduser().absolute() if wallet_key_file else None
             ),
             catchup_interval_s=_positive(catchup, "CONE_CATCHUP_S") if catchup else 30.0,
+            request_budget=RequestBudget.from_environment(os.environ),
         )
 
     @property

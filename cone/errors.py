@@ -13,6 +13,9 @@ ConeError                      reason (default)        gRPC                 JSON
 │   │  storage full, corrupt database)
 │   └── NoIdentity             no_identity             FAILED_PRECONDITION  -32007    7
 │       (the state directory has no identity: a one-shot command never makes one)
+├── TargetError                target_error            FAILED_PRECONDITION  -32008    8
+│     (a file or port named on the command line cannot be used: disk_full,
+│      not_writable, address_in_use)
 └── Internal                   internal                INTERNAL             -32603    1
 ```
 
@@ -31,6 +34,7 @@ must surface it instead (the bridge parks the turn or stops; docs/bridge.md).
 
 from __future__ import annotations
 
+import errno
 from typing import ClassVar, Final
 
 import grpc
@@ -154,6 +158,18 @@ class NoIdentity(StateError):
         )
 
 
+class TargetError(ConeError):
+    """A file or port the operator named (a backup or log file, a restore's target, an
+    HTTP port) cannot be used: its disk is full (`disk_full`), it cannot be written
+    (`not_writable`), the port is taken (`address_in_use`). The state directory's own
+    full disk is `StateError(storage_full)`."""
+
+    default_reason = "target_error"
+    grpc_code = grpc.StatusCode.FAILED_PRECONDITION
+    jsonrpc_code = -32008
+    exit_code = 8
+
+
 class Internal(ConeError):
     """A bug or an unexpected failure; the message says what was being done."""
 
@@ -193,6 +209,8 @@ STATE_REASONS: Final = frozenset(
         "corrupt_database",
     }
 )
+# Reasons of TargetError (they travel as FAILED_PRECONDITION too).
+TARGET_REASONS: Final = frozenset({"target_error", "disk_full", "not_writable", "address_in_use"})
 # Reasons with a class of their own below their wire code's class.
 _BY_REASON: Final[dict[str, type[ConeError]]] = {"no_identity": NoIdentity}
 
@@ -225,12 +243,49 @@ def storage_full(text: str) -> bool:
     return any(marker in lowered for marker in _FULL_MARKERS)
 
 
+# errno values that say the disk is full, that a file cannot be written there, and
+# that a port is taken.
+_FULL_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+_DENIED_ERRNOS: Final = frozenset(
+    {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR}
+)
+
+
+def os_failure(exc: OSError, what: str | None = None) -> ConeError:
+    """The one-line ConeError for an OSError met writing `what` (a file or a port;
+    else the OSError's file name, when it has one). A full disk is `disk_full`, a place
+    that cannot be written `not_writable`, a port in use `address_in_use`."""
+    what = what or (f"{exc.filename}" if exc.filename else None)
+    said = exc.strerror or str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        return TargetError(
+            f"{what or 'the address'} is already in use: stop what listens there or "
+            "choose another port",
+            reason="address_in_use",
+        )
+    if exc.errno in _FULL_ERRNOS or storage_full(said):
+        place = f"the disk holding {what}" if what else "the disk being written"
+        return TargetError(
+            f"{place} is full ({said}): free space there or choose another place",
+            reason="disk_full",
+        )
+    if exc.errno in _DENIED_ERRNOS:
+        return TargetError(
+            f"{what or 'a file'} cannot be written ({said}): check that its directory "
+            "exists and that this user may write there",
+            reason="not_writable",
+        )
+    return TargetError(f"{what or 'a file'} cannot be used: {said}")
+
+
 def error_class_for(code: grpc.StatusCode, reason: str | None) -> type[ConeError]:
     """The ConeError class for a gRPC status code and ErrorInfo reason."""
     if reason in _BY_REASON:
         return _BY_REASON[reason]
     if reason in STATE_REASONS:
         return StateError
+    if reason in TARGET_REASONS:
+        return TargetError
     return _BY_GRPC.get(code, Internal)
 
 
@@ -238,6 +293,7 @@ __all__ = [
     "DOMAIN",
     "IDENTITY_UNKNOWN",
     "STATE_REASONS",
+    "TARGET_REASONS",
     "V3_CUTOVER",
     "ConeError",
     "Conflict",
@@ -248,7 +304,9 @@ __all__ = [
     "NotFound",
     "RateLimited",
     "StateError",
+    "TargetError",
     "Unavailable",
     "error_class_for",
+    "os_failure",
     "storage_full",
 ]

@@ -6,6 +6,8 @@ annotations of proto/conepb/v1/cone.proto (read them with `cone.rules.field_rule
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final
 
 #: A Receive, Peek, Conversations or Messages page when `limit` is absent.
@@ -29,3 +31,51 @@ ATTACHMENT_INLINE_MAX_BYTES: Final = 256 * 1024
 RECEIVE_INLINE_BUDGET_BYTES: Final = 1024 * 1024
 # The largest remote attachment cone downloads (its encrypted payload).
 REMOTE_ATTACHMENT_MAX_BYTES: Final = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RequestBudget:
+    """What conversations not accepted (requests, and blocked ones) may hold in cone's
+    store, counted as messages and as bytes (`cone.store.held.message_bytes`): against
+    the inbox that brought each one (a DM's peer, a group's inviter), and in all.
+    A message over either is dropped at ingest and counted (docs/guarantees.md).
+    The environment sets each one (`from_environment`); tests lower them."""
+
+    #: Messages one sender's requests hold (`CONE_REQUEST_SENDER_MESSAGES`).
+    sender_messages: int = 200
+    #: Bytes one sender's requests hold (`CONE_REQUEST_SENDER_BYTES`).
+    sender_bytes: int = 2 * 1024 * 1024
+    #: Messages all requests hold together (`CONE_REQUEST_TOTAL_MESSAGES`).
+    total_messages: int = 5000
+    #: Bytes all requests hold together (`CONE_REQUEST_TOTAL_BYTES`).
+    total_bytes: int = 64 * 1024 * 1024
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> RequestBudget:
+        """The defaults, with each one the environment sets (a whole number ≥ 0)."""
+        values: dict[str, int] = {}
+        for name, variable in REQUEST_BUDGET_ENV.items():
+            text = environ.get(variable)
+            if text is None or text == "":
+                continue
+            if not text.strip().isdigit():
+                from cone.errors import InvalidArgument
+
+                raise InvalidArgument(
+                    f"{variable} must be a whole number (0 or more), not {text!r}",
+                    field=variable,
+                )
+            values[name] = int(text)
+        return cls(**values)
+
+
+#: The environment variable of each field of `RequestBudget`.
+REQUEST_BUDGET_ENV: Final = {
+    "sender_messages": "CONE_REQUEST_SENDER_MESSAGES",
+    "sender_bytes": "CONE_REQUEST_SENDER_BYTES",
+    "total_messages": "CONE_REQUEST_TOTAL_MESSAGES",
+    "total_bytes": "CONE_REQUEST_TOTAL_BYTES",
+}
+
+#: The budget when neither the environment nor a test sets one.
+REQUEST_BUDGET: Final = RequestBudget()

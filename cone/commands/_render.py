@@ -115,6 +115,9 @@ def status(s: JsonObject) -> str:
     )
     requests = s.get("requests", 0)
     hint = " (see `cone requests`)" if requests else ""
+    dropped = int(s.get("requestsDropped", 0))
+    if dropped:
+        hint += f"; {dropped} message(s) dropped over the request budget"
     lines.append(f"  requests    {requests}{hint}")
     outbox = s.get("outbox", [])
     if not outbox:

@@ -63,6 +63,9 @@ RETRY_START_S: Final = 2.0
 RETRY_MAX_S: Final = 3600.0
 # Downloads at once: a peer sending many slow URLs holds at most this many.
 PARALLEL: Final = 2
+# Seconds the fetcher waits at most with nothing due: a request accepted without a
+# wake-up (a send to it accepts it) has its files fetched within this.
+IDLE_CHECK_S: Final = 60.0
 # Redirects followed, each checked and pinned like the first URL.
 MAX_REDIRECTS: Final = 5
 _CHUNK = 64 * 1024
@@ -332,7 +335,9 @@ class Fetcher:
                 next_ns = time.time_ns() + int(RETRY_START_S * 1e9)
             if due and next_ns is not None and next_ns <= time.time_ns():
                 continue
-            wait = None if next_ns is None else max(0.0, (next_ns - time.time_ns()) / 1e9)
+            wait = IDLE_CHECK_S
+            if next_ns is not None:
+                wait = min(wait, max(0.0, (next_ns - time.time_ns()) / 1e9))
             try:
                 async with asyncio.timeout(wait):
                     await self._wake.wait()

@@ -15,7 +15,8 @@ from cone import metrics
 from cone.core.arrivals import bare, to_inbox
 from cone.core.waiters import Batch, Waiter, Waiters, hand_out, take_for
 from cone.engine.port import RawMessage
-from cone.store import Connection, IncomingMessage, Store, conversations, details, inbox
+from cone.limits import REQUEST_BUDGET, RequestBudget
+from cone.store import Connection, IncomingMessage, Store, conversations, details, held, inbox
 
 # The ingest's logger: `-v` shows each arrival as `cone.core.ingest` (docs/cli.md).
 log = logging.getLogger("cone.core.ingest")
@@ -32,9 +33,17 @@ READ_MARGIN_NS = 10_000_000_000
 class Committer:
     """Commits one identity's messages from libxmtp into cone's inbox."""
 
-    def __init__(self, store: Store, inbox_id: str, waiters: Waiters) -> None:
+    def __init__(
+        self,
+        store: Store,
+        inbox_id: str,
+        waiters: Waiters,
+        budget: RequestBudget = REQUEST_BUDGET,
+    ) -> None:
         self._store = store
         self._inbox_id = inbox_id
+        # What requests may hold; the rest is dropped at the commit (cone/store/held.py).
+        self._budget = budget
         # Receives waiting now: a streamed commit takes their batches (cone/core/waiters.py).
         self._waiters = waiters
         # Called after each commit with the messages read for a conversation (deletions
@@ -80,7 +89,7 @@ class Committer:
         waiting = self._waiters.waiting()
         try:
             done = await self._store.write(
-                _commit_if_recorded, cid, rows, skipped, updates, waiting
+                _commit_if_recorded, cid, rows, skipped, updates, waiting, self._budget
             )
         except Exception as exc:  # the full path stores it row by row, or retries
             log.debug("streamed commit of %s failed (%s); taking the full path", cid, exc)
@@ -115,7 +124,7 @@ class Committer:
         updated = any(not raw.application for raw in unread)
         try:
             committed = await self._store.write(
-                _commit_rows, cid, rows, skipped, floor_ns, updated=updated
+                _commit_rows, cid, rows, skipped, floor_ns, updated=updated, budget=self._budget
             )
         except Exception as exc:
             if not rows:
@@ -131,13 +140,17 @@ class Committer:
         stored: list[IncomingMessage] = []
         for row in rows:
             try:
-                new += await self._store.write(_commit_rows, cid, [row], [], None)
+                new += await self._store.write(
+                    _commit_rows, cid, [row], [], None, budget=self._budget
+                )
                 stored.append(row)
             except Exception as exc:
                 # A row the store refuses still enters, as its metadata; if even that
                 # fails, the store itself is failing: the whole conversation retries.
                 kept = bare(row, f"could not be stored: {exc}")
-                new += await self._store.write(_commit_rows, cid, [kept], [], None)
+                new += await self._store.write(
+                    _commit_rows, cid, [kept], [], None, budget=self._budget
+                )
                 stored.append(kept)
         await self._store.write(_commit_rows, cid, [], skipped, floor_ns, updated=updated)
         _count_arrivals(stored, new)
@@ -177,6 +190,7 @@ def _commit_if_recorded(
     skipped: list[str],
     updates: Set[str],
     waiting: list[Waiter],
+    budget: RequestBudget,
 ) -> tuple[list[str], list[tuple[Waiter, Batch]]] | None:
     """`_commit_rows` for the messages not read yet, if the conversation is recorded
     (None, writing nothing, when it is not); when any entered the inbox, the waiting
@@ -187,7 +201,9 @@ def _commit_if_recorded(
     fresh = [r for r in rows if r.id not in known]
     fresh_skipped = [s for s in skipped if s not in known]
     updated = any(s in updates for s in fresh_skipped)
-    new = _commit_rows(conn, conversation_id, fresh, fresh_skipped, None, updated=updated)
+    new = _commit_rows(
+        conn, conversation_id, fresh, fresh_skipped, None, updated=updated, budget=budget
+    )
     return new, take_for(conn, waiting) if new else []
 
 
@@ -199,7 +215,20 @@ def _commit_rows(
     floor_ns: int | None,
     *,
     updated: bool = False,
+    budget: RequestBudget | None = None,
 ) -> list[str]:
+    if budget is not None and rows:
+        conv = conversations.get(conn, conversation_id)
+        if conv is not None:
+            # A request holds at most its budget; the rest is dropped and counted.
+            rows, dropped = held.admit(conn, conv, rows, budget)
+            if dropped:
+                log.debug(
+                    "dropped %d message(s) of request %s from %s: over the request budget",
+                    len(dropped),
+                    conversation_id,
+                    conv.peer_inbox_id,
+                )
     new = inbox.insert_messages(conn, rows)
     inbox.skip(conn, conversation_id, skipped)
     if updated:  # in the transaction that takes the update in (cone/store/details.py)

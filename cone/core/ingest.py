@@ -51,6 +51,7 @@ from cone.engine.port import (
     RawMessage,
     XmtpConsent,
 )
+from cone.limits import REQUEST_BUDGET, RequestBudget
 from cone.store import Consent, Conversation, Kind, Store, conversations
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class Ingestor:
         engine: EnginePort,
         on_new: Callable[[], None],
         waiters: Waiters | None = None,
+        budget: RequestBudget = REQUEST_BUDGET,
     ) -> None:
         self._store = store
         self._engine = engine
@@ -94,7 +96,8 @@ class Ingestor:
         # The last `ingest_all`: how many conversations it read of how many listed.
         self.last_read = (0, 0)
         # Receives waiting now: a streamed commit takes their batches (cone/core/waiters.py).
-        self._committer = Committer(store, engine.inbox_id, waiters or Waiters())
+        # What requests may hold (cone/store/held.py).
+        self._committer = Committer(store, engine.inbox_id, waiters or Waiters(), budget)
         # libxmtp's conversation listing, fresh (the core's: one listing at a time).
         self.lister: Callable[[], Awaitable[list[ListedConversation]]] = engine.conversations
         self._reconciler = Reconciler(

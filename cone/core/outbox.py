@@ -60,6 +60,8 @@ T = TypeVar("T")
 
 RETRY_START_S = 1.0
 RETRY_MAX_S = 300.0
+#: How long a backup waits for the sends in flight when it holds them (Outbox.held).
+HOLD_WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,15 @@ class Outbox:
         message id once), never as a second message (docs/backup.md)."""
         self._open.clear()
         try:
-            await self._idle.wait()
+            try:
+                async with asyncio.timeout(HOLD_WAIT_S):
+                    await self._idle.wait()
+            except TimeoutError:
+                raise Unavailable(
+                    f"sends still in flight after {HOLD_WAIT_S:.0f} s (is the network slow?): "
+                    "try the backup again",
+                    reason="backup_busy",
+                ) from None
             for rec in await self._store.read(outbox.unsettled):
                 if rec.message_id is None:
                     found = await self._find_prepared(rec)

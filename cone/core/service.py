@@ -47,6 +47,7 @@ from cone.errors import (
     Unavailable,
     unknown_conversation,
 )
+from cone.limits import REQUEST_BUDGET, RequestBudget
 from cone.store import (
     Consent,
     ContactRecord,
@@ -90,6 +91,7 @@ class Core:
         network: str,
         xmtp_db: Path,
         catchup_interval_s: float = 30.0,
+        request_budget: RequestBudget = REQUEST_BUDGET,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -112,7 +114,9 @@ class Core:
         )
         # Receive, Peek, Ack (cone/core/receiving.py).
         self.receiving = Receiving(store, self._unreachable)
-        self.ingestor = Ingestor(store, engine, self._notify, self.receiving.waiters)
+        self.ingestor = Ingestor(
+            store, engine, self._notify, self.receiving.waiters, request_budget
+        )
         # The sync of every conversation, at start and every period (cone/core/catch_up.py).
         self.catch_up = CatchUp(
             engine,

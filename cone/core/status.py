@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from cone.core.network import ADVICE, STATUS_PROBE_S
 from cone.engine.port import NodeView, StreamHealth
 from cone.errors import ConeError
-from cone.store import conversations, inbox
+from cone.store import conversations, held, inbox
 from cone.store.outbox import OutboxRecord
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class Status:
     warnings: list[str] = field(default_factory=list)
     ingest_healed: int = 0
     network: str = "reachable"
+    requests_dropped: int = 0
 
 
 class StatusReport:
@@ -53,7 +54,8 @@ class StatusReport:
         core = self._core
         messages = await core.store.read(inbox.message_count)
         consumers = await core.store.read(inbox.pending_counts)
-        held = await core.store.read(conversations.requests)
+        requests = await core.store.read(conversations.requests)
+        dropped = await core.store.read(held.dropped_count)
         try:
             self._budgets = await core.engine.budgets()
         except ConeError as exc:
@@ -101,6 +103,11 @@ class StatusReport:
                 f"reconciliation has ingested {core.ingestor.healed} message(s) that ingest "
                 "had missed (see the log); please report it"
             )
+        if dropped:
+            warnings.append(
+                f"{dropped} message(s) of requests were dropped over the request budget "
+                "(docs/guarantees.md): accept or block the requests you know"
+            )
         return Status(
             identity=core.identity,
             streams=core.engine.stream_health(),
@@ -108,13 +115,14 @@ class StatusReport:
             last_sync_error=core.last_sync_error,
             inbox_messages=messages,
             consumers=consumers,
-            requests=len(held),
+            requests=len(requests),
             installations=installations,
             identity_updates=updates,
             outbox=await core.outbox.unsettled(),
             warnings=warnings,
             ingest_healed=core.ingestor.healed,
             network=network,
+            requests_dropped=dropped,
         )
 
 

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import secrets
+import socket as socketlib
 import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,7 +28,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from cone import _failpoints, _heap
 from cone._fs import make_private, private_dir, refuse_link
 from cone._shutdown import request_stop
-from cone.config import Settings, secret
+from cone.config import Paths, Settings, secret
 from cone.core.service import BACKEND_KEY, Core
 from cone.daemon import reflection
 from cone.daemon.edge import EdgeServer
@@ -255,14 +256,26 @@ def _key_source_said(exc: StateError, settings: Settings) -> StateError:
     return exc
 
 
-@asynccontextmanager
-async def _http_front(http: HttpOptions | None, home: Path, socket: Path) -> AsyncIterator[None]:
+def _http_port(http: HttpOptions | None) -> socketlib.socket | None:
+    """The HTTP front's port, taken before anything of the identity is made: a busy
+    port fails (`address_in_use`) leaving a fresh home as it was."""
     if http is None:
+        return None
+    from cone.facades.http.server import bind
+
+    return bind(http)
+
+
+@asynccontextmanager
+async def _http_front(
+    http: HttpOptions | None, sock: socketlib.socket | None, home: Path, socket: Path
+) -> AsyncIterator[None]:
+    if http is None or sock is None:
         yield
         return
     from cone.facades.http.server import serving
 
-    async with serving(http, home, socket):
+    async with serving(http, home, socket, sock=sock):
         yield
 
 
@@ -281,6 +294,24 @@ async def running_core(
     paths = settings.paths
     if not create and not paths.store.exists():
         raise NoIdentity.of(paths.home)
+    http_sock = _http_port(http)
+    try:
+        async with _hosting(settings, paths, json_handler, create, http, http_sock) as running:
+            yield running
+    finally:
+        if http_sock is not None:
+            http_sock.close()  # the front's own close, or never served
+
+
+@asynccontextmanager
+async def _hosting(
+    settings: Settings,
+    paths: Paths,
+    json_handler: JsonHandler | None,
+    create: bool,
+    http: HttpOptions | None,
+    http_sock: socketlib.socket | None,
+) -> AsyncIterator[Running]:
     _private_dir(paths.home)
     lock = StateLock(paths.lock)
     lock.acquire()
@@ -302,7 +333,14 @@ async def running_core(
         checking = asyncio.create_task(_check_pages(pages))
         try:
             engine, created = await _open_identity(settings, store, create=create)
-            core = Core(store, engine, settings.network, paths.xmtp_db, settings.catchup_interval_s)
+            core = Core(
+                store,
+                engine,
+                settings.network,
+                paths.xmtp_db,
+                settings.catchup_interval_s,
+                settings.request_budget,
+            )
             await core.start()
             grpc_socket = _internal_dir(paths.home) / GRPC_SOCKET_NAME
             grpc_socket.unlink(missing_ok=True)
@@ -320,7 +358,7 @@ async def running_core(
             front = SocketFront(paths.socket, grpc_socket, json_handler)
             await front.start()
             try:
-                async with _http_front(http, paths.home, paths.socket):
+                async with _http_front(http, http_sock, paths.home, paths.socket):
                     yield Running(core, paths.socket, created)
             finally:
                 _heap.release()

@@ -279,6 +279,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             ],
             warnings=s.warnings,
             ingest_healed=s.ingest_healed,
+            requests_dropped=s.requests_dropped,
             network_state=NETWORK_STATES[s.network],
         )
 

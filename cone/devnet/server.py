@@ -30,7 +30,7 @@ from cone.devnet.stats import Stats
 from cone.devnet.store import GroupMessageRow, Store, WelcomeRow
 from cone.devnet.streams import StreamServer
 from cone.devnet.wire import GRPC_MESSAGE_LIMIT
-from cone.errors import StateError
+from cone.errors import TargetError
 from conepb.xmtp import identity_api_pb2, identity_api_pb2_grpc, mls_api_pb2, mls_api_pb2_grpc
 from conepb.xmtpmigration import migration_pb2, migration_pb2_grpc
 from conepb.xmtpv4 import message_api_pb2, payer_api_pb2
@@ -132,7 +132,7 @@ class Devnet:
             self.port = server.add_insecure_port(address)
         except RuntimeError:
             store.close()
-            raise _unavailable(address, "the port is in use") from None  # taken meanwhile
+            raise _unavailable(address, _IN_USE) from None  # taken meanwhile
         self._server = server
         await server.start()
         if self.control_socket is not None:
@@ -178,11 +178,15 @@ class Devnet:
         await self.stop()
 
 
-def _unavailable(address: str, why: str) -> StateError:
-    return StateError(
+# Why a port cannot be listened on, when another process listens there.
+_IN_USE: Final = "the port is in use"
+
+
+def _unavailable(address: str, why: str) -> TargetError:
+    return TargetError(
         f"cannot listen on {address}: {why} (is another devnet running there? "
         "pick another --port, or 0 for a free one)",
-        reason="devnet_port_unavailable",
+        reason="address_in_use" if why == _IN_USE else "target_error",
     )
 
 
@@ -200,6 +204,6 @@ def _port_in_use(host: str, port: int) -> str | None:
             probe.bind((host, port))
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                return "the port is in use"
+                return _IN_USE
             return exc.strerror or str(exc)
     return None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cone.errors import StateError, storage_full
-from cone.store import attachments, conversations, history, inbox, meta, outbox
+from cone.store import attachments, conversations, held, history, inbox, meta, outbox
 from cone.store._check import PageCheck
 from cone.store._db import Connection, DatabaseError, corrupt, is_damage, open_database
 from cone.store._group import GroupCommit, hand_over
@@ -70,7 +70,10 @@ class Store:
 
     @classmethod
     def open(cls, path: Path, key: bytes) -> Store:
-        """Open or create the store at `path` and bring its schema up to date."""
+        """Open or create the store at `path` and bring its schema up to date. A store
+        this call creates and cannot make (a full disk) is removed: no half-made store
+        is left to pass for an identity."""
+        new = not path.exists()
         conn = open_database(path, key)
         try:
             migrate(conn)
@@ -78,6 +81,19 @@ class Store:
             conn.close()
             if is_damage(exc):
                 raise corrupt(path, str(exc)) from exc
+            if storage_full(str(exc)):
+                if new:
+                    for made in (
+                        path,
+                        path.with_name(path.name + "-wal"),
+                        path.with_name(path.name + "-shm"),
+                    ):
+                        made.unlink(missing_ok=True)
+                raise StateError(
+                    f"cone's store {path} cannot be made: the disk holding the state "
+                    f"directory is full ({exc}); free space there and start again",
+                    reason="storage_full",
+                ) from exc
             raise
         except BaseException:
             conn.close()
@@ -285,6 +301,7 @@ __all__ = [
     "StoredMessage",
     "attachments",
     "conversations",
+    "held",
     "history",
     "inbox",
     "load_db_key",

@@ -228,7 +228,9 @@ def migrate(conn: Connection) -> int:
             conn.execute(f"PRAGMA user_version = {version + 1}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk does): the error stands.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
         version += 1
     return int(version)

@@ -107,8 +107,9 @@ def get(conn: Connection, message_id: str, index: int) -> StoredAttachment | Non
 
 # Remote attachments waiting for a download, in Receive's view only: a stranger's
 # request or a blocked inbox (in any conversation) makes cone fetch nothing, so it
-# learns nothing by sending (not that cone is online, nor its address). A request's
-# attachments become due when it is accepted.
+# learns nothing by sending (not that cone is online, nor its address), and a
+# request's files cannot reach the disk past the request budget (cone/store/held.py).
+# A request's attachments become due when it is accepted.
 _WAITING: Final = (
     " FROM attachments a JOIN messages m ON m.id = a.message_id"
     " JOIN conversations c ON c.id = m.conversation_id"

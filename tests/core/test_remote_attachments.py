@@ -92,6 +92,14 @@ async def test_remote_attachments_download_or_say_why_and_are_retried(
             }
             sent["multi"] = await sdk.send(cid, "multiRemoteAttachment", multi)
 
+            async def held() -> bool:
+                await daemon.client.call("Sync", pb.SyncRequest())
+                requests = await daemon.client.call("Requests", pb.RequestsRequest())
+                return any(r.pending_messages == 7 for r in requests.requests)
+
+            # A request's files wait for its acceptance (docs/guarantees.md).
+            await until(held)
+            assert not files.hits
             await accept_request(daemon.client, cid)
 
             def by_id(ms: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

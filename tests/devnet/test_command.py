@@ -52,14 +52,14 @@ async def test_a_second_devnet_on_a_busy_port_or_database_refuses_to_start(tmp_p
         for args in (["--port", str(node.port)], ["--db", db]):
             with pytest.raises(RuntimeError, match=r"cannot (listen|open)"):
                 await DevnetProcess.start(tmp_path, *args)
-        # The busy port, as a person meets it: one line on stderr, exit code 6, none
+        # The busy port, as a person meets it: one line on stderr, exit code 8, none
         # of grpc's own text (`E1203 … add_port.cc`, advice about GRPC_VERBOSITY).
         second = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "cone", "devnet", "--port", str(node.port), "--ephemeral",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         out, err = await asyncio.wait_for(second.communicate(), START_S)
-        assert second.returncode == 6 and out == b""
+        assert second.returncode == 8 and out == b""
         assert err.decode().splitlines() == [
             f"cone devnet: cannot listen on 127.0.0.1:{node.port}: the port is in use "
             "(is another devnet running there? pick another --port, or 0 for a free one)"

@@ -111,6 +111,7 @@ def error_table() -> str:
         errors.RateLimited,
         errors.StateError,
         errors.NoIdentity,
+        errors.TargetError,
         errors.Internal,
     ]:
         rows.append(

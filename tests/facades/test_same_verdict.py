@@ -196,6 +196,14 @@ def _values(fd: FieldDescriptor, message: str) -> list[tuple[Any, bool, str]]:
     if fd.type in (FieldDescriptor.TYPE_UINT32,):
         return _integer_values(rules)
     if fd.type == FieldDescriptor.TYPE_UINT64:
+        r = rules.uint64
+        if r.HasField("lte"):
+            return [
+                (0, True, "zero"),
+                (r.lte, True, "the maximum"),
+                (r.lte + 1, False, "over the maximum"),
+                (2**64 - 1, False, "the largest"),
+            ]
         return [(0, True, "zero"), (2**64 - 1, True, "the largest")]
     if fd.type == FieldDescriptor.TYPE_BYTES:
         n = rules.bytes.max_len

@@ -4,17 +4,16 @@ In order: the Host header must name this front (DNS rebinding: a page on an atta
 name that resolves to 127.0.0.1 sends its own name); CORS answers only configured
 origins; a state-changing request (anything but GET, HEAD and OPTIONS) with an Origin
 must come from this front's own origin or a configured one (CSRF); then the bearer
-token, on everything but health and the web console's static files. Connections are bounded in number and each must send
-its request's headers within `HEADER_TIMEOUT_S` (a slow client holds nothing for long);
-bodies are bounded in size (aiohttp's `client_max_size`) and read time.
+token, on everything but health and the web console's static files. Bodies are bounded
+in size (aiohttp's `client_max_size`) and read time; connections are bounded by
+`_connections`, with the numbers set here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -24,8 +23,13 @@ from cone.facades.http.options import HttpOptions
 
 log = logging.getLogger(__name__)
 
+# Connections at once, counted from accept (cone.facades.http._connections).
 MAX_CONNECTIONS: Final = 64
+# Seconds a connection has to send a request's headers, from accept (its TLS handshake
+# included) or from its previous answer.
 HEADER_TIMEOUT_S: Final = 10.0
+# Seconds a TLS handshake may take.
+HANDSHAKE_TIMEOUT_S: Final = 5.0
 BODY_TIMEOUT_S: Final = 30.0
 # The JSON-RPC line limit of stdio, so a request that fits there fits here.
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
@@ -138,79 +142,13 @@ PROTOCOL_LOG: Final = logging.getLogger("cone.facades.http.protocol")
 PROTOCOL_LOG.addFilter(_Malformed())
 
 
-class _Refused(asyncio.Protocol):
-    """A connection over the bound: closed at once."""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.close()
-
-
-class Connections:
-    """A protocol factory around aiohttp's: at most `limit` connections, and a deadline
-    for each request's headers (armed at connect and after each response)."""
-
-    def __init__(
-        self, limit: int = MAX_CONNECTIONS, header_timeout: float = HEADER_TIMEOUT_S
-    ) -> None:
-        #: aiohttp's web.Server (set once its runner is set up): calling it makes a
-        #: RequestHandler, one per connection.
-        self.server: Any = None
-        self.limit = limit
-        self.header_timeout = header_timeout
-        self._timers: dict[Any, asyncio.TimerHandle] = {}
-
-    def __call__(self) -> asyncio.BaseProtocol:
-        if len(self.server.connections) >= self.limit:
-            log.warning("HTTP: refused a connection over the bound of %d", self.limit)
-            return _Refused()
-        protocol = self.server()
-        self.arm(protocol)
-        return protocol  # type: ignore[no-any-return]  # aiohttp's RequestHandler
-
-    def arm(self, protocol: Any) -> None:
-        """Start the deadline for the next request's headers on this connection."""
-        self.disarm(protocol)
-        loop = asyncio.get_running_loop()
-        self._timers[protocol] = loop.call_later(self.header_timeout, self._expire, protocol)
-
-    def disarm(self, protocol: Any) -> None:
-        """A request's headers arrived."""
-        timer = self._timers.pop(protocol, None)
-        if timer is not None:
-            timer.cancel()
-
-    def _expire(self, protocol: Any) -> None:
-        self._timers.pop(protocol, None)
-        # Mostly a browser's or curl's idle keep-alive (or a speculative preconnect):
-        # nothing to act on, so debug only; the bound on connections is what protects.
-        log.debug("HTTP: closed a connection that sent no complete request in time")
-        protocol.force_close()
-        if protocol.transport is not None:
-            protocol.transport.close()
-
-    @web.middleware
-    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Disarm while a request runs; arm again for the next one."""
-        self.disarm(request.protocol)
-        try:
-            return await handler(request)
-        finally:
-            self.arm(request.protocol)
-
-    def close(self) -> None:
-        """Cancel every deadline."""
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-
-
 __all__ = [
     "BODY_TIMEOUT_S",
+    "HANDSHAKE_TIMEOUT_S",
     "HEADER_TIMEOUT_S",
     "MAX_BODY_BYTES",
     "MAX_CONNECTIONS",
     "PROTOCOL_LOG",
-    "Connections",
     "Policy",
     "no_store",
 ]

@@ -214,6 +214,11 @@ class _StatusCollector(Collector):
             "Messages the ingest reconciliation found missing and ingested (store's life).",
         )
         healed.add_metric([], int(s.get("ingestHealed", 0)))
+        dropped = CounterMetricFamily(
+            "cone_requests_dropped",
+            "Messages of requests dropped over the request budget (store's life).",
+        )
+        dropped.add_metric([], int(s.get("requestsDropped", 0)))
         inbox = GaugeMetricFamily("cone_inbox_messages", "Messages in the inbox.")
         inbox.add_metric([], int(s.get("inboxMessages", 0)))
         requests = GaugeMetricFamily("cone_requests", "Conversations held as requests.")
@@ -257,7 +262,18 @@ class _StatusCollector(Collector):
         current = str(s.get("networkState", "")).lower().removeprefix("network_state_")
         for state in _NETWORK_STATES:
             network.add_metric([state], 1 if state == current else 0)
-        out += [healed, inbox, requests, outbox, failing, pending, connected, restarts, network]
+        out += [
+            healed,
+            dropped,
+            inbox,
+            requests,
+            outbox,
+            failing,
+            pending,
+            connected,
+            restarts,
+            network,
+        ]
         return out
 
 

@@ -9,13 +9,15 @@ import secrets
 from pathlib import Path
 
 from cone._fs import make_private, open_nofollow, refuse_link
+from cone.errors import ConeError, StateError, os_failure
 
 TOKEN_FILE = "http.token"
 URL_FILE = "http.url"
 
 
 def load_or_create(home: Path) -> str:
-    """The token in `home/http.token`, created (32 random bytes, URL-safe) if absent."""
+    """The token in `home/http.token`, created (32 random bytes, URL-safe) if absent.
+    A token that cannot be written (a full disk: `storage_full`) leaves no file."""
     path = home / TOKEN_FILE
     refuse_link(path)
     try:
@@ -26,13 +28,40 @@ def load_or_create(home: Path) -> str:
         if token:
             return token
         fd = open_nofollow(path, os.O_WRONLY | os.O_TRUNC, 0o600)
+    except OSError as exc:
+        raise _unwritten(exc, path) from None
     token = secrets.token_urlsafe(32)
-    try:
-        os.write(fd, token.encode() + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _write_all(fd, path, token.encode() + b"\n")
     return token
+
+
+def _write_all(fd: int, path: Path, data: bytes) -> None:
+    """Write `data` to the new file `fd` at `path`, synced, and close it; on failure
+    the file is removed and the failure is one ConeError."""
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise _unwritten(exc, path) from None
+
+
+def _unwritten(exc: OSError, path: Path) -> ConeError:
+    """A file of the state directory that cannot be written: its full disk is the
+    state directory's (`storage_full`, as the store says it)."""
+    failure = os_failure(exc, str(path))
+    if failure.reason == "disk_full":
+        return StateError(
+            f"{path} cannot be written: the state directory's disk is full "
+            f"({exc.strerror}): free space there",
+            reason="storage_full",
+        )
+    return failure
 
 
 def matches(given: str, token: str) -> bool:
@@ -53,11 +82,11 @@ def write_url(home: Path, url: str) -> None:
     refuse_link(path)
     tmp = home / (URL_FILE + ".tmp")
     tmp.unlink(missing_ok=True)
-    fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.write(fd, url.encode() + b"\n")
-    finally:
-        os.close(fd)
+        fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise _unwritten(exc, tmp) from None
+    _write_all(fd, tmp, url.encode() + b"\n")
     tmp.replace(path)
 
 

@@ -1,6 +1,8 @@
 """The HTTP front's server: aiohttp in the daemon's event loop, beside `cone.sock`.
 
-`serving(options, home, socket)` binds, serves until the block exits, then closes
+`bind(options)` takes the port first, before anything of the identity is made (a
+busy port fails in one line, `address_in_use`, leaving a fresh home as it was);
+`serving(options, home, socket, sock=...)` serves on it until the block exits, then closes
 every connection. Calls go through a channel pool on `socket`, as the JSON-RPC facade
 on `cone.sock` does, so the gRPC edge checks and counts them like any other.
 """
@@ -19,9 +21,11 @@ from pathlib import Path
 
 from aiohttp import web
 
+from cone.errors import os_failure
 from cone.facades._pool import ChannelPool
 from cone.facades.http import _guard
-from cone.facades.http._guard import Connections, Policy
+from cone.facades.http._connections import Connections
+from cone.facades.http._guard import Policy
 from cone.facades.http._routes import Routes
 from cone.facades.http._token import TOKEN_FILE, forget_url, load_or_create, login_url, write_url
 from cone.facades.http.options import HttpOptions
@@ -55,16 +59,30 @@ def _tls(options: HttpOptions) -> ssl.SSLContext | None:
     return context
 
 
-def _bind(options: HttpOptions) -> socketlib.socket:
+def bind(options: HttpOptions) -> socketlib.socket:
+    """The front's listening socket; TargetError (`address_in_use`, `not_writable`)
+    when the address cannot be taken."""
     family = socketlib.AF_INET6 if ":" in options.host else socketlib.AF_INET
-    return socketlib.create_server((options.host, options.port), family=family, backlog=128)
+    try:
+        return socketlib.create_server((options.host, options.port), family=family, backlog=128)
+    except OSError as exc:
+        raise os_failure(exc, f"--http {options.host}:{options.port}") from None
 
 
 @asynccontextmanager
-async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterator[Serving]:
-    """Serve the HTTP front for the core on `socket` until the block exits."""
-    token = load_or_create(home)
-    sock = _bind(options)
+async def serving(
+    options: HttpOptions, home: Path, socket: Path, *, sock: socketlib.socket | None = None
+) -> AsyncIterator[Serving]:
+    """Serve the HTTP front for the core on `socket` until the block exits, on `sock`
+    (from `bind`, closed here) or on the port `options` name."""
+    if sock is None:
+        sock = bind(options)
+    try:
+        token = load_or_create(home)
+        tls = _tls(options)
+    except BaseException:
+        sock.close()
+        raise
     port = int(sock.getsockname()[1])
     policy = Policy(options, port, token)
     pool = ChannelPool(socket)
@@ -83,16 +101,20 @@ async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterat
         max_line_size=8190,
         max_field_size=8190,
     )
-    connections = Connections(_guard.MAX_CONNECTIONS, _guard.HEADER_TIMEOUT_S)
+    connections = Connections(
+        _guard.MAX_CONNECTIONS, _guard.HEADER_TIMEOUT_S, _guard.HANDSHAKE_TIMEOUT_S, tls
+    )
     app.middlewares.extend([connections.middleware, policy.middleware])
     app.on_response_prepare.append(_guard.no_store)
     Routes(relay, policy.authorized).add_to(app)
-    server: asyncio.AbstractServer | None = None
+    accepting: asyncio.Task[None] | None = None
+    url = ""
     try:
         await runner.setup()
         connections.server = runner.server
-        tls = _tls(options)
-        server = await asyncio.get_running_loop().create_server(connections, sock=sock, ssl=tls)
+        # The front accepts itself: each connection counts from accept, its TLS
+        # handshake included (`_connections`).
+        accepting = asyncio.ensure_future(connections.serve(sock))
         host = f"[{options.host}]" if ":" in options.host else options.host
         url = f"{'https' if tls else 'http'}://{host}:{port}/"
         notice = f"cone: HTTP on {url} (bearer token in {home / TOKEN_FILE})"
@@ -107,14 +129,15 @@ async def serving(options: HttpOptions, home: Path, socket: Path) -> AsyncIterat
         write_url(home, url)
         yield Serving(url, port, home / TOKEN_FILE)
     finally:
-        forget_url(home, url)
-        if server is not None:
-            server.close()
-        else:
-            sock.close()
-        connections.close()
+        if url:
+            forget_url(home, url)
+        if accepting is not None:
+            accepting.cancel()
+            await asyncio.gather(accepting, return_exceptions=True)
+        sock.close()
+        await connections.close()
         await runner.cleanup()
         await pool.aclose()
 
 
-__all__ = ["Serving", "serving"]
+__all__ = ["Serving", "bind", "serving"]

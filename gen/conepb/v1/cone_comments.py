@@ -282,6 +282,7 @@ COMMENTS: dict[str, str] = {
     'cone.v1.StatusResponse.network_state': 'Whether the XMTP node can be worked with, as it answers now (always set by the daemon).',
     'cone.v1.StatusResponse.outbox': 'Unsettled outgoing messages.',
     'cone.v1.StatusResponse.requests': 'Conversations held as requests.',
+    'cone.v1.StatusResponse.requests_dropped': 'Messages of conversations not accepted (requests, blocked ones) that were not stored because their sender\'s or all requests\' budget was full, over the store\'s life (docs/guarantees.md, "What requests may hold").',
     'cone.v1.StatusResponse.streams': 'The libxmtp streams.',
     'cone.v1.StatusResponse.warnings': 'Warnings for the operator, such as budgets near their limits.',
     'cone.v1.StreamHealth': 'The health of one libxmtp stream.',

@@ -279,6 +279,7 @@ async def test_metrics_are_prometheus_text_with_the_documented_names(
         "cone_send_seconds_count 0.0",
         "cone_up 1.0",
         "cone_ingest_healed_total 0.0",
+        "cone_requests_dropped_total 0.0",
         'cone_outbox_messages{state="failing"} 0.0',
         'cone_stream_connected{stream="messages"}',
         'cone_network_state{state="reachable"} 1.0',

@@ -9,6 +9,7 @@ import * as groups from "./groups.js";
 import { clear, live, loadPage, state } from "./history.js";
 import * as lists from "./lists.js";
 import { learn, setMe, shortAddress, titleOf } from "./people.js";
+import { setName } from "./render.js";
 import { showRequest } from "./request.js";
 
 const CONSUMER = "console";
@@ -42,7 +43,7 @@ async function openConversation(conversationId, name) {
     await lists.refresh();
     c = lists.conversation(conversationId);
   }
-  $("chat-title").textContent = name || (c ? titleOf(c) : "conversation");
+  setName($("chat-title"), name || (c ? titleOf(c) : "conversation"));
   $("chat-sub").textContent = c ? lists.subtitle(c) : "";
   $("composer").hidden = false;
   composer.reset();

@@ -3,7 +3,7 @@
 // rename, add and remove.
 import { Keyed, rpc } from "./api.js";
 import { fullName, learn, nameOf } from "./people.js";
-import { button, el } from "./render.js";
+import { button, el, setName } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 const creating = new Keyed();
@@ -75,7 +75,7 @@ function drawList(list, me) {
     const li = el("li", "member");
     li.dataset.inbox = m.inboxId;
     li.title = fullName(m.inboxId);
-    li.appendChild(el("span", "title", nameOf(m.inboxId)));
+    li.appendChild(el("span", "title name", nameOf(m.inboxId)));
     if (m.role !== "member") li.appendChild(el("span", "tag", m.role.replace("_", " ")));
     if (m.inboxId !== me) li.appendChild(button("remove small", "Remove", () => change("removeMembers", [m.inboxId], me)));
     ul.appendChild(li);
@@ -109,7 +109,7 @@ export function setupPanel(me, renamed) {
     try {
       const answer = await rpc("updateGroup", { conversationId: group, name });
       say("group-state", "renamed");
-      $("chat-title").textContent = answer.group?.name || name;
+      setName($("chat-title"), answer.group?.name || name);
       await renamed();
     } catch (err) {
       say("group-state", "not renamed: " + err.message);

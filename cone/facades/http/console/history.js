@@ -3,7 +3,7 @@
 // react to, and a react button per message that adds or removes the operator's own.
 import { Keyed, rpc } from "./api.js";
 import { fullName, nameOf, stamp, when } from "./people.js";
-import { attachmentLink, button, el, markdown, plainType, shortType, summary } from "./render.js";
+import { appendText, attachmentLink, button, el, markdown, plainType, shortType, summary } from "./render.js";
 
 export const REACTION = "👍";
 // Messages per page: 200, or ?page=N (1–1000) in the console's URL.
@@ -51,7 +51,7 @@ function renderMessage(m) {
   const files = m.attachments || (m.attachment ? [m.attachment] : []);
   files.forEach((file, index) => {
     const line = li.appendChild(el("div", "body"));
-    if (file.error && !file.data) line.textContent = file.filename + ": " + file.error;
+    if (file.error && !file.data) appendText(line, file.filename + ": " + file.error);
     else {
       const load = async () => (await rpc("attachment", { messageId: m.messageId, index })).data;
       line.appendChild(attachmentLink(file, load));

@@ -138,7 +138,7 @@ function drawRequests() {
     const li = el("li", "request" + (r.conversationId === openId ? " open" : ""));
     li.dataset.id = r.conversationId;
     const top = li.appendChild(el("div", "top"));
-    top.appendChild(el("span", "title", group ? (c?.name || "unnamed group") : nameOf(r.peerInboxId)));
+    top.appendChild(el("span", "title name", group ? (c?.name || "unnamed group") : nameOf(r.peerInboxId)));
     top.appendChild(timeLabel(r.firstSeenAt));
     const waiting = r.pendingMessages === 1 ? "1 message" : r.pendingMessages + " messages";
     const what = group
@@ -178,7 +178,7 @@ function drawConversations() {
     const li = el("li", "conversation" + (c.conversationId === openId ? " open" : ""));
     li.dataset.id = c.conversationId;
     const top = li.appendChild(el("div", "top"));
-    const title = top.appendChild(el("span", "title", titleOf(c)));
+    const title = top.appendChild(el("span", "title name", titleOf(c)));
     title.title = c.conversationType === "group" ? (c.name || "unnamed group") : (c.peerAddress || "");
     const p = previews.get(c.conversationId);
     top.appendChild(timeLabel(p?.at || c.lastMessageAt || c.createdAt));

@@ -36,6 +36,15 @@ export function appendText(parent, text) {
   return parent;
 }
 
+// A peer-chosen string (a group's name, a title) put in `node` in place of what it
+// held: marked like a message's text, and in a span of its own ("name", isolated in
+// the CSS) so that nothing in it can reorder the text around it.
+export function setName(node, text, prefix) {
+  node.replaceChildren(el("span", "name", text));
+  if (prefix) node.prepend(prefix);
+  return node;
+}
+
 export function shortId(id) {
   return id ? id.slice(0, 8) + "…" : "?";
 }
@@ -196,7 +205,8 @@ export function attachmentLink(file, load) {
     const blob = new Blob([base64Bytes(data)], { type: "application/octet-stream" });
     const save = document.createElement("a");
     save.href = URL.createObjectURL(blob);
-    save.download = file.filename.replace(/[\\/]/g, "_") || "attachment";
+    // No bidi control in a saved file's name either ("invoice[RLO]fdp.exe").
+    save.download = file.filename.replace(/[\\/]/g, "_").replace(CONTROLS, "_") || "attachment";
     save.rel = "noopener";
     save.click();
     setTimeout(() => URL.revokeObjectURL(save.href), 10000);

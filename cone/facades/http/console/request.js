@@ -4,7 +4,7 @@
 // reaches no consumer (the agent included) until the request is accepted (docs/web.md).
 import { rpc } from "./api.js";
 import { fullName, learn, nameOf, stamp, when } from "./people.js";
-import { appendText, button, el, plainType, shortType, summary } from "./render.js";
+import { appendText, button, el, plainType, setName, shortType, summary } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 let showing = null; // the request shown
@@ -36,7 +36,8 @@ export async function showRequest(r, done) {
   const group = r.conversationType === "group";
   const panel = $("request-panel");
   panel.replaceChildren();
-  $("chat-title").textContent = group ? "Group request" : "Request from " + nameOf(r.peerInboxId);
+  if (group) $("chat-title").textContent = "Group request";
+  else setName($("chat-title"), nameOf(r.peerInboxId), "Request from ");
   $("chat-sub").textContent = group ? "" : r.peerAddress || "";
   const [preview, conversations, members] = await Promise.all([
     rpc("requestPreview", { conversationId: r.conversationId }),
@@ -53,7 +54,7 @@ export async function showRequest(r, done) {
   let from;
   if (group) {
     const c = conversations?.conversations.find((x) => x.conversationId === r.conversationId);
-    $("chat-title").textContent = "Group request: " + (c?.name || "unnamed group");
+    setName($("chat-title"), c?.name || "unnamed group", "Group request: ");
     $("chat-sub").textContent = "added by " + nameOf(req.peerInboxId);
     row(dl, "Group", c?.name || "unnamed group");
     from = row(dl, "Added by", nameOf(req.peerInboxId));
