@@ -2,6 +2,7 @@
 // demand with `before`), replies quoted, reactions gathered under the message they
 // react to, and a react button per message that adds or removes the operator's own.
 import { Keyed, rpc } from "./api.js";
+import { arrived } from "./lists.js";
 import { fullName, nameOf, stamp, when } from "./people.js";
 import { appendText, attachmentLink, button, el, markdown, plainType, shortType, summary } from "./render.js";
 
@@ -116,7 +117,12 @@ async function react(messageId) {
     if (result) {
       reacting.delete(id);
       if (conversationId === state.open) {
-        show({ messageId: result.messageId, own: true, contentType: "xmtp.org/reaction:2.0", reaction, conversationId, sentAt: new Date().toISOString() });
+        const sent = {
+          messageId: result.messageId, own: true, contentType: "xmtp.org/reaction:2.0",
+          reaction, conversationId, sentAt: new Date().toISOString(),
+        };
+        show(sent);
+        arrived(sent);
       }
     }
   } catch (err) {

@@ -50,14 +50,15 @@ function activity(c) {
 // A message the console saw (from the event stream, or sent here): its conversation's
 // preview and place in the list, at once.
 export function arrived(m) {
-  if (m.reaction && !m.own) return noteActivity(m, "reacted " + m.reaction.emoji);
   noteActivity(m, summary(m));
 }
 
 function noteActivity(m, text) {
   const known = previews.get(m.conversationId);
   if (known && Date.parse(known.at) > Date.parse(m.sentAt || 0)) return;
-  previews.set(m.conversationId, { at: m.sentAt, text, sender: m.own ? "me" : m.senderInboxId });
+  previews.set(m.conversationId, {
+    at: m.sentAt, text, sender: m.own ? "me" : m.senderInboxId, reaction: !!m.reaction,
+  });
   const c = byId.get(m.conversationId);
   if (c && m.sentAt && (!c.lastMessageAt || Date.parse(c.lastMessageAt) < Date.parse(m.sentAt))) {
     c.lastMessageAt = m.sentAt;
@@ -184,7 +185,8 @@ function drawConversations() {
     top.appendChild(timeLabel(p?.at || c.lastMessageAt || c.createdAt));
     const bottom = li.appendChild(el("div", "bottom"));
     let text = p ? p.text : (c.conversationType === "group" ? "group" : "no messages yet");
-    if (p && p.sender === "me") text = "you: " + text;
+    if (p && p.reaction) text = (p.sender === "me" ? "you" : nameOf(p.sender)) + " " + text;
+    else if (p && p.sender === "me") text = "you: " + text;
     else if (p && c.conversationType === "group" && p.sender && !isMe(p.sender)) text = nameOf(p.sender) + ": " + text;
     bottom.appendChild(el("span", "preview", text.replace(/\s+/g, " ")));
     if (c.conversationType === "group") bottom.appendChild(el("span", "tag", "group"));
