@@ -223,4 +223,4 @@ async def test_a_cancelled_receive_leaves_its_messages_pending(
 def test_every_tool_has_its_behaviour_hints() -> None:
     from cone.facades.mcp._tools import _HINTS
 
-    assert set(_HINTS) == {m.rpc for m in methods().values()}
+    assert set(_HINTS) == {m.rpc for m in tools().values()}
