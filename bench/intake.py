@@ -12,7 +12,7 @@ time), each with one first text, and the bench times, per conversation, from the
 
 - **cone** (the daemon, its inbox fresh): taken in once cone's store holds the
   conversation and its first message, committed. The senders are unknown to cone, so
-  each conversation is held as a request (docs/protocol.md, `requests`): accepting it
+  each conversation is held as a request (docs/methods.md, `requests`): accepting it
   lets `receive` return the message at once, with no network call. The bench sees the
   commit by polling cone's store read-only every 25 ms (WAL: it never holds back the
   daemon's writes), because `requests` looks up each sender's address in libxmtp and

@@ -28,6 +28,7 @@ _COMMANDS = {
     "bridge": "cone.bridge.command",
     "demo": "cone.demo.command",
     "web": "cone.facades.http.web",
+    "proto": "cone.protoset",
     **dict.fromkeys(command_parser.COMMANDS, command_parser.MODULE),
 }
 
@@ -107,6 +108,9 @@ def _add_daemon(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="import this wallet key (64 hex) on first start (default: $CONE_WALLET_KEY or new)",
     )
     _add_http(p)
+    from cone.jetstream.options import add_arguments as add_jetstream
+
+    add_jetstream(p)
 
 
 def _add_http(p: argparse.ArgumentParser) -> None:
@@ -125,6 +129,20 @@ def _add_web(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--home", help="state directory (default: $CONE_HOME or the XDG state dir)")
     p.add_argument("--json", action="store_true", help="print {url, loginUrl, tokenFile}")
+
+
+def _add_proto(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    help_text = (
+        "write cone's gRPC service as a descriptor set (cone.proto with every import) to "
+        "FILE, for clients in other languages"
+    )
+    p = sub.add_parser(
+        "proto",
+        help=help_text,
+        description=help_text[0].upper() + help_text[1:] + ": grpcurl -protoset, protoc "
+        "--descriptor_set_in, proto-loader (docs/protocol.md).",
+    )
+    p.add_argument("file", metavar="FILE")
 
 
 def _add_devnet(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -311,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bridge(sub)
     _add_demo(sub)
     _add_web(sub)
+    _add_proto(sub)
     command_parser.add_commands(sub, _add_state)
     return parser
 

@@ -91,7 +91,14 @@ XMTP_DB_NAME: Final = "xmtp.db3"
 KEY_FILE_NAME: Final = "db.key"
 
 #: Environment variables that carry secrets: never passed on to a child process.
-SECRET_ENV: Final = ("CONE_DB_KEY", "CONE_WALLET_KEY", "CONE_BACKUP_PASSPHRASE")
+#: (The JetStream URL may carry a NATS user and password; cone/jetstream/options.py.)
+SECRET_ENV: Final = (
+    "CONE_DB_KEY",
+    "CONE_WALLET_KEY",
+    "CONE_BACKUP_PASSPHRASE",
+    "CONE_JETSTREAM",
+    "CONE_JETSTREAM_TOKEN",
+)
 _taken: dict[str, str] = {}
 
 

@@ -231,7 +231,9 @@ def unknown_conversation(conversation_id: str) -> NotFound:
     """The one NotFound for a conversation id this inbox does not know (raised by the
     store, the core and the engine alike)."""
     return NotFound(
-        f"conversation {conversation_id} is not known to this inbox: run sync first",
+        f"conversation {conversation_id} is not known to this inbox: it records no "
+        "conversation with this id (`conversations` lists them; one created elsewhere "
+        "moments ago arrives with the next `sync`)",
         reason=UNKNOWN_CONVERSATION,
         field="conversationId",
     )

@@ -24,11 +24,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cone.config import Settings
@@ -49,8 +51,9 @@ SOCKET_WAIT_S = 30.0
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    """Settings from the common state/network flags (`--home`, `--network`, ...)."""
-    return Settings.resolve(
+    """Settings from the common state/network flags (`--home`, `--network`, ...), their
+    state directory one that can be (StateError in words when a file is in the way)."""
+    settings = Settings.resolve(
         home=args.home,
         network=args.network,
         api_url=args.api_url,
@@ -58,6 +61,26 @@ def settings_from(args: argparse.Namespace) -> Settings:
         key_file=args.key_file,
         wallet_key_file=getattr(args, "wallet_key_file", None),
     )
+    _check_home(settings.paths.home)
+    return settings
+
+
+def _check_home(home: Path) -> None:
+    """StateError when a file stands at `home` or at a directory above it (a missing
+    directory is fine: `cone init` and the hosts make it)."""
+    for path in (home, *home.parents):
+        if not os.path.lexists(path):
+            continue
+        if path.is_dir():
+            return
+        if path == home:
+            what = f"{home} is a file, not a directory"
+        else:
+            what = f"{home} cannot be a directory: {path} is a file"
+        raise StateError(
+            f"{what}; --home (or CONE_HOME) names cone's state directory: give a directory, "
+            "or a path where `cone init` can make one"
+        )
 
 
 def held_by_other(settings: Settings) -> bool:

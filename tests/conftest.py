@@ -53,6 +53,32 @@ def pytest_configure(config: pytest.Config) -> None:
     _logs.route_native(saved if isinstance(saved, int) else 1)
 
 
+#: What makes a test end to end: a fixture that starts a devnet (every peer and
+#: daemon fixture depends on it), or a module that starts real processes.
+_E2E_FIXTURES = frozenset({"devnet_node", "nats_server"})
+_E2E_NAMES = (
+    "DaemonProcess",
+    "run_cone",
+    "cone_cli",
+    "NodePeer",
+    "HttpDaemon",
+    "NatsServer",
+    "chromium",
+    "subprocess",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the end-to-end tier `e2e` (docs/development.md, "Tests in tiers"): the
+    rest, logic on typed fakes and the store in process, is the fast tier
+    (`pytest -m "not e2e"`)."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        module = getattr(item, "module", None)
+        if fixtures & _E2E_FIXTURES or any(hasattr(module, n) for n in _E2E_NAMES):
+            item.add_marker(pytest.mark.e2e)
+
+
 @pytest.fixture(autouse=True)
 def _close_peers() -> Iterator[None]:
     """Close every raw libxmtp peer a test made, once the test is over."""

@@ -65,7 +65,10 @@ async def _backup(settings: Settings, target: Path, passphrase: str) -> str:
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
-    return f"backed up inbox {inbox} ({messages} messages, {size} bytes) to {target}"
+    return (
+        f"backed up inbox {inbox} ({messages} message(s), received and sent; {size} bytes) "
+        f"to {target}"
+    )
 
 
 def _restore(settings: Settings, source: Path, passphrase: str) -> str:
@@ -97,7 +100,7 @@ def _restore(settings: Settings, source: Path, passphrase: str) -> str:
     )
     return (
         f"restored inbox {manifest.inbox_id} (installation {manifest.installation_id}, "
-        f"{manifest.messages} messages) into {settings.paths.home}.\n"
+        f"{manifest.messages} message(s), received and sent) into {settings.paths.home}.\n"
         "Stop the original first: never run both copies. Then start the restored identity:\n"
         f"  cone daemon{start_flags(settings)}"
     )

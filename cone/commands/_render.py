@@ -113,6 +113,17 @@ def status(s: JsonObject) -> str:
         f"  inbox       {s.get('inboxMessages', 0)} message(s); pending per consumer: "
         f"{consumers or 'no consumer yet'}"
     )
+    js = s.get("jetstream")
+    if js:
+        behind = next(
+            (c["pending"] for c in s.get("consumers", []) if c["consumer"] == js["consumer"]), 0
+        )
+        state = "reachable" if js.get("reachable") else "UNREACHABLE"
+        why = f" ({clean(js['error'])})" if js.get("error") else ""
+        lines.append(
+            f"  jetstream   {js['servers']} {state}{why}; export {behind} behind "
+            f"(consumer {js['consumer']})"
+        )
     requests = s.get("requests", 0)
     hint = " (see `cone requests`)" if requests else ""
     dropped = int(s.get("requestsDropped", 0))
@@ -183,17 +194,23 @@ def _stale(result: JsonObject, text: str) -> str:
     return f"{text}\n{STALE}" if result.get("stale") else text
 
 
-def requests(result: JsonObject) -> str:
-    """The requests table, or a line saying there are none."""
+def requests(result: JsonObject, groups: dict[str, JsonObject] | None = None) -> str:
+    """The requests table, or a line saying there are none; a group request shows the
+    group's name and member count where `groups` (the listing, by id) has them."""
     held = result.get("requests", [])
     if not held:
         return _stale(result, "no requests")
     lines = [f"{len(held)} request(s); accept with `cone accept ID`, refuse with `cone block ID`:"]
     for r in held:
         who = r.get("peerAddress") or f"inbox {r.get('peerInboxId', '?')}"
+        what = r.get("conversationType", "?")
+        listed = (groups or {}).get(r["conversationId"])
+        if listed is not None:
+            name = clean(listed.get("name") or "(no name)")
+            what = f"group {name} ({listed.get('memberCount', '?')} members),"
         since = _when(r.get("firstSeenAt"))
         lines.append(
-            f"  {r['conversationId']}  {r.get('conversationType', '?'):<5}  from {who}  "
+            f"  {r['conversationId']}  {what:<5}  from {who}  "
             f"since {since}  {r.get('pendingMessages', 0)} message(s) waiting"
         )
     return _stale(result, "\n".join(lines))

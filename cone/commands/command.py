@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 from cone import errors
 from cone._command import configure_logging, run_loop
 from cone.commands import _render
+from cone.commands._content import content
 from cone.config import Settings
 from cone.errors import ConeError, InvalidArgument, NoIdentity, StateError, Unavailable
 
@@ -71,6 +72,8 @@ class Context:
     out: IO[str]
     stack: AsyncExitStack = field(default_factory=AsyncExitStack)
     reached: Reached | None = None
+    #: The conversation id the command's conversation argument resolved to.
+    conversation: str | None = None
 
     @property
     def hosted(self) -> bool:
@@ -114,6 +117,11 @@ def _not_running(ctx: Context) -> ConeError:
     )
 
 
+def _named(ctx: Context) -> str:
+    """The conversation the command line named, as the command resolved it."""
+    return ctx.conversation or str(getattr(ctx.args, "conversation", "ID"))
+
+
 def _explain(ctx: Context, err: ConeError) -> ConeError:
     """The error with what to do, in the command line's own words."""
     if err.reason == "daemon_unavailable" and "cone daemon" not in err.message:
@@ -126,6 +134,12 @@ def _explain(ctx: Context, err: ConeError) -> ConeError:
         err.message += (
             f" (node {ctx.settings.api_url}: is it up? choose another with --network or --api-url)"
         )
+    elif err.reason == "not_accepted" and err.field == "conversationId":
+        cid = _named(ctx)
+        if " is a request" in err.message:
+            err.message += f"; accept it with `cone accept {cid}`"
+        elif " is blocked" in err.message:
+            err.message += f"; unblock it with `cone unblock {cid}`, then accept it"
     elif isinstance(err, InvalidArgument) and err.field in _FLAGS:
         label = _FLAGS[err.field]
         if err.field == "conversationId" and ctx.args.command == "reply":
@@ -163,6 +177,18 @@ async def _call(ctx: Context, method: str, params: JsonObject, *, host: bool = T
     return spec.to_result(response)
 
 
+async def _conversation(ctx: Context) -> str:
+    """The conversation id the command's conversation argument names: an id, or what
+    `send` takes (a contact name, an inbox id, an address; `_conversation.py`)."""
+    from cone.commands._conversation import conversation_id
+
+    async def call(method: str, params: JsonObject) -> JsonObject:
+        return await _call(ctx, method, params)
+
+    ctx.conversation = await conversation_id(call, ctx.args.conversation)
+    return ctx.conversation
+
+
 # ---- the commands ---------------------------------------------------------------------
 
 
@@ -177,6 +203,15 @@ def _key_source(ctx: Context) -> str:
     if ctx.settings.key_file is not None:
         return str(ctx.settings.key_file)
     return str(ctx.settings.paths.default_key_file)
+
+
+def _backend(ctx: Context, ident: JsonObject) -> str:
+    """Which XMTP backend the identity runs on, and through which URL (as far as this
+    command's settings know it: a daemon started with other flags may use another)."""
+    if ident.get("backend") == "d14n":
+        gateway = ctx.settings.gateway_url or ctx.settings.cutover_gateway
+        return f"over D14N (gateway {gateway})" if gateway else "over D14N"
+    return f"over V3 (node {ctx.settings.api_url})"
 
 
 async def _init(ctx: Context) -> int:
@@ -201,7 +236,7 @@ async def _init(ctx: Context) -> int:
         f"  address       {ident['address']}\n"
         f"  inbox id      {ident['inboxId']}\n"
         f"  installation  {ident['installationId']}\n"
-        f"  network       {ident['network']} ({ctx.settings.api_url})\n"
+        f"  network       {ident['network']} {_backend(ctx, ident)}\n"
         f"  state         {ctx.settings.paths.home}\n"
         f"  database key  {result['keySource']}{key_note}\n"
         "next steps:\n"
@@ -235,15 +270,12 @@ async def _send(ctx: Context) -> int:
     if generated:
         key = new_key()
     if args.command == "reply":
-        params: JsonObject = {"conversationId": args.conversation, "text": args.text, "key": key}
+        cid = await _conversation(ctx)
+        params: JsonObject = {"conversationId": cid, "text": args.text, "key": key}
         method = "reply"
     else:
         method = "send"
-        params = {"to": args.to, "key": key}
-        if args.markdown:
-            params["markdown"] = args.text
-        else:
-            params["text"] = args.text
+        params = {"to": args.to, "key": key, **content(args)}
         if args.reply_to:
             params["replyTo"] = args.reply_to
     result = await _call(ctx, method, params)
@@ -263,12 +295,22 @@ async def _connect(ctx: Context) -> int:
 
 async def _requests(ctx: Context) -> int:
     result = await _call(ctx, "requests", {})
-    ctx.emit(result, _render.requests(result))
+    groups: dict[str, JsonObject] = {}
+    if not ctx.args.json and any(r.get("conversationType") == "group" for r in result["requests"]):
+        # A request holds identities only; the listing has a group's name and size.
+        params: JsonObject = {"consent": "requested", "type": "group", "limit": 1000}
+        while True:
+            page = await _call(ctx, "conversations", params)
+            groups.update((c["conversationId"], c) for c in page["conversations"])
+            if not page.get("cursor"):
+                break
+            params = {**params, "cursor": page["cursor"]}
+    ctx.emit(result, _render.requests(result, groups))
     return 0
 
 
 async def _decide(ctx: Context) -> int:
-    cid = ctx.args.conversation
+    cid = await _conversation(ctx)
     result = await _call(ctx, ctx.args.command, {"conversationId": cid})
     done = "accepted" if ctx.args.command == "accept" else "blocked"
     ctx.emit(result, f"{done} {cid}")
@@ -276,7 +318,7 @@ async def _decide(ctx: Context) -> int:
 
 
 async def _unblock(ctx: Context) -> int:
-    cid = ctx.args.conversation
+    cid = await _conversation(ctx)
     result = await _call(ctx, "unblock", {"conversationId": cid})
     ctx.emit(result, f"unblocked {cid}: it is a request again (`cone accept {cid}` lets it in)")
     return 0
@@ -297,7 +339,7 @@ async def _conversations(ctx: Context) -> int:
 async def _messages(ctx: Context) -> int:
     a = ctx.args
     params = _given(
-        conversationId=a.conversation,
+        conversationId=await _conversation(ctx),
         limit=a.limit,
         before=a.before,
         after=a.after,
@@ -330,23 +372,25 @@ async def _group(ctx: Context) -> int:
         note = f" (key {key}: reuse it to retry)" if generated else ""
         ctx.emit({**result, "key": key}, _render.group(result["group"]) + note)
     elif action == "members":
-        result = await _call(ctx, "members", {"conversationId": a.conversation})
+        result = await _call(ctx, "members", {"conversationId": await _conversation(ctx)})
         ctx.emit(result, _render.members(result))
     elif action in ("add", "remove"):
         for member in a.members:
             _check_destination(member, "members")
         method = "addMembers" if action == "add" else "removeMembers"
-        result = await _call(ctx, method, {"conversationId": a.conversation, "members": a.members})
+        cid = await _conversation(ctx)
+        result = await _call(ctx, method, {"conversationId": cid, "members": a.members})
         done = "added" if action == "add" else "removed"
         where = "to" if action == "add" else "from"
-        head = f"{done} {len(a.members)} member(s) {where} group {a.conversation}; its members now:"
+        head = f"{done} {len(a.members)} member(s) {where} group {cid}; its members now:"
         ctx.emit(result, head + "\n" + _render.members(result))
     elif action == "leave":
-        result = await _call(ctx, "leaveGroup", {"conversationId": a.conversation})
-        ctx.emit(result, f"left {a.conversation}")
+        cid = await _conversation(ctx)
+        result = await _call(ctx, "leaveGroup", {"conversationId": cid})
+        ctx.emit(result, f"left {cid}")
     else:
         params = _given(
-            conversationId=a.conversation,
+            conversationId=await _conversation(ctx),
             name=a.name,
             description=a.description,
             imageUrl=a.image_url,

@@ -33,6 +33,10 @@ COMMANDS: Final = (
 )
 
 
+# What a conversation argument takes: what `send` takes (cone/commands/_conversation.py).
+_CONVERSATION: Final = "a conversation id, or a contact name, inbox id or address (the DM with it)"
+
+
 def _json(p: argparse.ArgumentParser, help_text: str | None = None) -> None:
     p.add_argument(
         "--json",
@@ -76,13 +80,25 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
     p = command(
         "send",
         "send one message to an address, inbox id, contact name or conversation id",
-        "Send TEXT to TO. The send key makes retrying safe: the same key never sends twice. "
-        "Without --key a new key is made and printed; reuse it to retry.",
+        "Send TEXT to TO, or a reaction (--react) or a file (--file). The send key makes "
+        "retrying safe: the same key never sends twice. Without --key a new key is made and "
+        "printed; reuse it to retry.",
     )
     p.add_argument(
         "to", metavar="TO", help="address (0x...), inbox id, contact name or conversation id"
     )
-    p.add_argument("text", metavar="TEXT", help="the message text")
+    p.add_argument("text", metavar="TEXT", nargs="?", help="the message text")
+    p.add_argument(
+        "--react",
+        nargs=2,
+        metavar=("MESSAGE", "EMOJI"),
+        help="react to the message MESSAGE (its id) with EMOJI instead of sending TEXT",
+    )
+    p.add_argument(
+        "--file",
+        metavar="PATH",
+        help="send the file at PATH as an attachment (at most 1000000 bytes) instead of TEXT",
+    )
     p.add_argument("--key", help="the send key (default: a new one, printed)")
     p.add_argument("--markdown", action="store_true", help="send TEXT as markdown")
     p.add_argument("--reply-to", metavar="ID", help="the messageId this message replies to")
@@ -92,10 +108,11 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
     p = command(
         "reply",
         "reply with text in an accepted conversation",
-        "Reply with TEXT in CONVERSATION (a conversation id). Without --key a new key is "
+        "Reply with TEXT in CONVERSATION (a conversation id, or a contact name, inbox id "
+        "or address: the DM with it). Without --key a new key is "
         "made and printed; reuse it to retry.",
     )
-    p.add_argument("conversation", metavar="CONVERSATION", help="the conversation id (hex)")
+    p.add_argument("conversation", metavar="CONVERSATION", help=_CONVERSATION)
     p.add_argument("text", metavar="TEXT", help="the reply text")
     p.add_argument("--key", help="the send key (default: a new one, printed)")
     add_state(p)
@@ -126,7 +143,7 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
             else "for a DM, also its peer everywhere"
         )
         p = command(name, f"{verb} a conversation held as a request ({what})")
-        p.add_argument("conversation", metavar="ID", help="the conversation id (hex)")
+        p.add_argument("conversation", metavar="ID", help=_CONVERSATION)
         add_state(p)
         _json(p)
 
@@ -136,13 +153,13 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
         "Undo a block: the conversation becomes a request again (accept it to let its "
         "messages in); for a DM the peer is unblocked everywhere.",
     )
-    p.add_argument("conversation", metavar="ID", help="the conversation id (hex)")
+    p.add_argument("conversation", metavar="ID", help=_CONVERSATION)
     add_state(p)
     _json(p)
 
     p = command(
         "conversations",
-        "the conversations this identity is part of, newest first",
+        "the conversations this identity is part of, most recently active first",
         "List conversations: id, type, consent, the peer or the group's name and members, "
         "last message time and pending count. Pages with --cursor.",
     )
@@ -159,7 +176,7 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
         "Print an accepted conversation's history, acknowledged or not, with your own "
         "messages; reading changes no receipt. Page with --before/--after a message id.",
     )
-    p.add_argument("conversation", metavar="ID", help="the conversation id (hex)")
+    p.add_argument("conversation", metavar="ID", help=_CONVERSATION)
     p.add_argument("--limit", type=int, help="at most this many (1-1000, default 50)")
     p.add_argument("--before", metavar="MESSAGE", help="only messages before this message id")
     p.add_argument("--after", metavar="MESSAGE", help="only messages after this message id")
@@ -187,21 +204,21 @@ def add_commands(sub: SubParsers, add_state: Callable[[argparse.ArgumentParser],
     add_state(g)
     _json(g)
     g = groups.add_parser("members", help="a group's members and their roles")
-    g.add_argument("conversation", metavar="ID")
+    g.add_argument("conversation", metavar="ID", help=_CONVERSATION)
     add_state(g)
     _json(g)
     for action, what in (("add", "add members"), ("remove", "remove members")):
         g = groups.add_parser(action, help=f"{what} (if the group's permissions allow)")
-        g.add_argument("conversation", metavar="ID")
+        g.add_argument("conversation", metavar="ID", help=_CONVERSATION)
         g.add_argument("members", metavar="MEMBER", nargs="+")
         add_state(g)
         _json(g)
     g = groups.add_parser("leave", help="leave a group; its messages stop arriving at once")
-    g.add_argument("conversation", metavar="ID")
+    g.add_argument("conversation", metavar="ID", help=_CONVERSATION)
     add_state(g)
     _json(g)
     g = groups.add_parser("update", help="change a group's name, description or image URL")
-    g.add_argument("conversation", metavar="ID")
+    g.add_argument("conversation", metavar="ID", help=_CONVERSATION)
     g.add_argument("--name")
     g.add_argument("--description")
     g.add_argument("--image-url")

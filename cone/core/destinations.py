@@ -16,7 +16,7 @@ and this identity's own inbox is InvalidArgument(own_inbox) for send and connect
 DM with oneself is never what was meant; group members may name it, and the group
 methods say what they do with it). Neither is a rule of the proto (those answer
 `invalid_argument` at the gRPC edge): they are what resolving found. How a string
-reads is `cone.destination`, which the CLI uses too. docs/protocol.md states the same.
+reads is `cone.destination`, which the CLI uses too. docs/messages.md states the same.
 
 An address resolves without the network when cone already knows whose it is: a
 saved contact's address, or an address libxmtp's local state gives a DM peer's inbox.

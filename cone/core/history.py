@@ -4,8 +4,9 @@ Nothing here changes a receipt. Listings come from cone's store (one query a pag
 What only libxmtp knows (a group's name, description, image, member count) is kept in
 the store too, as last read, and read from libxmtp again for a conversation that
 never was or has taken in a group update since (cone/store/details.py). A listing is
-ordered by when cone first saw each conversation, and its `createdAt` is that time
-(libxmtp's own creation time can disagree with it).
+ordered by last activity, most recent first: its newest message taken in or sent,
+or its `createdAt` (when cone first saw it; libxmtp's own creation time can
+disagree), whichever is later (the store keeps it: cone/store/history.py).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class History:
         limit: int | None,
         cursor: str | None,
     ) -> tuple[list[ConversationView], str | None]:
-        """A page of conversations, newest first, and the next page's cursor."""
+        """A page of conversations by last activity, and the next page's cursor."""
         consumer = validate.consumer(consumer)
         limit = validate.receive_limit(limit)
         rows, next_cursor = await self._store.read(

@@ -10,9 +10,11 @@ The key protocol, in order:
    found again through the key it carries (`cone.key` in the envelope), so a key
    never gets a second prepared message.
 3. The message is published (steps 2 and 3 are one call into libxmtp, one worker
-   hop), and the key settles with the message id in one write, queued without
-   waiting for it: publishing a prepared message again is harmless, so a crash
-   that loses the settle record only repeats step 3.
+   hop). The send answers once the node has it: at its echo on the message stream,
+   or when libxmtp's call returns, whichever comes first (cone/core/publication.py).
+   The key settles with the message id then, in one write queued without waiting
+   for it: publishing a prepared message again is harmless, so a crash that loses
+   the settle record only repeats step 3.
 A failed publication leaves the key `failing`; a per-conversation worker retries
 with backoff, so one failing conversation never holds back another. A failure that
 is final for now (the node's V3 cutover; a node that does not know this identity,
@@ -36,6 +38,7 @@ from typing import TypeVar
 from cone.core import content
 from cone.core.ingest import READ_MARGIN_NS
 from cone.core.network import NetworkWatch, identity_unknown
+from cone.core.publication import Publications
 from cone.core.ratelimit import WriteBudget
 from cone.core.restore_fence import RESTORE_FORKED, RestoreFence
 from cone.engine.port import EnginePort, NodeView
@@ -119,6 +122,8 @@ class Outbox:
         self._wake = asyncio.Event()
         self._all_due = False
         self._budget = WriteBudget()
+        #: Publications (cone/core/publication.py), some answered and still finishing.
+        self.publications = Publications(engine, failed=self._failed_after)
         #: Told each conversation a message was just published in (its settle record
         #: queued): the message stream's echo of an own send never reaches the core
         #: (cone/engine/_echoes.py), so whatever watches own messages hears it here.
@@ -141,6 +146,7 @@ class Outbox:
         if self._retry_task is not None:
             self._retry_task.cancel()
             await asyncio.gather(self._retry_task, return_exceptions=True)
+        await self.publications.stop()
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
@@ -285,17 +291,9 @@ class Outbox:
                     "XMTP's write budget (about 3,000 per 5 minutes) is used up",
                     retry_after_ms=int(wait_s * 1000),
                 )
-            if message_id is None:
-                # Not recorded here: a crash before settle finds it again by its key.
-                message_id = await self._publish(
-                    self._engine.send(
-                        rec.conversation_id,
-                        rec.payload,
-                        prepared.append,  # on libxmtp's worker, before the publication
-                    )
-                )
-            else:
-                await self._publish(self._engine.publish(rec.conversation_id, message_id))
+            # A new message's id is not recorded here: a crash before settle finds it
+            # again by its key.
+            answered = await self.publications.publish(rec, message_id, prepared, self._publish)
         except Unavailable as err:
             message_id = message_id or (prepared[0] if prepared else None)
             final = await self._final()
@@ -324,13 +322,26 @@ class Outbox:
             # (in case the node was misconfigured), and the caller is told.
             await self._hold(rec, message_id or (prepared[0] if prepared else None), err)
             raise
-        # Not awaited (it joins the next group commit): if a crash loses this record,
-        # the key is found pending, its prepared message is found by key, and
-        # publishing it again is harmless.
+        # The node has it (libxmtp's call may still be reading the conversation back:
+        # cone/core/publication.py).
+        self._settled(rec, answered.message_id)
+        return SendResult(answered.message_id, rec.conversation_id, deduplicated, True)
+
+    def _settled(self, rec: OutboxRecord, message_id: str) -> None:
+        """Record a published key settled. Not awaited (it joins the next group
+        commit): if a crash loses this record, the key is found pending, its prepared
+        message is found by key, and publishing it again is harmless."""
         self._store.write_soon(outbox.settle, rec.key, message_id, time.time_ns())
         self.on_published(rec.conversation_id)
         log.debug("message out %s in %s (key %r)", message_id, rec.conversation_id, rec.key)
-        return SendResult(message_id, rec.conversation_id, deduplicated, True)
+
+    async def _failed_after(self, rec: OutboxRecord, message_id: str, err: ConeError) -> None:
+        """libxmtp's call failed after the node had the message (the key settled at
+        the answer): failing again, its message published again soon."""
+        await self._store.write(
+            outbox.fail, rec.key, message_id, err, _backoff_ns(rec.attempts + 1)
+        )
+        self._wake.set()
 
     async def _publish(self, publishing: Awaitable[T]) -> T:
         """Await a publication, or give up waiting once the node says it does not

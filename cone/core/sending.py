@@ -136,7 +136,7 @@ class Sending:
     ) -> SendResult:
         """One message into an accepted conversation, one per key; `ack_message_ids`
         are acknowledged for `ack_consumer` in the transaction that claims the key
-        (both commit or neither; docs/protocol.md, `reply`)."""
+        (both commit or neither; docs/methods.md, `reply`)."""
         check_content(content)
         content, _ = await self._referenced(content, None)
         self._check_room()

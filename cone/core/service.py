@@ -526,7 +526,7 @@ class Core:
         limit: int | None,
         cursor: str | None,
     ) -> tuple[list[ConversationView], str | None]:
-        """A page of conversations, newest first, and the next page's cursor."""
+        """A page of conversations by last activity, and the next page's cursor."""
         return await self.history.conversations(
             consumer=consumer, consent=consent, kind=kind, limit=limit, cursor=cursor
         )

@@ -13,9 +13,12 @@ from contextlib import AsyncExitStack
 from cone._command import configure_logging, exit_code, run_loop
 from cone.config import Settings
 from cone.facades.http.options import HttpOptions
+from cone.jetstream.options import JetStreamOptions
 
 
-async def _main(settings: Settings, http: HttpOptions | None = None) -> None:
+async def _main(
+    settings: Settings, http: HttpOptions | None = None, jetstream: JetStreamOptions | None = None
+) -> None:
     from cone._shutdown import Shutdown
     from cone.facades.jsonrpc import json_handler_for
     from cone.startup import host_core
@@ -40,6 +43,12 @@ async def _main(settings: Settings, http: HttpOptions | None = None) -> None:
             file=sys.stderr,
             flush=True,
         )
+        if jetstream is not None:
+            # Loaded only when asked for: nats-py is the bridge's alone.
+            from cone.jetstream.bridge import serving
+
+            print(f"cone daemon: JetStream at {jetstream.shown}", file=sys.stderr, flush=True)
+            await stack.enter_async_context(serving(jetstream, running.socket))
         await shutdown.requested.wait()
 
 
@@ -50,5 +59,10 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(args.verbose)
     return exit_code(
         "daemon",
-        lambda: run_loop(_main(settings_from(args), HttpOptions.from_args(args)), hosting=True),
+        lambda: run_loop(
+            _main(
+                settings_from(args), HttpOptions.from_args(args), JetStreamOptions.from_args(args)
+            ),
+            hosting=True,
+        ),
     )

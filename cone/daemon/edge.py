@@ -6,7 +6,7 @@ unary-request method: cone/daemon/decoding.py), and the proto's rules (ConeServi
 cone/daemon/validation.py). `EdgeServer` stands for the gRPC server while the
 generated `add_*_to_server` functions register their handlers, and registers each
 handler already wrapped: nothing runs per call to find or build the wrapping, where
-three server interceptors rebuilt it on every call (docs/bench.md, section send).
+three server interceptors rebuilt it on every call.
 """
 
 from __future__ import annotations

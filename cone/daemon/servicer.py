@@ -281,6 +281,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             ingest_healed=s.ingest_healed,
             requests_dropped=s.requests_dropped,
             network_state=NETWORK_STATES[s.network],
+            jetstream=_jetstream_status(),
         )
 
     @_boundary
@@ -394,3 +395,17 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             list(request.installation_ids), request.all_except_this
         )
         return pb.RevokeInstallationsResponse(revoked_installation_ids=revoked, installations=left)
+
+
+def _jetstream_status() -> pb.JetStreamStatus | None:
+    """The JetStream bridge's state in this process, when it runs (docs/jetstream.md)."""
+    from cone.jetstream.state import STATE
+
+    if not STATE.enabled:
+        return None
+    return pb.JetStreamStatus(
+        servers=STATE.servers,
+        reachable=STATE.reachable,
+        consumer=STATE.consumer,
+        error=STATE.error or "",
+    )

@@ -5,7 +5,7 @@ may connect). Then the first bytes decide: the HTTP/2 connection preface of a gR
 client is spliced to the internal grpc.aio server; anything else is a JSON-RPC line
 stream, handed to the JSON-RPC handler when one is installed. The splice is two
 protocols handing each other's bytes straight on (`_Relay`): a gRPC call crosses it
-without waking a task (docs/bench.md, section send).
+without waking a task.
 """
 
 from __future__ import annotations

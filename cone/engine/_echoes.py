@@ -12,11 +12,16 @@ echo is dropped on libxmtp's callback thread, before it is converted or handed t
 event loop: no work on the loop at all for it. Only an id this engine published is
 dropped; a message from another installation of the same inbox (same sender, an id
 this process never made) passes to ingest as before.
+
+The echo is also the first sign that the node has the message: a publication can be
+told of it (`add`'s `seen`), about a third of a send before libxmtp's own publication
+call returns from reading the conversation back.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Final
 
 from cone.engine.port import XmtpConsent
@@ -32,13 +37,14 @@ class Echoes:
 
     def __init__(self, inbox_id: str) -> None:
         self._inbox_id = inbox_id
-        self._ids: dict[bytes, None] = {}
+        self._ids: dict[bytes, Callable[[], None] | None] = {}
         self._lock = threading.Lock()
 
-    def add(self, message_id: bytes) -> None:
-        """Note a message about to be published."""
+    def add(self, message_id: bytes, seen: Callable[[], None] | None = None) -> None:
+        """Note a message about to be published; `seen` is called (on libxmtp's
+        callback thread: keep it to a thread-safe hand-off) when its echo arrives."""
         with self._lock:
-            self._ids[message_id] = None
+            self._ids[message_id] = seen
             if len(self._ids) > self.LIMIT:
                 del self._ids[next(iter(self._ids))]
 
@@ -48,7 +54,12 @@ class Echoes:
         if sender_inbox_id != self._inbox_id:
             return False  # a peer's message: no lock taken
         with self._lock:
-            return self._ids.pop(message_id, False) is None
+            if message_id not in self._ids:
+                return False
+            seen = self._ids.pop(message_id)
+        if seen is not None:
+            seen()
+        return True
 
 
 class ConsentEchoes:

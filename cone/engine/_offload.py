@@ -16,7 +16,7 @@ and the threads are daemon threads, so a stuck call never holds up the exit.
 Asynchronous calls share one such thread, the lane, whose event loop polls them all
 (as a libxmtp app's own loop would): a thread per call costs every poll of every
 call a thread switch and a GIL hand-off, which halved the rate of eight
-conversations sending at once (docs/bench.md, section send). The lane's loop is
+conversations sending at once. The lane's loop is
 uvloop's, and a call crosses with one wake-up each way: the caller's loop hands it
 over with `call_soon_threadsafe`, the lane runs it as one task, and hands the outcome
 straight to the caller's future (the caller's cancellation cancels it there).

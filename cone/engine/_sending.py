@@ -7,6 +7,7 @@ it accepts clears that state.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -42,25 +43,33 @@ class Sending:
         return await self._x.call_sync(prepared, LOCAL_CALL_S, "preparing a message")
 
     async def send(
-        self, conversation_id: str, payload: bytes, prepared: Callable[[str], None]
+        self,
+        conversation_id: str,
+        payload: bytes,
+        prepared: Callable[[str], None],
+        seen: Callable[[], None] = lambda: None,
     ) -> str:
         """Prepare and publish a new message in one call into libxmtp (one worker
         hop, not two); returns its id. `prepared` is told the id on libxmtp's worker
         thread as soon as the message is stored, before its publication, so a caller
         whose publication fails or overruns still knows it: keep it to recording
-        the id. A failure raises as `prepare`'s or `publish`'s would.
+        the id. `seen` is called on this loop when the message stream echoes the
+        message (the node has it), mostly before this returns: libxmtp's call goes on
+        to read the conversation back. A failure raises as `prepare`'s or `publish`'s
+        would.
 
         The message stream's echo of the message is dropped on libxmtp's thread and
         never reaches `on_message`: the caller accounts for its own send."""
         key = bytes.fromhex(conversation_id)
         ids: list[str] = []
+        on_echo = _on_loop(seen)
 
         async def sent() -> str:
             conversation = self._client().conversation(key)
             message = conversation.prepare_message(payload, True)
             message_id = bytes(message).hex()
             ids.append(message_id)
-            self._echoes.add(bytes(message))
+            self._echoes.add(bytes(message), on_echo)
             prepared(message_id)
             await conversation.publish_stored_message(message)
             return message_id
@@ -78,9 +87,13 @@ class Sending:
         self._cut.accepted()
         return message_id
 
-    async def publish(self, conversation_id: str, message_id: str) -> None:
-        """Publish a prepared message; harmless to repeat after success."""
+    async def publish(
+        self, conversation_id: str, message_id: str, seen: Callable[[], None] = lambda: None
+    ) -> None:
+        """Publish a prepared message; harmless to repeat after success. `seen` as
+        for `send` (not called when libxmtp finds it published already)."""
         key, message = bytes.fromhex(conversation_id), bytes.fromhex(message_id)
+        self._echoes.add(message, _on_loop(seen))
         doing = "publishing a message"
         try:
             await self._x.call(
@@ -91,6 +104,19 @@ class Sending:
         except Unavailable as err:
             raise await self._cut.unless_refused(err, doing) from err.__cause__
         self._cut.accepted()
+
+
+def _on_loop(seen: Callable[[], None]) -> Callable[[], None]:
+    """`seen`, called on the running loop from libxmtp's callback thread."""
+    loop = asyncio.get_running_loop()
+
+    def echoed() -> None:
+        try:
+            loop.call_soon_threadsafe(seen)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    return echoed
 
 
 __all__ = ["Sending"]

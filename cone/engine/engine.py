@@ -310,17 +310,24 @@ class Engine:
         return await self._sending.prepare(conversation_id, payload)
 
     async def send(
-        self, conversation_id: str, payload: bytes, prepared: Callable[[str], None]
+        self,
+        conversation_id: str,
+        payload: bytes,
+        prepared: Callable[[str], None],
+        seen: Callable[[], None] = lambda: None,
     ) -> str:
         """Prepare and publish a new message in one call into libxmtp; returns its id.
         `prepared` is told the id on libxmtp's worker thread before the publication
-        (keep it to recording the id). The message stream's echo of the message never
-        reaches `on_message`: the caller accounts for its own send."""
-        return await self._sending.send(conversation_id, payload, prepared)
+        (keep it to recording the id); `seen` on the loop when the message stream
+        echoes it. The echo never reaches `on_message`: the caller accounts for its
+        own send."""
+        return await self._sending.send(conversation_id, payload, prepared, seen)
 
-    async def publish(self, conversation_id: str, message_id: str) -> None:
+    async def publish(
+        self, conversation_id: str, message_id: str, seen: Callable[[], None] = lambda: None
+    ) -> None:
         """Publish a prepared message; harmless to repeat after success."""
-        await self._sending.publish(conversation_id, message_id)
+        await self._sending.publish(conversation_id, message_id, seen)
 
     # --- streams ----------------------------------------------------------------
 

@@ -353,16 +353,24 @@ class EnginePort(Protocol):
         """Store an outgoing message unpublished; its id."""
         ...
 
-    async def publish(self, conversation_id: str, message_id: str) -> None:
-        """Publish a prepared message; harmless to repeat."""
+    async def publish(
+        self, conversation_id: str, message_id: str, seen: Callable[[], None] = ...
+    ) -> None:
+        """Publish a prepared message; harmless to repeat. `seen` as for `send`."""
         ...
 
     async def send(
-        self, conversation_id: str, payload: bytes, prepared: Callable[[str], None]
+        self,
+        conversation_id: str,
+        payload: bytes,
+        prepared: Callable[[str], None],
+        seen: Callable[[], None] = ...,
     ) -> str:
         """`prepare` then `publish` in one call; `prepared` learns the id (on another
-        thread) before the publication starts. Returns the id. The message stream's
-        echo of the message is not handed to `on_message`."""
+        thread) before the publication starts; `seen` is called on the loop when the
+        node has the message (its echo), mostly before this returns. Returns the id.
+        The message stream's echo of the message is not handed to `on_message`
+        (cone/engine/publishing.py, the role these three make)."""
         ...
 
     # --- streams and lifecycle ---

@@ -208,6 +208,38 @@ MIGRATIONS: Final[list[str]] = [
         whole_ns        INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
+    # Each conversation's last activity, the listing's order (cone/store/history.py):
+    # the latest of when cone first saw it, its newest message taken in, and its newest
+    # own message. Kept by triggers on every write that moves it, so that a page is one
+    # range of an index, and no writer has to remember it.
+    """
+    ALTER TABLE conversations ADD COLUMN activity_ns INTEGER NOT NULL DEFAULT 0;
+    UPDATE conversations SET activity_ns = max(
+        first_seen_ns,
+        coalesce((SELECT max(m.sent_at_ns) FROM messages m
+                  WHERE m.conversation_id = conversations.id), 0),
+        coalesce((SELECT max(o.created_ns) FROM outbox o
+                  WHERE o.conversation_id = conversations.id AND o.message_id IS NOT NULL), 0));
+    CREATE INDEX conversations_by_activity ON conversations(activity_ns, id);
+    CREATE TRIGGER conversation_activity_seen AFTER INSERT ON conversations BEGIN
+        UPDATE conversations SET activity_ns = max(activity_ns, NEW.first_seen_ns)
+        WHERE id = NEW.id;
+    END;
+    CREATE TRIGGER conversation_activity_message AFTER INSERT ON messages BEGIN
+        UPDATE conversations SET activity_ns = max(activity_ns, NEW.sent_at_ns)
+        WHERE id = NEW.conversation_id;
+    END;
+    CREATE TRIGGER conversation_activity_own AFTER INSERT ON outbox
+    WHEN NEW.message_id IS NOT NULL BEGIN
+        UPDATE conversations SET activity_ns = max(activity_ns, NEW.created_ns)
+        WHERE id = NEW.conversation_id;
+    END;
+    CREATE TRIGGER conversation_activity_own_id AFTER UPDATE OF message_id ON outbox
+    WHEN NEW.message_id IS NOT NULL AND OLD.message_id IS NULL BEGIN
+        UPDATE conversations SET activity_ns = max(activity_ns, NEW.created_ns)
+        WHERE id = NEW.conversation_id;
+    END;
+    """,
 ]
 
 
@@ -237,6 +269,19 @@ def migrate(conn: Connection) -> int:
 
 
 def _split(script: str) -> list[str]:
-    """Statements of a migration script (no semicolons inside statements here)."""
+    """Statements of a migration script: split at semicolons, except inside a trigger's
+    body (from `CREATE TRIGGER` to its `END`); no other statement holds one."""
     lines = [ln for ln in script.splitlines() if not ln.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    statements: list[str] = []
+    trigger: list[str] = []
+    for part in (s.strip() for s in "\n".join(lines).split(";")):
+        if not part:
+            continue
+        if trigger or part.upper().startswith("CREATE TRIGGER"):
+            trigger.append(part)
+            if part.upper() == "END":
+                statements.append(";\n".join(trigger))
+                trigger = []
+            continue
+        statements.append(part)
+    return statements

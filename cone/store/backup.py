@@ -34,7 +34,7 @@ from pathlib import Path
 from sqlcipher3 import dbapi2 as sqlcipher
 
 from cone._fs import private_dir
-from cone.errors import InvalidArgument, StateError
+from cone.errors import InvalidArgument, StateError, TargetError, storage_full
 from cone.store import meta
 from cone.store._db import Connection, open_database
 from cone.store._migrations import MIGRATIONS
@@ -112,7 +112,11 @@ def write_backup(
         try:
             store_conn.execute("SELECT sqlcipher_export('backup')")
             digests = table_digests(store_conn)
-            (messages,) = store_conn.execute("SELECT count(*) FROM messages").fetchone()
+            # Every message it carries: those taken in, and this identity's own sent ones.
+            (messages,) = store_conn.execute(
+                "SELECT (SELECT count(*) FROM messages)"
+                " + (SELECT count(*) FROM outbox WHERE message_id IS NOT NULL)"
+            ).fetchone()
             (schema_version,) = store_conn.execute("PRAGMA user_version").fetchone()
         finally:
             store_conn.execute("COMMIT")
@@ -275,6 +279,11 @@ def restore_backup(
         try:
             _restore_into(path, passphrase, manifest, staging, new_key, progress)
         except sqlcipher.DatabaseError as exc:
+            if storage_full(str(exc)):
+                raise TargetError(
+                    f"the disk holding {target} is full: free space there and restore again",
+                    reason="disk_full",
+                ) from exc
             raise StateError(f"{path} is damaged: {exc}", reason="bad_backup") from exc
         for name, data in (extra_files or {}).items():
             fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -168,8 +168,8 @@ def request_preview(conn: Connection, conversation_id: str) -> tuple[Request, St
     return request, next(iter(inbox.records(conn, first)), None)
 
 
-def _cursor(conv: Conversation) -> str:
-    return f"{conv.first_seen_ns}.{conv.id}"
+def _cursor(activity_ns: int, conversation_id: str) -> str:
+    return f"{activity_ns}.{conversation_id}"
 
 
 def _parse_cursor(cursor: str) -> tuple[int, str]:
@@ -189,8 +189,11 @@ def conversations(
     cursor: str | None,
     only: str | None = None,
 ) -> tuple[list[ConversationRow], str | None]:
-    """A page of conversations, newest first (by first seen, then id), and the cursor
-    of the next page (None at the end). `only` picks one conversation by id."""
+    """A page of conversations by last activity, most recent first (`activity_ns`: the
+    latest of when cone first saw it, its newest message taken in and its newest own
+    message; then the id), and the cursor of the next page (None at the end). A
+    conversation active since an earlier page moves above the cursor: later pages do
+    not repeat it. `only` picks one conversation by id."""
     where: list[str] = []
     params: dict[str, object] = {}
     if only is not None:
@@ -203,15 +206,15 @@ def conversations(
         where.append("c.type = :kind")
         params["kind"] = int(kind)
     if cursor is not None:
-        params["cns"], params["cid"] = _parse_cursor(cursor)
-        where.append("(c.first_seen_ns, c.id) < (:cns, :cid)")
+        params["ans"], params["aid"] = _parse_cursor(cursor)
+        where.append("(c.activity_ns, c.id) < (:ans, :aid)")
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     rows = conn.execute(
         "SELECT c.id, c.type, c.peer_inbox_id, c.consent, c.first_seen_ns, c.ingested_ns,"
-        f" k.name, k.address, c.left_seq, {details.COLUMNS} FROM conversations c"
+        f" k.name, k.address, c.left_seq, c.activity_ns, {details.COLUMNS} FROM conversations c"
         " LEFT JOIN contacts k ON c.type = 1 AND k.conversation_id = c.id"
         " LEFT JOIN details d ON d.conversation_id = c.id"
-        f"{clause} ORDER BY c.first_seen_ns DESC, c.id DESC {limit_clause(limit + 1)}",
+        f"{clause} ORDER BY c.activity_ns DESC, c.id DESC {limit_clause(limit + 1)}",
         params,
     ).fetchall()
     page = rows[:limit]
@@ -219,7 +222,7 @@ def conversations(
     out = []
     for r in page:
         conv = Conversation(r[0], Kind(r[1]), r[2], Consent(r[3]), r[4], r[5])
-        changes, known = details.from_row(r[9:])
+        changes, known = details.from_row(r[10:])
         out.append(
             ConversationRow(
                 conversation=conv,
@@ -232,7 +235,7 @@ def conversations(
                 changes=changes,
             )
         )
-    next_cursor = _cursor(out[-1].conversation) if len(rows) > limit and out else None
+    next_cursor = _cursor(page[-1][9], page[-1][0]) if len(rows) > limit and page else None
     return out, next_cursor
 
 

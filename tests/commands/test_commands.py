@@ -35,9 +35,13 @@ async def test_wrong_usage_prints_the_subcommands_usage() -> None:
     bad_flag = await cone_cli(["status", "--bogus"])
     assert bad_flag.code == 2
     assert "usage: cone status" in bad_flag.err and "--bogus" in bad_flag.err
-    missing = await cone_cli(["send", "0xabc"])
+    missing = await cone_cli(["reply", "0123abcd"])
     assert missing.code == 2
-    assert "usage: cone send" in missing.err and "TEXT" in missing.err
+    assert "usage: cone reply" in missing.err and "TEXT" in missing.err
+    # send's TEXT may give way to --react or --file: without any, it says which it takes
+    nothing = await cone_cli(["send", "0x" + "ab" * 20])
+    assert nothing.code == 2
+    assert "give one of TEXT, --react MESSAGE EMOJI and --file PATH" in nothing.err
 
 
 async def test_init_creates_then_shows_the_identity_and_says_what_to_do_next(
@@ -47,6 +51,7 @@ async def test_init_creates_then_shows_the_identity_and_says_what_to_do_next(
     first = await cone_cli(["init", *state], tty=True)
     assert first.code == 0, first.err
     assert "created a new identity" in first.out
+    assert f"network       local over V3 (node {devnet})" in first.out
     assert f"cone daemon --home {home} --api-url {devnet}" in first.out
     assert str(home / "db.key") in first.out
     again = await cone_cli(["init", *state, "--json"])
@@ -56,6 +61,12 @@ async def test_init_creates_then_shows_the_identity_and_says_what_to_do_next(
     assert doc["address"].startswith("0x") and HEX.match(doc["inboxId"])
     assert doc["home"] == str(home) and doc["keySource"] == str(home / "db.key")
     assert doc["address"] in first.out and doc["inboxId"] in first.out
+    d14n = home / "d14n"
+    on_d14n = await cone_cli(
+        ["init", "--home", str(d14n), "--gateway-url", devnet, "--api-url", devnet]
+    )
+    assert on_d14n.code == 0, on_d14n.err
+    assert f"network       local over D14N (gateway {devnet})" in on_d14n.out
 
 
 async def test_status_without_a_running_identity_fails_with_what_to_do(
@@ -135,7 +146,7 @@ async def test_an_operator_messages_from_the_shell_and_status_tracks_the_network
         assert by_name.json()["conversationId"] == cid
 
         # errors: one line, the reason and what to do, the exit code of the error table
-        bad = await cone_cli(["reply", "nothex", "x", *two])
+        bad = await cone_cli(["reply", "not hex", "x", *two])
         assert bad.code == 2
         assert "CONVERSATION" in _one_error_line(bad, "reply")
         unknown = await cone_cli(["block", "0123456789abcdef0123456789abcdef", *two])

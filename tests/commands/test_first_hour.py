@@ -79,6 +79,21 @@ async def test_a_typo_in_home_creates_nothing_and_says_to_run_init(tmp_path: Pat
     assert not typo.exists()
 
 
+async def test_a_file_given_as_home_is_said_in_words(tmp_path: Path) -> None:
+    file = tmp_path / "notes.txt"
+    file.write_text("not a state directory")
+    hosts = [["daemon"], ["serve"], ["mcp"], ["init"]]
+    for home in (file, file / "agent"):
+        state = ["--home", str(home), "--api-url", f"http://127.0.0.1:{_free_port()}"]
+        argvs = [*ONE_SHOT, *hosts]
+        results = await asyncio.gather(*(cone_cli([*argv, *state], stdin=b"") for argv in argvs))
+        for argv, result in zip(argvs, results, strict=True):
+            assert result.code == 6, (argv, result)
+            line = _error_line(result, argv[0])
+            assert f"{file} is a file" in line and "Errno" not in line, line
+    assert file.read_text() == "not a state directory"
+
+
 async def test_an_init_that_cannot_reach_the_node_leaves_no_identity(home: Path) -> None:
     port = _free_port()
     state = ["--home", str(home), "--api-url", f"http://127.0.0.1:{port}"]
@@ -132,9 +147,13 @@ async def test_wrong_input_exits_2_with_words_not_patterns() -> None:
     assert "0x and 40 hex digits" in line and "cone send --help" in line
     member = await cone_cli(["group", "create", "0xabc"])
     assert member.code == 2 and "not an address" in _error_line(member, "group")
-    bad_id = await cone_cli(["reply", "nothex", "x"])
+    bad_id = await cone_cli(["reply", "not hex!", "x"])
     assert bad_id.code == 2
     line = _error_line(bad_id, "reply")
+    assert "conversation id" in line and "^" not in line and "$" not in line, line
+    bad_ref = await cone_cli(["messages", "0123", "--before", "nothex"])
+    assert bad_ref.code == 2
+    line = _error_line(bad_ref, "messages")
     assert "hex id" in line and "^" not in line and "$" not in line, line
 
 

@@ -71,5 +71,5 @@ async def _session(daemon: DaemonProcess, alice: Peer, devnet: str, tmp_path: Pa
     # refusal (exit 4), not a network error.
     left = await cone_cli(["group", "leave", gid, *state])
     assert left.code == 4 and "super admin cannot leave" in left.err, left.err
-    bad = await cone_cli(["group", "add", "zz", "bob", *state])
+    bad = await cone_cli(["group", "add", "z z", "bob", *state])
     assert bad.code == 2 and "ID" in bad.err

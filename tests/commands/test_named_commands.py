@@ -1,6 +1,6 @@
 """Every error text in cone that tells the user to run a command names one that exists:
 `run `cone …``, `start it with `cone …``, `create one with `cone …`` and the bare
-`run sync first` must each parse with cone's own parser."""
+`run X first` must each parse with cone's own parser."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from cone.cli import build_parser
 PACKAGE = Path(cone.__file__).parent
 # "run `cone X …`", "start it with `cone X …`", "create one with `cone X …`", "retry with …"
 _QUOTED = re.compile(r"(?:\brun|start it with|create one with|retry with)\s+`(cone [^`]*)`")
-# "run sync first": a command named by its bare name
+# "run X first": a command named by its bare name
 _BARE = re.compile(r"\brun ([a-z][a-z-]*) first\b")
 # What a placeholder in an f-string stands for, when it is a value of its own.
 _SAMPLE = "X"
@@ -72,7 +72,6 @@ def named_commands() -> list[tuple[str, str]]:
 
 def test_the_walk_finds_the_texts_it_is_meant_to_check() -> None:
     found = {argv for _, argv in named_commands()}
-    assert "cone sync" in found  # "run sync first"
     assert "cone daemon" in found  # "start it with `cone daemon{flags}`"
     assert "cone init --home X" in found  # the missing identity
 

@@ -35,12 +35,17 @@ async def test_operator_mistakes_get_one_true_line(
             selfish = await cone_cli(["send", own, "hi me", *state])
             assert selfish.code == 2, selfish
             assert "this identity itself" in _error_line(selfish, "send")
+        # a conversation id this inbox does not record is said to be one, not "sync first"
+        nowhere = await cone_cli(["send", "0123456789abcdef" * 2, "hi", *state])
+        assert nowhere.code == 3, nowhere
+        line = _error_line(nowhere, "send")
+        assert "records no conversation with this id" in line and "sync first" not in line
         connect_self = await cone_cli(["connect", me.address, *state])
         assert connect_self.code == 2, connect_self
         listed = await cone_cli(["conversations", *state, "--json"])
         assert listed.json()["conversations"] == []
 
-        # `cone sync` exists (errors say "run sync first") and says what it did
+        # `cone sync` exists (errors speak of "the next `sync`") and says what it did
         synced = await cone_cli(["sync", *state])
         assert synced.code == 0, synced.err
         assert synced.out.startswith("synced with the XMTP node")

@@ -118,26 +118,6 @@ async def test_status_reports_streams_and_budgets(daemon: DaemonProcess) -> None
     assert status.identity_updates >= 1
 
 
-async def test_a_node_client_in_another_language_calls_identity_and_receive(
-    daemon: DaemonProcess, tmp_path: Path
-) -> None:
-    # The client takes cone's service the way another language's tooling would: as the
-    # file descriptors gRPC reflection serves on cone.sock (cone.proto with its imports,
-    # buf.validate's rules among them).
-    protoset = tmp_path / "cone.protoset"
-    protoset.write_bytes(await _reflected_descriptor_set(daemon.socket))
-    script = Path(__file__).parent / "node_client.js"
-    proc = await asyncio.create_subprocess_exec(
-        "node", str(script), str(daemon.socket), str(protoset),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "NODE_PATH": str(Path(__file__).parents[2] / "tests" / "node" / "node_modules")},
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, err.decode()
-    ident = await daemon.client.identity()
-    assert out.decode().split() == [ident.inbox_id, "0"]
-
-
 async def test_a_wallet_key_from_the_environment_is_imported_on_first_start(
     devnet: str, home: Path
 ) -> None:
@@ -236,31 +216,3 @@ async def test_a_request_that_does_not_decode_is_invalid_argument_with_details(
             err = from_rpc_error(caught.value)
             assert err.reason == "invalid_argument" and "does not decode" in err.message
     assert (await daemon.client.identity()).protocol == 1
-
-
-async def _reflected_descriptor_set(socket: Path) -> bytes:
-    """cone.v1.ConeService's file and every file it imports, asked of the daemon's
-    reflection service, as one FileDescriptorSet (dependencies first)."""
-    from google.protobuf import descriptor_pb2
-    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-
-    async with grpc.aio.insecure_channel(f"unix:{socket}") as channel:
-        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
-        ask = reflection_pb2.ServerReflectionRequest(file_containing_symbol="cone.v1.ConeService")
-        files: dict[str, descriptor_pb2.FileDescriptorProto] = {}
-        async for answer in stub.ServerReflectionInfo(iter([ask])):
-            for raw in answer.file_descriptor_response.file_descriptor_proto:
-                proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
-                files[proto.name] = proto
-    assert "buf/validate/validate.proto" in files, sorted(files)
-    ordered: list[descriptor_pb2.FileDescriptorProto] = []
-
-    def add(name: str) -> None:
-        if name in files and files[name] not in ordered:
-            for dependency in files[name].dependency:
-                add(dependency)
-            ordered.append(files[name])
-
-    for name in files:
-        add(name)
-    return descriptor_pb2.FileDescriptorSet(file=ordered).SerializeToString()

@@ -1,5 +1,6 @@
-"""The message stream's echo of the engine's own send is dropped on libxmtp's thread;
-every other message, a second installation of the same inbox's included, passes. The
+"""The message stream's echo of the engine's own send is dropped on libxmtp's thread
+(and told to the sender as the sign the node has it); every other message, a second
+installation of the same inbox's included, passes. The
 consent stream's echo of the engine's own record is told apart (cone/engine/_echoes.py)."""
 
 from __future__ import annotations
@@ -52,7 +53,13 @@ async def test_the_engines_own_send_is_not_streamed_back_and_its_siblings_sends_
         (health,) = [h for h in engine.stream_health() if h.name == "messages"]
         before = time.time_ns()
         prepared: list[str] = []
-        own = await engine.send(dm.id, ffi.encode_text("from the engine"), prepared.append)
+        node_has: list[str] = []
+        own = await engine.send(
+            dm.id,
+            ffi.encode_text("from the engine"),
+            prepared.append,
+            lambda: node_has.append("own"),
+        )
         assert prepared == [own]
 
         # The echo comes (the stream saw an event) and is not handed over.
@@ -64,10 +71,10 @@ async def test_the_engines_own_send_is_not_streamed_back_and_its_siblings_sends_
         while not streamed.empty():
             seen.append(streamed.get_nowait())
         assert own not in [m.id for m in seen]
-        # A prepared message published by `publish` (the outbox's retry) is streamed
-        # back as before: only `send` marks its message as the engine's own.
+        # A prepared message published by `publish` (the outbox's retry) is the
+        # engine's own too: its echo is dropped, and told as the sign the node has it.
         retried = await engine.prepare(dm.id, ffi.encode_text("retried"))
-        await engine.publish(dm.id, retried)
+        await engine.publish(dm.id, retried, lambda: node_has.append("retried"))
         await sibling.conversations().sync_all_conversations(None)
         sibling_id = bytes(
             await sibling.conversation(bytes.fromhex(dm.id)).send_text("from the sibling")
@@ -80,9 +87,10 @@ async def test_the_engines_own_send_is_not_streamed_back_and_its_siblings_sends_
         # One conversation: the stream hands its messages over in order, so an echo
         # of `own` (published first) would come before the others.
         async with asyncio.timeout(WAIT_S):
-            while not {retried, sibling_id, alices_id} <= {m.id for m in seen}:
+            while not {sibling_id, alices_id} <= {m.id for m in seen}:
                 seen.append(await streamed.get())
-        assert own not in [m.id for m in seen]
+        assert own not in [m.id for m in seen] and retried not in [m.id for m in seen]
+        assert node_has == ["own", "retried"]  # each echo told, on the loop
         (from_sibling,) = [m for m in seen if m.id == sibling_id]
         assert from_sibling.sender_inbox_id == engine.inbox_id
         assert from_sibling.conversation_id == dm.id

@@ -1,5 +1,6 @@
-"""docs/protocol.md matches the code: every method's parameter and result tables are
-generated from the shared schema, and the error table from cone.errors.
+"""The protocol docs match the code: every method's parameter and result tables in
+docs/methods.md are generated from the shared schema, and docs/protocol.md's error
+table from cone.errors.
 
 Regenerate the tables with `python -m tests.facades.test_protocol_doc`.
 """
@@ -16,7 +17,10 @@ from cone import errors
 from cone.facades.jsonrpc import _errors as protocol_errors
 from cone.schema import Method, methods
 
-PROTOCOL_DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+PROTOCOL_DOC = DOCS / "protocol.md"
+#: Which page holds each generated region.
+PAGES = {"errors": PROTOCOL_DOC, "methods": DOCS / "methods.md"}
 
 
 def _type(schema: dict[str, Any]) -> str:
@@ -133,9 +137,12 @@ def _region(name: str) -> tuple[str, str]:
     return f"<!-- generated: {name} -->\n", f"\n<!-- end generated: {name} -->"
 
 
-def rewrite(text: str) -> str:
-    """The doc with its generated regions replaced by what the code says now."""
+def rewrite(text: str, names: list[str] | None = None) -> str:
+    """The doc with its generated regions (`names`, or all) replaced by what the code
+    says now."""
     for name, body in generated().items():
+        if names is not None and name not in names:
+            continue
         start, end = _region(name)
         head, _, rest = text.partition(start)
         _, _, tail = rest.partition(end)
@@ -145,14 +152,16 @@ def rewrite(text: str) -> str:
 
 @pytest.mark.parametrize("name", list(generated()))
 def test_the_protocol_doc_matches_the_schema_and_error_table(name: str) -> None:
-    text = PROTOCOL_DOC.read_text()
+    page = PAGES[name]
+    text = page.read_text()
     start, end = _region(name)
-    assert start in text and end in text, f"docs/protocol.md lacks the {name} region"
-    assert rewrite(text) == text, (
-        "docs/protocol.md is out of step with the code: "
+    assert start in text and end in text, f"docs/{page.name} lacks the {name} region"
+    assert rewrite(text, [name]) == text, (
+        f"docs/{page.name} is out of step with the code: "
         "run `python -m tests.facades.test_protocol_doc` to regenerate its tables"
     )
 
 
 if __name__ == "__main__":
-    PROTOCOL_DOC.write_text(rewrite(PROTOCOL_DOC.read_text()))
+    for region, page in PAGES.items():
+        page.write_text(rewrite(page.read_text(), [region]))

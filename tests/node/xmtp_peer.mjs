@@ -17,6 +17,9 @@
 //   {"cmd":"addMembers"|"removeMembers","conversationId":ID,"inboxIds":[ID...]} -> {}
 //   {"cmd":"stream"}                               -> {} (streams every message from now on)
 //   {"cmd":"streamed"}                             -> [text...] of others, received so far
+//   {"cmd":"sendTexts","conversationIds":[ID...],"each":N} -> {seconds, cpuSeconds, latenciesMs}
+//       N texts into each conversation with `sendText`, one after another in each, all
+//       conversations at once (the send bench, bench/send.py); timed here, in the SDK
 //   {"cmd":"encrypt","attachment":{filename,mimeType,content}} -> the encrypted attachment
 //   {"cmd":"stop"}
 import { createInterface } from "node:readline";
@@ -191,6 +194,25 @@ async function run(command) {
     }
     case "streamed":
       return streamed;
+    case "sendTexts": {
+      const conversations = [];
+      for (const id of command.conversationIds) conversations.push(await conversationOf(id));
+      const latenciesMs = [];
+      const cpu = process.cpuUsage();
+      const start = performance.now();
+      await Promise.all(
+        conversations.map(async (conversation, lane) => {
+          for (let i = 0; i < command.each; i++) {
+            const t = performance.now();
+            await conversation.sendText(`sdk ${lane}.${i}`);
+            latenciesMs.push(performance.now() - t);
+          }
+        }),
+      );
+      const seconds = (performance.now() - start) / 1000;
+      const used = process.cpuUsage(cpu);
+      return { seconds, cpuSeconds: (used.user + used.system) / 1e6, latenciesMs };
+    }
     case "encrypt": {
       const a = command.attachment;
       return plain(encryptAttachment({ ...a, content: unb64(a.content) }));

@@ -410,7 +410,9 @@ class FakeEngine:
         self.prepared.append(m.id)
         return m.id
 
-    async def publish(self, conversation_id: str, message_id: str) -> None:
+    async def publish(
+        self, conversation_id: str, message_id: str, seen: Callable[[], None] = lambda: None
+    ) -> None:
         if self.crash_after_prepare:
             self.crash_after_prepare = False
             raise Crash("the process died before publishing")
@@ -418,13 +420,18 @@ class FakeEngine:
             raise self.fail_publish.pop(0)
         assert any(m.id == message_id for m in self.held[conversation_id].messages)
         self.published.append(message_id)
+        seen()  # the node has it: its echo comes before libxmtp's call returns
 
     async def send(
-        self, conversation_id: str, payload: bytes, prepared: Callable[[str], None]
+        self,
+        conversation_id: str,
+        payload: bytes,
+        prepared: Callable[[str], None],
+        seen: Callable[[], None] = lambda: None,
     ) -> str:
         message_id = await self.prepare(conversation_id, payload)
         prepared(message_id)
-        await self.publish(conversation_id, message_id)
+        await self.publish(conversation_id, message_id, seen)
         return message_id
 
     # --- streams and lifecycle --------------------------------------------------------

@@ -64,6 +64,12 @@ class Event:
     def json(self) -> Any:
         return json.loads(self.data)
 
+    @property
+    def is_message(self) -> bool:
+        """Whether a browser would dispatch this as a `message` event: SSE dispatches
+        only a block with data, so a heartbeat comment or a `retry` line is none."""
+        return self.event == "message" and bool(self.data)
+
 
 @asynccontextmanager
 async def event_stream(
@@ -116,5 +122,5 @@ async def next_message(queue: asyncio.Queue[Event], timeout: float = 60.0) -> Ev
     async with asyncio.timeout(timeout):
         while True:
             event = await queue.get()
-            if event.event == "message" and not event.comment and event.data:
+            if event.is_message:
                 return event

@@ -441,7 +441,7 @@ class OutboxEntry(_message.Message):
     def __init__(self, key: _Optional[str] = ..., conversation_id: _Optional[str] = ..., state: _Optional[str] = ..., attempts: _Optional[int] = ..., last_error: _Optional[str] = ..., next_attempt_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("identity", "streams", "last_sync_at", "last_sync_error", "inbox_messages", "consumers", "requests", "outbox", "installations", "identity_updates", "warnings", "ingest_healed", "network_state", "requests_dropped")
+    __slots__ = ("identity", "streams", "last_sync_at", "last_sync_error", "inbox_messages", "consumers", "requests", "outbox", "installations", "identity_updates", "warnings", "ingest_healed", "network_state", "requests_dropped", "jetstream")
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     STREAMS_FIELD_NUMBER: _ClassVar[int]
     LAST_SYNC_AT_FIELD_NUMBER: _ClassVar[int]
@@ -456,6 +456,7 @@ class StatusResponse(_message.Message):
     INGEST_HEALED_FIELD_NUMBER: _ClassVar[int]
     NETWORK_STATE_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    JETSTREAM_FIELD_NUMBER: _ClassVar[int]
     identity: IdentityResponse
     streams: _containers.RepeatedCompositeFieldContainer[StreamHealth]
     last_sync_at: _timestamp_pb2.Timestamp
@@ -470,7 +471,20 @@ class StatusResponse(_message.Message):
     ingest_healed: int
     network_state: NetworkState
     requests_dropped: int
-    def __init__(self, identity: _Optional[_Union[IdentityResponse, _Mapping]] = ..., streams: _Optional[_Iterable[_Union[StreamHealth, _Mapping]]] = ..., last_sync_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_sync_error: _Optional[str] = ..., inbox_messages: _Optional[int] = ..., consumers: _Optional[_Iterable[_Union[ConsumerStatus, _Mapping]]] = ..., requests: _Optional[int] = ..., outbox: _Optional[_Iterable[_Union[OutboxEntry, _Mapping]]] = ..., installations: _Optional[int] = ..., identity_updates: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., ingest_healed: _Optional[int] = ..., network_state: _Optional[_Union[NetworkState, str]] = ..., requests_dropped: _Optional[int] = ...) -> None: ...
+    jetstream: JetStreamStatus
+    def __init__(self, identity: _Optional[_Union[IdentityResponse, _Mapping]] = ..., streams: _Optional[_Iterable[_Union[StreamHealth, _Mapping]]] = ..., last_sync_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_sync_error: _Optional[str] = ..., inbox_messages: _Optional[int] = ..., consumers: _Optional[_Iterable[_Union[ConsumerStatus, _Mapping]]] = ..., requests: _Optional[int] = ..., outbox: _Optional[_Iterable[_Union[OutboxEntry, _Mapping]]] = ..., installations: _Optional[int] = ..., identity_updates: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., ingest_healed: _Optional[int] = ..., network_state: _Optional[_Union[NetworkState, str]] = ..., requests_dropped: _Optional[int] = ..., jetstream: _Optional[_Union[JetStreamStatus, _Mapping]] = ...) -> None: ...
+
+class JetStreamStatus(_message.Message):
+    __slots__ = ("servers", "reachable", "consumer", "error")
+    SERVERS_FIELD_NUMBER: _ClassVar[int]
+    REACHABLE_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    servers: str
+    reachable: bool
+    consumer: str
+    error: str
+    def __init__(self, servers: _Optional[str] = ..., reachable: _Optional[bool] = ..., consumer: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class BackupRequest(_message.Message):
     __slots__ = ("passphrase",)

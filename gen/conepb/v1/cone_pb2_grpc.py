@@ -313,10 +313,12 @@ class ConeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Conversations(self, request, context):
-        """Conversations lists the conversations cone records, newest first (by when cone
-        first saw them), filtered by consent and type, a page at a time: pass the
-        returned `cursor` to get the next page. INVALID_ARGUMENT for a malformed cursor
-        or an out-of-range limit.
+        """Conversations lists the conversations cone records by last activity, most recent
+        first (its newest message taken in or sent, or when cone first saw it, whichever
+        is later), filtered by consent and type, a page at a time: pass the returned
+        `cursor` to get the next page (a conversation active since an earlier page moves
+        above the cursor and is not repeated). INVALID_ARGUMENT for a malformed cursor or
+        an out-of-range limit.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -199,7 +199,7 @@ async def test_a_publication_in_flight_is_abandoned_once_the_node_forgets_the_id
     box = Outbox(store, engine, network)
     started, cancelled = asyncio.Event(), asyncio.Event()
 
-    async def hangs(conversation_id: str, message_id: str) -> None:
+    async def hangs(conversation_id: str, message_id: str, seen: object = None) -> None:
         started.set()
         try:
             await asyncio.Event().wait()  # libxmtp's publication to a node that forgot

@@ -36,7 +36,7 @@ from support.waiting import until
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.browser, needs_chromium]
 
-# The inline attachment limit (docs/protocol.md, "Content both ways").
+# The inline attachment limit (docs/messages.md, "Content both ways").
 FILE_MAX_BYTES = 1_000_000
 # Messages per history page in these tests (`?page=N`), so that paging shows with few.
 PAGE = 5

@@ -1,7 +1,7 @@
 // A polyglot client: Node.js with @grpc/grpc-js loads cone's service and calls cone.sock.
 // Usage: node node_client.js SOCKET PROTOSET -> prints "<inboxId> <messages received>"
-// PROTOSET is a FileDescriptorSet of cone.proto and its imports (buf.validate's rules
-// included), as gRPC reflection on cone.sock serves them.
+// PROTOSET is the repository's proto/cone.protoset: cone.proto and every file it imports
+// (buf.validate's rules included), as docs/protocol.md tells a Node.js user to load it.
 const fs = require("fs");
 const grpc = require("@grpc/grpc-js");
 const loader = require("@grpc/proto-loader");
