@@ -314,6 +314,31 @@ async def test_an_operator_signs_in_reads_names_and_times_and_looks_at_requests_
     labels = await in_browser(lambda: texts(browser, "button"))
     assert all(any(ch.isalpha() for ch in label) for label in labels), labels
 
+    # A long name fits the side bar at 800 px: cut with an ellipsis, its time and the
+    # group tag still inside the row.
+    long_name = "the operations room of the night shift, with a name far too long " * 2
+    group_row = f'#conversations li[data-id="{gid}"]'
+    await click(browser, group_row)
+    await wait_js(browser, "return !document.getElementById('group-panel').hidden")
+    await type_into(browser, "#group-rename", long_name[:100])
+    await click(browser, "#group-rename-button")
+    await wait_js(
+        browser,
+        f"return document.querySelector('{group_row} .title')?.textContent.startsWith('the operations')",
+    )
+    await in_browser(lambda: browser.set_window_size(800, 860))
+    fits = await in_browser(
+        lambda: js(
+            browser,
+            f"const li = document.querySelector('{group_row}').getBoundingClientRect();"
+            f" const inside = s => {{ const r = document.querySelector('{group_row} ' + s)"
+            ".getBoundingClientRect(); return r.width > 0 && r.left >= li.left && r.right <= li.right; };"
+            f" const title = document.querySelector('{group_row} .title');"
+            " return inside('.tag') && inside('.when') && title.scrollWidth > title.clientWidth",
+        )
+    )
+    assert fits
+
 
 async def test_times_read_as_people_read_them(daemon: HttpDaemon, browser: Any) -> None:
     await in_browser(lambda: browser.get(daemon.url))
