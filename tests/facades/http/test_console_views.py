@@ -339,6 +339,16 @@ async def test_an_operator_signs_in_reads_names_and_times_and_looks_at_requests_
     )
     assert fits
 
+    # Blocked from its preview: the request leaves the list, the view closes, and its
+    # messages were never delivered.
+    await click(browser, request)
+    await wait_js(browser, "return !!document.querySelector('#request-panel button.block')")
+    await click(browser, "#request-panel button.block")
+    await wait_js(browser, f"return !document.querySelector('{request}')")
+    await wait_js(browser, "return document.getElementById('request-panel').hidden")
+    delivered = (await _rpc(daemon, "receive", consumer="probe", limit=100))["messages"]
+    assert not [m for m in delivered if m["conversationId"] == bob_cid]
+
 
 async def test_times_read_as_people_read_them(daemon: HttpDaemon, browser: Any) -> None:
     await in_browser(lambda: browser.get(daemon.url))

@@ -52,6 +52,16 @@ async function openConversation(conversationId, name) {
   await lists.refresh();
 }
 
+// Nothing open (a request just blocked).
+function closeChat() {
+  clear(null);
+  lists.markOpen(null);
+  $("chat-title").textContent = "Pick a conversation";
+  $("chat-sub").textContent = "";
+  showChat("none");
+  groups.showGroup(null, state.me);
+}
+
 async function openRequest(request) {
   clear(null);
   lists.markOpen(request.conversationId);
@@ -64,10 +74,7 @@ async function openRequest(request) {
     },
     blocked: async () => {
       await lists.refresh();
-      $("chat-title").textContent = "Pick a conversation";
-      $("chat-sub").textContent = "";
-      showChat("none");
-      $("request-panel").hidden = true;
+      closeChat();
     },
   });
 }
@@ -124,7 +131,7 @@ function wire() {
   composer.setup();
   groups.setupCreate(openConversation);
   groups.setupPanel(state.me, () => lists.refresh());
-  lists.setup({ open: openConversation, openRequest });
+  lists.setup({ open: openConversation, openRequest, close: closeChat });
   $("older").addEventListener("click", async () => {
     $("older").disabled = true;
     try {

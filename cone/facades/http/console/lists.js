@@ -12,7 +12,7 @@ let requests = [];
 let count = null; // how many requests the list shows
 const previews = new Map(); // conversation id -> { at, text, sender } of its newest message
 let openId = null;
-let actions = { open: async () => {}, openRequest: async () => {} };
+let actions = { open: async () => {}, openRequest: async () => {}, close: () => {} };
 
 export function setup(handlers) {
   actions = handlers;
@@ -160,6 +160,7 @@ function drawRequests() {
         }
         await refresh();
         if (method === "accept") await actions.open(r.conversationId);
+        else if (openId === r.conversationId) actions.close();
       });
       buttons.appendChild(b);
     }
