@@ -19,15 +19,17 @@ Levels (`-v` counts):
 | logger                     | default                        | `-v`     | `-vv`   |
 | -------------------------- | ------------------------------ | -------- | ------- |
 | `cone.*`                   | INFO (ERROR for one-shot commands) | DEBUG | DEBUG |
-| `libxmtp.*` (`RUST_LOG`)   | ERROR                          | ERROR    | DEBUG   |
+| `libxmtp.*` (`RUST_LOG`)   | none                           | its errors, at DEBUG | all, at DEBUG |
 | `grpc`, `sqlcipher`        | WARNING                        | WARNING  | DEBUG   |
 
-libxmtp's known-benign errors on ordinary traffic (an MLS message it has already
-decrypted, `SecretReuseError`; a welcome already processed; `PoolNeedsConnection`
-while it shuts down), its repeated reports of an unreachable node (cone reports the
-network's state itself) and the SQLCipher and grpc notices are demoted to DEBUG: they
-show with `-vv` only. Lines that arrive in the same burst after a record and match no
-record's shape are that record's continuation; libxmtp's "Api Stats" call counts are
+No libxmtp record reaches the default log: each is logged at DEBUG with its own level
+in its text (`DEBUG libxmtp.xmtp_mls.groups: ERROR: …`), since cone reports what an
+operator acts on itself. libxmtp's known-benign errors on ordinary traffic (an MLS
+message it has already decrypted, `SecretReuseError`; a welcome already processed;
+`PoolNeedsConnection` from its workers on a released database), its repeated reports
+of an unreachable node (cone reports the network's state itself) and the SQLCipher and
+grpc notices show with `-vv` only. Lines that arrive in the same burst after a
+record and match no record's shape are that record's continuation; libxmtp's "Api Stats" call counts are
 cut off. An explicit `RUST_LOG` is respected.
 
 Output: text lines `TIME LEVEL LOGGER: MESSAGE` (colour only when the stream is a
@@ -216,11 +218,31 @@ def parse(line: str) -> NativeLine:
     return NativeLine("stderr", logging.WARNING, line)
 
 
+#: Whether the known-benign native lines are logged (at DEBUG): with -vv only.
+_NOISE = False
+#: Whether libxmtp's own records are logged at DEBUG whatever their level (a cone
+#: process: `setup`), or at their level (a host with libxmtp peers: `route_native`).
+_LIBXMTP_AT_DEBUG = False
+
+
 def emit(native: NativeLine) -> None:
-    """Log a native line through Python logging (benign ones at DEBUG), without the
-    call counts ("Api Stats") libxmtp 1.10 appends to every API error."""
-    level = logging.DEBUG if native.benign() else native.level
-    logging.getLogger(native.logger).log(level, "%s", plain(native.message))
+    """Log a native line through Python logging, without the call counts ("Api
+    Stats") libxmtp 1.10 appends to every API error. Benign lines only with -vv;
+    in a cone process every libxmtp record goes at DEBUG (-v), its own level kept in
+    the text: cone reports what an operator acts on itself (a failing send, the
+    network's state), and a libxmtp ERROR is often no failure of cone's (after the D14N
+    cutover a successful send logged `Failed to publish commit log entries`)."""
+    message = plain(native.message)
+    if native.benign():
+        if not _NOISE:
+            return
+        level = logging.DEBUG
+    elif _LIBXMTP_AT_DEBUG and native.logger.startswith("libxmtp"):
+        level = logging.DEBUG
+        message = f"{logging.getLevelName(native.level)}: {message}"
+    else:
+        level = native.level
+    logging.getLogger(native.logger).log(level, "%s", message)
 
 
 class _Capture:
@@ -384,10 +406,12 @@ def setup(verbosity: int = 0, *, quiet: bool = False, native: bool = True) -> No
     commands, whose output is their result and says what they need: a send queued, an
     answer `stale`). `native`: capture libxmtp, SQLCipher and grpc.
     """
-    global _CONFIGURED
+    global _CONFIGURED, _LIBXMTP_AT_DEBUG, _NOISE
     if _CONFIGURED:
         return
     _CONFIGURED = True
+    _LIBXMTP_AT_DEBUG = True
+    _NOISE = verbosity >= 2
     if "RUST_LOG" not in os.environ:
         os.environ["RUST_LOG"] = "debug" if verbosity >= 2 else "error"
     if native:
@@ -407,9 +431,9 @@ def setup(verbosity: int = 0, *, quiet: bool = False, native: bool = True) -> No
     root.setLevel(logging.INFO if verbosity >= 2 else logging.WARNING)
     cone_level = logging.DEBUG if verbosity else (logging.ERROR if quiet else logging.INFO)
     logging.getLogger("cone").setLevel(cone_level)
-    native_level = logging.DEBUG if verbosity >= 2 else logging.WARNING
-    for name in ("libxmtp", "grpc", "sqlcipher"):
-        logging.getLogger(name).setLevel(native_level)
+    logging.getLogger("libxmtp").setLevel(logging.DEBUG if verbosity else logging.WARNING)
+    for name in ("grpc", "sqlcipher"):
+        logging.getLogger(name).setLevel(logging.DEBUG if verbosity >= 2 else logging.WARNING)
 
 
 def remember(args: Any) -> None:

@@ -93,6 +93,10 @@ _OPERATIONS: Final = {rpc.name: _operation(rpc) for rpc in SERVICE.methods}
 NOT_EXPOSED: Final[dict[str, str]] = {
     name: op.not_exposed for name, op in _OPERATIONS.items() if op.not_exposed
 }
+# RPCs JSON-RPC offers but MCP does not offer as tools, with the reason.
+NOT_TOOLS: Final[dict[str, str]] = {
+    name: op.not_a_tool for name, op in _OPERATIONS.items() if op.not_a_tool
+}
 # Operations for operators rather than agents (documented as such).
 OPERATOR_RPCS: Final = frozenset(name for name, op in _OPERATIONS.items() if op.operator)
 # Operations that only read: safe to cancel, to repeat, and cancelled when input closes.
@@ -518,13 +522,14 @@ def drift() -> list[str]:
 
 @cache
 def tools() -> dict[str, Method]:
-    """Every operation by MCP tool name, in the service's order."""
-    return {m.tool: m for m in methods().values()}
+    """Every operation offered as an MCP tool, by tool name, in the service's order."""
+    return {m.tool: m for m in methods().values() if m.rpc not in NOT_TOOLS}
 
 
 __all__ = [
     "LONG_POLL_RPCS",
     "NOT_EXPOSED",
+    "NOT_TOOLS",
     "OPERATOR_RPCS",
     "READ_ONLY_RPCS",
     "SERVICE",

@@ -128,6 +128,8 @@ async def test_logs_have_one_format_no_ansi_in_pipes_and_v_shows_ids_never_conte
         assert "\x1b[" not in text
         for mark in BENIGN_NOISE:
             assert mark not in text, text
+        # No libxmtp record at the default level (cone's own lines may name libxmtp).
+        assert not re.search(r" libxmtp(\.\S+)?: ", text), text
         for line in text.splitlines():
             assert line.startswith("cone daemon: ") or LINE.match(line), line
         assert secret not in text
@@ -176,3 +178,46 @@ def test_a_host_keeps_cone_log_lines_it_prints_as_they_are() -> None:
     assert _RUST_RECORD.match("2026-12-03T15:23:53.997Z ERROR xmtp_mls::groups: it broke")
     assert _RUST_RECORD.match("2026-12-03T07:36:49.565Z INFO sync{a=1}:publish: xmtp_mls::g: b")
     assert not _RUST_RECORD.match("2026-12-03T15:23:53.997Z ERROR cone.engine.engine: x::y")
+
+
+def _native_lines(verbosity: int) -> str:
+    """What a cone process logs at `verbosity` for libxmtp's lines: a send's spurious
+    error after the D14N cutover, its worker on a released database, and a panic."""
+    return "\n".join(
+        [
+            "import os, sys",
+            "from cone import _logs",
+            f"_logs.setup({verbosity})",
+            "os.write(1, b'2026-12-03T15:17:26.9Z ERROR xmtp_mls::groups::commit_log: "
+            "Failed to publish commit log entries: publishing to XMTP V3 is no longer "
+            "available\\n')",
+            "os.write(2, b'2026-12-03T15:17:27.0Z ERROR xmtp_mls::worker::disappearing: "
+            "Failed to delete expired messages, error: Platform(PoolNeedsConnection)\\n')",
+            "_logs._CAPTURE.drain()",  # a pause: what follows is no continuation
+            "os.write(2, b\"thread 'tokio' panicked at src/lib.rs:1:1\\n\")",
+            "_logs._CAPTURE.drain()",
+        ]
+    )
+
+
+async def _stderr_of(script: str) -> str:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stderr=asyncio.subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if k != "RUST_LOG"},
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    return err.decode()
+
+
+async def test_no_libxmtp_record_reaches_the_default_log() -> None:
+    default = await _stderr_of(_native_lines(0))
+    assert "libxmtp" not in default and "Failed to" not in default, default
+    assert "panicked" in default  # not a libxmtp record: a panic is always shown
+    # -v: libxmtp's errors at DEBUG, their own level in the text; no benign noise.
+    verbose = await _stderr_of(_native_lines(1))
+    assert re.search(
+        r"DEBUG libxmtp\.xmtp_mls\.groups\.commit_log: ERROR: Failed to publish commit", verbose
+    ), verbose
+    assert "PoolNeedsConnection" not in verbose
+    # -vv: the benign lines too.
+    assert "PoolNeedsConnection" in await _stderr_of(_native_lines(2))

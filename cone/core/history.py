@@ -23,6 +23,7 @@ from cone.store import (
     ContactRecord,
     Kind,
     OwnMessage,
+    Request,
     Store,
     StoredMessage,
     conversations,
@@ -201,6 +202,12 @@ class History:
                 m = message_of(r)
             out.append(m)
         return out, more
+
+    async def request_preview(self, conversation_id: str) -> tuple[Request, Message | None]:
+        """A request and its first message as Receive would hand it out, delivered to
+        no one (see store.history.request_preview)."""
+        request, first = await self._store.read(history.request_preview, conversation_id)
+        return request, message_of(first) if first is not None else None
 
     async def contacts(self) -> list[ContactRecord]:
         """The saved contacts."""

@@ -440,6 +440,16 @@ class Core:
             out.append((r, addresses[0] if addresses else None))
         return out
 
+    async def request_preview(
+        self, conversation_id: str
+    ) -> tuple[Request, str | None, Message | None]:
+        """A request, its peer's address where known, and its first message: for an
+        operator deciding on it; nothing is delivered (cone/core/history.py)."""
+        request, first = await self.history.request_preview(conversation_id)
+        peer = request.peer_inbox_id
+        addresses = await self.engine.addresses_of(peer) if peer else []
+        return request, addresses[0] if addresses else None, first
+
     async def _known(self, conversation_id: str) -> ConversationInfo:
         info = await self.engine.conversation(conversation_id)
         if info is None:

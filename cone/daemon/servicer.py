@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from cone.core.model import Request
 from cone.core.service import Core
 from cone.daemon.convert import (
     CONSENT_OF,
@@ -23,6 +24,7 @@ from cone.daemon.convert import (
     contact_to_pb,
     conversation_to_pb,
     members_to_pb,
+    message_to_pb,
     outgoing,
     sent_fields,
     timestamp,
@@ -39,6 +41,17 @@ Resp = TypeVar("Resp")
 Handler = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
 
 BACKUP_CHUNK_BYTES = 1024 * 1024
+
+
+def _request_to_pb(r: Request, address: str | None) -> pb.ConversationRequest:
+    return pb.ConversationRequest(
+        conversation_id=r.conversation_id,
+        conversation_type=KIND[r.kind],
+        peer_inbox_id=r.peer_inbox_id,
+        peer_address=address,
+        first_seen_at=timestamp(r.first_seen_ns),
+        pending_messages=r.pending_messages,
+    )
 
 
 def _boundary(fn: Handler[Req, Resp]) -> Handler[Req, Resp]:
@@ -143,19 +156,18 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Requests(
         self, request: pb.RequestsRequest, context: grpc.aio.ServicerContext
     ) -> pb.RequestsResponse:
-        out = []
-        for r, address in await self.core.requests():
-            out.append(
-                pb.ConversationRequest(
-                    conversation_id=r.conversation_id,
-                    conversation_type=KIND[r.kind],
-                    peer_inbox_id=r.peer_inbox_id,
-                    peer_address=address,
-                    first_seen_at=timestamp(r.first_seen_ns),
-                    pending_messages=r.pending_messages,
-                )
-            )
+        out = [_request_to_pb(r, address) for r, address in await self.core.requests()]
         return pb.RequestsResponse(requests=out, stale=self.core.stale() or None)
+
+    @_boundary
+    async def RequestPreview(
+        self, request: pb.RequestPreviewRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RequestPreviewResponse:
+        held, address, first = await self.core.request_preview(request.conversation_id)
+        response = pb.RequestPreviewResponse(request=_request_to_pb(held, address))
+        if first is not None:
+            response.first_message.CopyFrom(message_to_pb(first))
+        return response
 
     @_boundary
     async def Accept(

@@ -27,6 +27,7 @@ from cone.store.records import (
     Kind,
     OwnMessage,
     Removed,
+    Request,
     StoredMessage,
 )
 
@@ -143,6 +144,28 @@ def messages(
         OwnMessage(row[1], conv.id, conv.kind, row[0], bytes(row[2])) if own else next(stored)
         for _, own, row in page
     ], more
+
+
+def request_preview(conn: Connection, conversation_id: str) -> tuple[Request, StoredMessage | None]:
+    """A request and its first message (the earliest sent), for an operator to look at
+    before accepting it: read as history is, so no receipt moves and no consumer gets
+    it. FailedPrecondition (`not_a_request`) for an accepted or blocked conversation."""
+    conv = require(conn, conversation_id)
+    if conv.consent is not Consent.REQUESTED:
+        state = "accepted" if conv.consent is Consent.ACCEPTED else "blocked"
+        raise FailedPrecondition(
+            f"conversation {conversation_id} is {state}, not a request",
+            reason="not_a_request",
+            field="conversationId",
+        )
+    (waiting,) = conn.execute(
+        "SELECT count(*) FROM messages WHERE conversation_id = ?", (conversation_id,)
+    ).fetchone()
+    request = Request(conv.id, conv.kind, conv.peer_inbox_id, conv.first_seen_ns, int(waiting))
+    first = conn.execute(
+        _bounded(_INBOX, "m.sent_at_ns", "m.id", [], "ASC", 1), {"cid": conversation_id}
+    ).fetchall()
+    return request, next(iter(inbox.records(conn, first)), None)
 
 
 def _cursor(activity_ns: int, conversation_id: str) -> str:

@@ -11,7 +11,15 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from cone.errors import InvalidArgument
 from cone.rules import check
-from cone.schema import NOT_EXPOSED, SERVICE, drift, message_to_json, methods, tools
+from cone.schema import (
+    NOT_EXPOSED,
+    NOT_TOOLS,
+    SERVICE,
+    drift,
+    message_to_json,
+    methods,
+    tools,
+)
 from conepb.v1 import cone_pb2 as pb
 
 
@@ -20,7 +28,9 @@ def test_every_rpc_has_a_method_and_a_tool_or_a_reason_not_to() -> None:
     assert set(NOT_EXPOSED) <= {m.name for m in SERVICE.methods}
     assert [m.rpc for m in methods().values()] == rpcs
     assert list(methods()) == [r[0].lower() + r[1:] for r in rpcs]
-    assert list(tools()) == ["cone_" + r.lower() for r in rpcs]
+    assert list(tools()) == ["cone_" + r.lower() for r in rpcs if r not in NOT_TOOLS]
+    # A request's content is for the operator deciding on it, never a model's tool.
+    assert set(NOT_TOOLS) == {"RequestPreview"}
 
 
 def test_the_schema_is_in_step_with_the_proto() -> None:
@@ -34,7 +44,11 @@ def test_the_contract_methods_are_all_there() -> None:
         "leaveGroup updateGroup members revokeInstallations"
     ).split()  # issue 15
     assert set(contract) <= set(methods())
-    assert [m.name for m in methods().values() if m.operator] == ["status", "revokeInstallations"]
+    assert [m.name for m in methods().values() if m.operator] == [
+        "status",
+        "revokeInstallations",
+        "requestPreview",
+    ]
 
 
 @pytest.mark.parametrize("name", list(methods()))

@@ -205,7 +205,9 @@ class Connections:
 
     def _expire(self, conn: _Connection) -> None:
         conn.timer = None
-        log.info("HTTP: closed a connection that sent no complete request in time")
+        # Mostly a browser's or curl's idle keep-alive (or a speculative preconnect):
+        # nothing to act on, so debug only; the bound on connections is what protects.
+        log.debug("HTTP: closed a connection that sent no complete request in time")
         self.forget(conn)
         conn.abort()
 

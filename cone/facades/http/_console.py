@@ -1,4 +1,4 @@
-"""The web console's static files: one HTML page, its ES modules and its style sheet.
+"""The web console's static files: one HTML page, its ES modules, style sheet and icon.
 
 They hold no secret and no peer content: the page reads the token from the login URL's
 fragment (never sent to the server) and makes every call itself, to `/api/v1/rpc` and
@@ -43,7 +43,11 @@ FILES: Final = {
     "history.js": "text/javascript; charset=utf-8",
     "composer.js": "text/javascript; charset=utf-8",
     "groups.js": "text/javascript; charset=utf-8",
+    "people.js": "text/javascript; charset=utf-8",
+    "lists.js": "text/javascript; charset=utf-8",
+    "request.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
+    "icon.svg": "image/svg+xml",
 }
 
 
@@ -54,6 +58,12 @@ def _read(name: str) -> bytes:
 async def index(request: web.Request) -> web.Response:
     """`/`: the console's page."""
     return _file("index.html")
+
+
+async def favicon(request: web.Request) -> web.Response:
+    """`/favicon.ico`: what a browser asks for by itself, with no token; the console's
+    icon (an SVG, which browsers take under this name too) rather than a 401."""
+    return _file("icon.svg")
 
 
 async def asset(request: web.Request) -> web.Response:
@@ -71,6 +81,7 @@ def _file(name: str) -> web.Response:
 def add_to(app: web.Application) -> None:
     """Register the console's routes on `app`."""
     app.router.add_get("/", index)
+    app.router.add_get("/favicon.ico", favicon)
     app.router.add_get("/console/{name}", asset)
 
 

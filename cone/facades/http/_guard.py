@@ -33,7 +33,7 @@ HANDSHAKE_TIMEOUT_S: Final = 5.0
 BODY_TIMEOUT_S: Final = 30.0
 # The JSON-RPC line limit of stdio, so a request that fits there fits here.
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
-OPEN_PATHS: Final = frozenset({"/api/v1/health", "/"})
+OPEN_PATHS: Final = frozenset({"/api/v1/health", "/", "/favicon.ico"})
 # The web console's static files: no secret in them, and a browser cannot send a bearer
 # token when it navigates; the console's own calls carry the token (docs/web.md).
 OPEN_PREFIXES: Final = ("/console/",)

@@ -757,3 +757,17 @@ class RevokeInstallationsResponse(_message.Message):
     revoked_installation_ids: _containers.RepeatedScalarFieldContainer[str]
     installations: int
     def __init__(self, revoked_installation_ids: _Optional[_Iterable[str]] = ..., installations: _Optional[int] = ...) -> None: ...
+
+class RequestPreviewRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class RequestPreviewResponse(_message.Message):
+    __slots__ = ("request", "first_message")
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    FIRST_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    request: ConversationRequest
+    first_message: Message
+    def __init__(self, request: _Optional[_Union[ConversationRequest, _Mapping]] = ..., first_message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...

@@ -161,6 +161,11 @@ class ConeServiceStub:
                 request_serializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsRequest.SerializeToString,
                 response_deserializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsResponse.FromString,
                 _registered_method=True)
+        self.RequestPreview = channel.unary_unary(
+                '/cone.v1.ConeService/RequestPreview',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.RequestPreviewRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.RequestPreviewResponse.FromString,
+                _registered_method=True)
 
 
 class ConeServiceServicer:
@@ -417,6 +422,18 @@ class ConeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RequestPreview(self, request, context):
+        """RequestPreview shows an operator what a request is before accepting it: the
+        request (who it is from) and its first message, to be shown inert. Nothing is
+        delivered: no consumer receives the message, no receipt moves, the conversation
+        stays a request. NOT_FOUND (reason `unknown_conversation`) for an unknown
+        conversation; FAILED_PRECONDITION (reason `not_a_request`) for an accepted or a
+        blocked one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -544,6 +561,11 @@ def add_ConeServiceServicer_to_server(servicer, server):
                     servicer.RevokeInstallations,
                     request_deserializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsRequest.FromString,
                     response_serializer=conepb_dot_v1_dot_cone__pb2.RevokeInstallationsResponse.SerializeToString,
+            ),
+            'RequestPreview': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestPreview,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.RequestPreviewRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.RequestPreviewResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1223,6 +1245,33 @@ class ConeService:
             '/cone.v1.ConeService/RevokeInstallations',
             conepb_dot_v1_dot_cone__pb2.RevokeInstallationsRequest.SerializeToString,
             conepb_dot_v1_dot_cone__pb2.RevokeInstallationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestPreview(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/RequestPreview',
+            conepb_dot_v1_dot_cone__pb2.RequestPreviewRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.RequestPreviewResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63onepb/v1/options.proto\x12\x07\x63one.v1\x1a google/protobuf/descriptor.proto\"i\n\tOperation\x12\x0f\n\x07summary\x18\x01 \x01(\t\x12\x11\n\tread_only\x18\x02 \x01(\x08\x12\x11\n\tlong_poll\x18\x03 \x01(\x08\x12\x10\n\x08operator\x18\x04 \x01(\x08\x12\x13\n\x0bnot_exposed\x18\x05 \x01(\t:G\n\toperation\x12\x1e.google.protobuf.MethodOptions\x18\xb4\x87\x03 \x01(\x0b\x32\x12.cone.v1.Operation:/\n\x06\x65xpect\x12\x1d.google.protobuf.FieldOptions\x18\xb5\x87\x03 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63onepb/v1/options.proto\x12\x07\x63one.v1\x1a google/protobuf/descriptor.proto\"}\n\tOperation\x12\x0f\n\x07summary\x18\x01 \x01(\t\x12\x11\n\tread_only\x18\x02 \x01(\x08\x12\x11\n\tlong_poll\x18\x03 \x01(\x08\x12\x10\n\x08operator\x18\x04 \x01(\x08\x12\x13\n\x0bnot_exposed\x18\x05 \x01(\t\x12\x12\n\nnot_a_tool\x18\x06 \x01(\t:G\n\toperation\x12\x1e.google.protobuf.MethodOptions\x18\xb4\x87\x03 \x01(\x0b\x32\x12.cone.v1.Operation:/\n\x06\x65xpect\x12\x1d.google.protobuf.FieldOptions\x18\xb5\x87\x03 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'conepb.v1.options_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_OPERATION']._serialized_start=70
-  _globals['_OPERATION']._serialized_end=175
+  _globals['_OPERATION']._serialized_end=195
 # @@protoc_insertion_point(module_scope)

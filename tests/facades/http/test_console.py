@@ -85,11 +85,13 @@ async def test_console_logs_in_accepts_a_request_follows_live_and_replies(
 
     dm = await _dm_to(alice, daemon)
     await alice.send(dm, "hello from alice")
-    # The request appears (the event stream says the inbox moved; nothing polls), showing the peer's address.
+    # The request appears (the event stream says the inbox moved; nothing polls),
+    # showing the peer's short address (0x1234…abcd).
+    short = f"{alice.address[:6]}…{alice.address[-4:]}".lower()
     await wait_js(
         browser,
-        f"return [...document.querySelectorAll('#requests li.request')]"
-        f".some(li => li.textContent.toLowerCase().includes({alice.address.lower()!r}))",
+        f"return [...document.querySelectorAll('#requests li.request .title')]"
+        f".some(t => t.textContent.toLowerCase() === {short!r})",
     )
     shoot(browser, shots, "request.png")
     await in_browser(

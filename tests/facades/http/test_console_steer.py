@@ -171,7 +171,7 @@ async def test_console_sends_markdown_reactions_and_files_once_pages_back_and_st
         await in_browser(
             lambda: js(browser, f"return document.querySelector('{marks}').textContent")
         )
-        == "👍 1"
+        == "👍 you"
     )
     await click(browser, react)
     await wait_js(browser, f"return !document.querySelector('{react}').classList.contains('on')")

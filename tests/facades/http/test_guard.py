@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import io
+import logging
 import os
 import ssl
 import stat
@@ -283,3 +284,23 @@ async def test_the_daemon_refuses_plain_http_on_the_network_before_touching_stat
     assert code == 2
     assert b"--http-insecure" in err
     assert not home.exists()
+
+
+async def test_an_idle_keep_alive_connection_closes_without_a_default_log_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A browser's or curl's keep-alive connection that goes quiet after its answer is
+    closed by the header deadline: ordinary, so logged at debug only."""
+    monkeypatch.setattr(_guard, "HEADER_TIMEOUT_S", 0.3)
+    caplog.set_level(logging.DEBUG, logger="cone.facades.http")
+    async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as s:
+        reader, writer = await asyncio.open_connection("127.0.0.1", s.port)
+        writer.write(f"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n\r\n".encode())
+        await writer.drain()
+        async with asyncio.timeout(10):
+            answer = await reader.read()  # the answer, then the close at the deadline
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 200 ")
+    closes = [r for r in caplog.records if "no complete request" in r.getMessage()]
+    assert [r.levelno for r in closes] == [logging.DEBUG]
+    assert not [r for r in caplog.records if r.levelno >= logging.INFO and "HTTP" in r.getMessage()]

@@ -3,13 +3,34 @@
 
 const TOKEN_KEY = "cone.token";
 
-const fragment = new URLSearchParams(location.hash.slice(1));
-if (fragment.get("token")) {
-  sessionStorage.setItem(TOKEN_KEY, fragment.get("token"));
+// A token in the address's fragment (`/#token=…`, the login URL) moves into this tab's
+// sessionStorage and leaves the address bar and the history entry. Called at load and
+// on every `hashchange`: a login URL pasted into a tab that already shows the page
+// changes only the fragment, which reloads nothing.
+export function tokenFromAddress() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const given = fragment.get("token");
+  if (!given) return false;
+  sessionStorage.setItem(TOKEN_KEY, given);
   history.replaceState(null, "", location.pathname + location.search); // the token leaves the address bar
+  return true;
 }
 
-export const token = sessionStorage.getItem(TOKEN_KEY);
+// What the sign-in field takes: the login URL (its `#token=`) or the token alone.
+export function tokenFromField(raw) {
+  const text = raw.trim();
+  const at = text.indexOf("#token=");
+  const given = at >= 0 ? new URLSearchParams(text.slice(at + 1)).get("token") : text;
+  if (!given || /\s/.test(given)) return false;
+  sessionStorage.setItem(TOKEN_KEY, given);
+  return true;
+}
+
+tokenFromAddress();
+
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
 
 export function forgetToken() {
   sessionStorage.removeItem(TOKEN_KEY);
@@ -22,7 +43,7 @@ let rpcId = 0;
 export async function rpc(method, params) {
   const response = await fetch("/api/v1/rpc", {
     method: "POST",
-    headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" },
+    headers: { "Authorization": "Bearer " + token(), "Content-Type": "application/json" },
     body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method, params: params || {} }),
     cache: "no-store",
     credentials: "omit",
@@ -32,6 +53,26 @@ export async function rpc(method, params) {
   const answer = await response.json();
   if (answer.error) throw new Error(answer.error.message);
   return answer.result;
+}
+
+// Several calls in one JSON-RPC batch (one POST): each answer's result, or an Error.
+export async function rpcBatch(calls) {
+  if (!calls.length) return [];
+  const body = calls.map(([method, params], i) => ({ jsonrpc: "2.0", id: i, method, params: params || {} }));
+  const response = await fetch("/api/v1/rpc", {
+    method: "POST",
+    headers: { "Authorization": "Bearer " + token(), "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+    cache: "no-store",
+    credentials: "omit",
+  });
+  if (response.status === 401) throw new AuthError("the token was refused");
+  if (!response.ok) throw new Error("HTTP " + response.status);
+  const answers = new Map((await response.json()).map((a) => [a.id, a]));
+  return calls.map((_, i) => {
+    const a = answers.get(i);
+    return !a ? new Error("no answer") : a.error ? new Error(a.error.message) : a.result;
+  });
 }
 
 // A send key: one per logical message (or group), kept across retries of it.
@@ -75,7 +116,7 @@ export async function follow(consumer, onEvent, onState) {
       const query = "consumer=" + consumer + "&heartbeat=5" +
         (lastEventId ? "&lastEventId=" + encodeURIComponent(lastEventId) : "");
       const response = await fetch("/api/v1/events?" + query, {
-        headers: { "Authorization": "Bearer " + token },
+        headers: { "Authorization": "Bearer " + token() },
         cache: "no-store",
         credentials: "omit",
       });

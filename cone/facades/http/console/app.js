@@ -1,100 +1,26 @@
 // cone's web console: plain DOM in a few ES modules, no build step, nothing vendored
-// (docs/web.md). This module signs in, draws the lists and the status, follows the
-// event stream and wires the others: api.js (calls), render.js (safe rendering),
-// history.js (a conversation's messages and reactions), composer.js (sends) and
-// groups.js (group create, members, name).
-import { AuthError, follow, forgetToken, rpc, token } from "./api.js";
+// (docs/web.md). This module signs in and wires the others: api.js (calls),
+// people.js (names and times), render.js (safe rendering), lists.js (the side bar),
+// history.js (a conversation's messages and reactions), request.js (a request looked
+// at before accepting), composer.js (sends) and groups.js (groups).
+import { AuthError, follow, forgetToken, rpc, token, tokenFromAddress, tokenFromField } from "./api.js";
 import * as composer from "./composer.js";
 import * as groups from "./groups.js";
 import { clear, live, loadPage, state } from "./history.js";
-import { button, el, setName, shortId } from "./render.js";
+import * as lists from "./lists.js";
+import { learn, setMe, shortAddress, titleOf } from "./people.js";
+import { setName } from "./render.js";
+import { showRequest } from "./request.js";
 
 const CONSUMER = "console";
 const $ = (id) => document.getElementById(id);
-let conversationsById = new Map();
-let requestCount = null; // how many requests the list shows
 
 function signedOut(message) {
   forgetToken();
   $("app").hidden = true;
   $("login").hidden = false;
   $("login-error").textContent = message || "";
-}
-
-// ---- lists ---------------------------------------------------------------------
-function title(c) {
-  return c.contactName || c.name || c.peerAddress || shortId(c.peerInboxId || c.conversationId);
-}
-
-async function refreshLists() {
-  const [reqs, convs] = await Promise.all([
-    rpc("requests"),
-    rpc("conversations", { consumer: CONSUMER, limit: 200 }),
-  ]);
-  const requests = $("requests");
-  requests.replaceChildren();
-  for (const r of reqs.requests) {
-    const li = setName(el("li", "request"), r.peerAddress || shortId(r.peerInboxId));
-    li.dataset.id = r.conversationId;
-    li.appendChild(el("span", "badge", String(r.pendingMessages)));
-    li.appendChild(document.createElement("br"));
-    for (const [label, method] of [["Accept", "accept"], ["Block", "block"]]) {
-      const b = button(method, label, async () => {
-        b.disabled = true;
-        await rpc(method, { conversationId: r.conversationId });
-        await refreshLists();
-        if (method === "accept") await openConversation(r.conversationId);
-      });
-      li.appendChild(b);
-    }
-    requests.appendChild(li);
-  }
-  if (!reqs.requests.length) requests.appendChild(el("li", "muted", "none"));
-  requestCount = reqs.requests.length;
-  conversationsById = new Map(convs.conversations.map((c) => [c.conversationId, c]));
-  const list = $("conversations");
-  list.replaceChildren();
-  for (const c of convs.conversations.filter((c) => c.consent !== "requested")) {
-    const li = setName(el("li", "conversation" + (c.conversationId === state.open ? " open" : "")), title(c));
-    li.dataset.id = c.conversationId;
-    if (c.conversationType === "group") li.appendChild(el("span", "consent", "group"));
-    li.appendChild(el("span", "consent", c.consent));
-    if (c.pendingMessages) li.appendChild(el("span", "badge unread", String(c.pendingMessages)));
-    if (c.consent === "blocked") {
-      li.appendChild(button("unblock", "Unblock", async (event) => {
-        event.stopPropagation();
-        await rpc("unblock", { conversationId: c.conversationId });
-        await refreshLists();
-      }));
-    } else {
-      li.addEventListener("click", () => openConversation(c.conversationId));
-    }
-    list.appendChild(li);
-  }
-}
-
-// Reads the lists again, coalescing: a burst of events costs one read running and at
-// most one more queued, not one per event.
-let refreshing = null;
-let again = false;
-function scheduleRefresh() {
-  if (refreshing) {
-    again = true;
-    return refreshing;
-  }
-  refreshing = (async () => {
-    try {
-      do {
-        again = false;
-        await refreshLists();
-      } while (again);
-    } catch {
-      // the next event or reconnect reads them again
-    } finally {
-      refreshing = null;
-    }
-  })();
-  return refreshing;
+  document.body.dataset.signedIn = "";
 }
 
 async function acknowledge(messages) {
@@ -102,19 +28,55 @@ async function acknowledge(messages) {
   if (ids.length) await rpc("ack", { consumer: CONSUMER, messageIds: ids.slice(0, 1000) });
 }
 
+function showChat(mode) {
+  for (const id of ["composer", "older"]) if (mode !== "chat") $(id).hidden = true;
+  $("request-panel").hidden = mode !== "request";
+  $("history").hidden = mode === "request";
+}
+
 async function openConversation(conversationId, name) {
   clear(conversationId);
-  let c = conversationsById.get(conversationId);
+  lists.markOpen(conversationId);
+  showChat("chat");
+  let c = lists.conversation(conversationId);
   if (!c) {
-    await refreshLists();
-    c = conversationsById.get(conversationId);
+    await lists.refresh();
+    c = lists.conversation(conversationId);
   }
-  setName($("chat-title"), name || (c ? title(c) : shortId(conversationId)));
+  setName($("chat-title"), name || (c ? titleOf(c) : "conversation"));
+  $("chat-sub").textContent = c ? lists.subtitle(c) : "";
   $("composer").hidden = false;
   composer.reset();
   await groups.showGroup(c, state.me);
   await acknowledge(await loadPage(conversationId));
-  await refreshLists();
+  await lists.refresh();
+}
+
+// Nothing open (a request just blocked).
+function closeChat() {
+  clear(null);
+  lists.markOpen(null);
+  $("chat-title").textContent = "Pick a conversation";
+  $("chat-sub").textContent = "";
+  showChat("none");
+  groups.showGroup(null, state.me);
+}
+
+async function openRequest(request) {
+  clear(null);
+  lists.markOpen(request.conversationId);
+  showChat("request");
+  await groups.showGroup(null, state.me);
+  await showRequest(request, {
+    accepted: async (conversationId) => {
+      await lists.refresh();
+      await openConversation(conversationId);
+    },
+    blocked: async () => {
+      await lists.refresh();
+      closeChat();
+    },
+  });
 }
 
 // ---- status: network, streams, outbox failures, healed gaps --------------------
@@ -128,83 +90,108 @@ function pill(id, text, ok) {
 async function refreshStatus() {
   const s = await rpc("status");
   const network = s.networkState || "unknown";
-  pill("network", "network: " + network, network === "reachable");
+  pill("network", "network " + network, network === "reachable");
   const streams = s.streams || [];
   const up = streams.filter((x) => x.connected).length;
-  pill("streams", "streams: " + up + "/" + streams.length, streams.length > 0 && up === streams.length);
+  pill("streams", "streams " + up + "/" + streams.length, streams.length > 0 && up === streams.length);
   const outbox = s.outbox || [];
   const failing = outbox.filter((o) => o.state === "failing").length;
-  pill("outbox", "outbox: " + outbox.length + (failing ? " (" + failing + " failing)" : ""), failing === 0);
-  pill("healed", "healed: " + (s.ingestHealed || 0));
+  pill("outbox", "outbox " + outbox.length + (failing ? " (" + failing + " failing)" : ""), failing === 0);
+  pill("healed", "healed " + (s.ingestHealed || 0));
   // A request that came without a message (a group's welcome) moves no inbox event:
   // the status read every 5 s counts requests, and a new count reads the lists again.
-  if (requestCount !== null && (s.requests || 0) !== requestCount) scheduleRefresh();
-  const list = $("outbox-list");
-  list.replaceChildren();
-  for (const o of outbox) {
-    const why = o.lastReason ? " (" + o.lastReason + ")" : "";
-    const li = el("li", "outbox " + o.state, o.state + why + " · " + shortId(o.conversationId) + " · " + o.attempts + " attempts");
-    li.dataset.key = o.key;
-    li.appendChild(el("div", "muted", "key " + o.key));
-    if (o.lastError) li.appendChild(el("div", "error reason", o.lastError));
-    if (o.nextAttemptAt) li.appendChild(el("div", "muted", "next attempt " + o.nextAttemptAt));
-    list.appendChild(li);
-  }
-  if (!outbox.length) list.appendChild(el("li", "muted", "nothing waiting"));
+  if (lists.requestCount() !== null && (s.requests || 0) !== lists.requestCount()) lists.schedule();
+  lists.drawOutbox(outbox);
 }
 
 // ---- the event stream ----------------------------------------------------------
-// `message`: a message of an accepted conversation (appended when it is open);
-// `inbox`: the inbox moved without a message for this consumer (a request came, or
-// messages another way acknowledged): the lists are read again.
+// `message`: a message of an accepted conversation (appended when it is open; its
+// conversation moves up the list with it as the preview); `inbox`: the inbox moved
+// without a message for this consumer (a request came): the lists are read again.
 async function onEvent(kind, data) {
   if (kind === "message") {
+    lists.arrived(data);
     if (data.conversationId === state.open) {
       live(data);
       await acknowledge([data]);
     }
-    scheduleRefresh();
+    lists.schedule();
   } else if (kind === "inbox") {
-    scheduleRefresh();
+    lists.schedule();
   }
 }
 
 // ---- start ---------------------------------------------------------------------
-async function start() {
-  if (!token) return signedOut();
-  let me;
-  try {
-    me = await rpc("identity");
-  } catch (err) {
-    return signedOut(err instanceof AuthError ? err.message : "the daemon does not answer: " + err.message);
-  }
-  state.me = me.inboxId;
-  $("login").hidden = true;
-  $("app").hidden = false;
-  $("identity").textContent = me.address + " · inbox " + shortId(me.inboxId) + " · " + me.network;
+let running = false; // signed in, the event stream followed
+let wired = false; // the page's controls set up (once)
+
+function wire() {
+  if (wired) return;
+  wired = true;
   composer.setup();
   groups.setupCreate(openConversation);
-  groups.setupPanel(me.inboxId, refreshLists);
+  groups.setupPanel(state.me, () => lists.refresh());
+  lists.setup({ open: openConversation, openRequest, close: closeChat });
   $("older").addEventListener("click", async () => {
     $("older").disabled = true;
     try {
-      const conversationId = state.open;
-      await acknowledge(await loadPage(conversationId));
+      await acknowledge(await loadPage(state.open));
     } finally {
       $("older").disabled = false;
     }
   });
-  await Promise.all([refreshLists(), refreshStatus()]);
+}
+
+async function start() {
+  if (running) return;
+  if (!token()) return signedOut();
+  let me;
+  try {
+    me = await rpc("identity");
+  } catch (err) {
+    return signedOut(err instanceof AuthError ? err.message + ": open the login URL again" : "the daemon does not answer: " + err.message);
+  }
+  running = true;
+  state.me = me.inboxId;
+  setMe(me.inboxId, me.address);
+  $("login").hidden = true;
+  $("app").hidden = false;
+  $("identity").textContent = shortAddress(me.address) + " · " + me.network;
+  $("identity").title = me.address + " · inbox " + me.inboxId + " · " + me.network;
+  wire();
+  try {
+    const { contacts } = await rpc("contacts");
+    for (const c of contacts) learn(c.inboxId, { name: c.name, address: c.address });
+  } catch {
+    // names fall back to addresses
+  }
+  await Promise.all([lists.refresh(), refreshStatus()]);
   setInterval(() => refreshStatus().catch(() => pill("network", "network: no answer", false)), 5000);
   document.body.dataset.ready = "1";
+  document.body.dataset.signedIn = "1";
   try {
-    await follow(CONSUMER, onEvent, (live) => {
-      pill("live", live ? "events: live" : "events: reconnecting", live);
-      if (live) scheduleRefresh();
+    await follow(CONSUMER, onEvent, (up) => {
+      pill("live", up ? "events live" : "events reconnecting", up);
+      if (up) lists.schedule();
     });
   } catch (err) {
+    running = false;
     signedOut(err.message);
   }
 }
 
+// The sign-in page: the login URL pasted into the address bar (only the fragment
+// changes: no reload) or into the field.
+window.addEventListener("hashchange", () => {
+  if (tokenFromAddress()) start();
+});
+$("signin").addEventListener("submit", (event) => {
+  event.preventDefault();
+  if (!tokenFromField($("signin-token").value)) {
+    $("login-error").textContent = "paste the login URL cone printed, or the token in http.token";
+    return;
+  }
+  $("signin-token").value = "";
+  start();
+});
 start();

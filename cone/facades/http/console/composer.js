@@ -5,6 +5,7 @@
 import { Keyed, rpc } from "./api.js";
 import { bytesBase64 } from "./render.js";
 import { show, state } from "./history.js";
+import { arrived } from "./lists.js";
 
 // Inline attachments are at most this many bytes (the `reply` method's limit).
 export const FILE_MAX_BYTES = 1000000;
@@ -35,13 +36,13 @@ async function sendMessage() {
       rpc("reply", asMarkdown ? { conversationId, markdown: text, key } : { conversationId, text, key }),
     );
     if (!result) return;
-    if (conversationId === state.open) {
-      show({
-        messageId: result.messageId, conversationId, own: true, text,
-        contentType: asMarkdown ? "xmtp.org/markdown:1.0" : "xmtp.org/text:1.0",
-        sentAt: new Date().toISOString(),
-      });
-    }
+    const sent = {
+      messageId: result.messageId, conversationId, own: true, text,
+      contentType: asMarkdown ? "xmtp.org/markdown:1.0" : "xmtp.org/text:1.0",
+      sentAt: new Date().toISOString(),
+    };
+    if (conversationId === state.open) show(sent);
+    arrived(sent);
     $("text").value = "";
     say(result.published ? "sent" : "queued");
   } catch (err) {
@@ -65,14 +66,15 @@ async function sendFile() {
     const attachment = { filename: chosen.name, mimeType: chosen.type || "application/octet-stream", data };
     const result = await file.run((key) => rpc("reply", { conversationId, attachment, key }));
     if (!result) return;
-    if (conversationId === state.open) {
-      show({
-        messageId: result.messageId, conversationId, own: true,
-        contentType: "xmtp.org/attachment:1.0", sentAt: new Date().toISOString(),
-        attachment: { ...attachment, size: chosen.size },
-      });
-    }
+    const sent = {
+      messageId: result.messageId, conversationId, own: true,
+      contentType: "xmtp.org/attachment:1.0", sentAt: new Date().toISOString(),
+      attachment: { ...attachment, size: chosen.size },
+    };
+    if (conversationId === state.open) show(sent);
+    arrived(sent);
     $("file").value = "";
+    $("file-name").textContent = "";
     say(result.published ? "sent" : "queued");
   } catch (err) {
     say("not sent: " + err.message + " (Send file retries)");
@@ -92,6 +94,9 @@ export function setup() {
   // Markdown instead of text (or back) is another kind of message: another key.
   $("as-markdown").addEventListener("change", () => message.reset());
   // Another file is another message: another key.
-  $("file").addEventListener("change", () => file.reset());
+  $("file").addEventListener("change", () => {
+    file.reset();
+    $("file-name").textContent = $("file").files[0]?.name || "";
+  });
   $("send-file").addEventListener("click", sendFile);
 }

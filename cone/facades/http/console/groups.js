@@ -2,7 +2,8 @@
 // click or a retry makes one group), and for the open group its name and members, to
 // rename, add and remove.
 import { Keyed, rpc } from "./api.js";
-import { button, el, setName, shortId } from "./render.js";
+import { fullName, learn, nameOf } from "./people.js";
+import { button, el, setName } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 const creating = new Keyed();
@@ -69,12 +70,14 @@ async function drawMembers(conversationId, me) {
 function drawList(list, me) {
   const ul = $("members");
   ul.replaceChildren();
+  for (const m of list) learn(m.inboxId, { address: m.addresses && m.addresses[0] });
   for (const m of list) {
-    const li = setName(el("li", "member"), (m.addresses && m.addresses[0]) || shortId(m.inboxId));
+    const li = el("li", "member");
     li.dataset.inbox = m.inboxId;
-    li.appendChild(el("span", "role", m.role));
-    if (m.inboxId === me) li.appendChild(el("span", "role", "me"));
-    else li.appendChild(button("remove", "Remove", () => change("removeMembers", [m.inboxId], me)));
+    li.title = fullName(m.inboxId);
+    li.appendChild(el("span", "title name", nameOf(m.inboxId)));
+    if (m.role !== "member") li.appendChild(el("span", "tag", m.role.replace("_", " ")));
+    if (m.inboxId !== me) li.appendChild(button("remove small", "Remove", () => change("removeMembers", [m.inboxId], me)));
     ul.appendChild(li);
   }
 }

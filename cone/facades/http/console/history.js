@@ -2,7 +2,9 @@
 // demand with `before`), replies quoted, reactions gathered under the message they
 // react to, and a react button per message that adds or removes the operator's own.
 import { Keyed, rpc } from "./api.js";
-import { appendText, attachmentLink, button, el, markdown, shortId } from "./render.js";
+import { arrived } from "./lists.js";
+import { fullName, nameOf, stamp, when } from "./people.js";
+import { appendText, attachmentLink, button, el, markdown, plainType, shortType, summary } from "./render.js";
 
 export const REACTION = "👍";
 // Messages per page: 200, or ?page=N (1–1000) in the console's URL.
@@ -22,13 +24,6 @@ const texts = new Map(); // messageId -> a short text, for reply quotes
 const reactions = new Map(); // messageId -> Map(emoji -> Set(sender inbox id))
 const reacting = new Map(); // messageId + action -> Keyed (one logical reaction each)
 
-function summary(m) {
-  if (m.text !== undefined) return m.text;
-  if (m.attachment) return "[file " + m.attachment.filename + "]";
-  if (m.reaction) return m.reaction.emoji;
-  return m.fallback || "[" + m.contentType + "]";
-}
-
 function sender(m) {
   return m.own ? state.me : m.senderInboxId;
 }
@@ -36,11 +31,17 @@ function sender(m) {
 function renderMessage(m) {
   const li = el("li", m.own ? "own" : "");
   li.dataset.id = m.messageId;
-  const who = m.own ? "me" : shortId(m.senderInboxId);
-  li.appendChild(el("div", "meta", who + " · " + (m.sentAt || "") + " · " + m.contentType));
+  const meta = li.appendChild(el("div", "meta"));
+  const who = meta.appendChild(el("span", "who", m.own ? "you" : nameOf(m.senderInboxId)));
+  who.title = fullName(sender(m));
+  const time = meta.appendChild(el("time", "when", when(m.sentAt)));
+  time.title = stamp(m.sentAt);
+  if (m.sentAt) time.dateTime = m.sentAt;
+  // The content type only where it is not what people read as text.
+  if (!plainType(m.contentType)) meta.appendChild(el("span", "type", shortType(m.contentType)));
   if (m.replyTo) {
     const quote = texts.get(m.replyTo);
-    li.appendChild(el("div", "quote", "↪ " + (quote !== undefined ? quote : shortId(m.replyTo))));
+    li.appendChild(el("div", "quote", "↪ " + (quote !== undefined ? quote : "an earlier message")));
   }
   if (m.unreadable) li.appendChild(el("div", "body error", "unreadable: " + m.unreadable));
   else if (m.deleted) li.appendChild(el("div", "body muted", "deleted"));
@@ -63,7 +64,7 @@ function renderMessage(m) {
   const foot = li.appendChild(el("div", "foot"));
   foot.appendChild(el("span", "reactions"));
   if (!m.deleted && !m.unreadable) {
-    const b = foot.appendChild(button("react", "react " + REACTION, () => react(m.messageId)));
+    const b = foot.appendChild(button("react", "React " + REACTION, () => react(m.messageId)));
     b.title = "Add or remove your " + REACTION;
   }
   return li;
@@ -73,7 +74,8 @@ function mine(messageId, emoji) {
   return reactions.get(messageId)?.get(emoji)?.has(state.me) || false;
 }
 
-// Draws a message's reactions: each emoji with how many inboxes hold it now.
+// Draws a message's reactions: each emoji with who holds it now (names up to three,
+// then a count; every name on hover).
 function drawReactions(messageId) {
   const li = shown.get(messageId);
   if (!li) return;
@@ -81,7 +83,10 @@ function drawReactions(messageId) {
   box.replaceChildren();
   for (const [emoji, who] of reactions.get(messageId) || []) {
     if (!who.size) continue;
-    const mark = el("span", "reaction" + (who.has(state.me) ? " mine" : ""), emoji + " " + who.size);
+    const names = [...who].map((inbox) => nameOf(inbox));
+    const label = names.length <= 3 ? names.join(", ") : String(names.length);
+    const mark = el("span", "reaction" + (who.has(state.me) ? " mine" : ""), emoji + " " + label);
+    mark.title = names.join(", ");
     box.appendChild(mark);
   }
   li.querySelector(".react")?.classList.toggle("on", mine(messageId, REACTION));
@@ -112,7 +117,12 @@ async function react(messageId) {
     if (result) {
       reacting.delete(id);
       if (conversationId === state.open) {
-        show({ messageId: result.messageId, own: true, contentType: "xmtp.org/reaction:2.0", reaction });
+        const sent = {
+          messageId: result.messageId, own: true, contentType: "xmtp.org/reaction:2.0",
+          reaction, conversationId, sentAt: new Date().toISOString(),
+        };
+        show(sent);
+        arrived(sent);
       }
     }
   } catch (err) {
@@ -139,7 +149,9 @@ export function show(m, into) {
     const history = $("history");
     const atEnd = history.scrollTop + history.clientHeight >= history.scrollHeight - 40;
     history.appendChild(li);
-    if (atEnd) li.scrollIntoView({ block: "end" });
+    // The operator's own message is always brought into view; another's only when the
+    // view was at the end (not while reading older ones).
+    if (atEnd || m.own) history.scrollTop = history.scrollHeight;
   }
   drawReactions(m.messageId);
 }
@@ -174,6 +186,7 @@ export async function loadPage(conversationId) {
     history.scrollTop += history.scrollHeight - height; // keep the view where it was
   } else {
     messages.forEach((m) => show(m));
+    $("history").scrollTop = $("history").scrollHeight; // the newest at the bottom, in view
     state.floor = Math.max(0, ...messages.map((m) => Number(m.sequence) || 0));
     const early = state.early;
     state.early = [];

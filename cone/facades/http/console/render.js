@@ -39,13 +39,37 @@ export function appendText(parent, text) {
 // A peer-chosen string (a group's name, a title) put in `node` in place of what it
 // held: marked like a message's text, and in a span of its own ("name", isolated in
 // the CSS) so that nothing in it can reorder the text around it.
-export function setName(node, text) {
+export function setName(node, text, prefix) {
   node.replaceChildren(el("span", "name", text));
+  if (prefix) node.prepend(prefix);
   return node;
 }
 
 export function shortId(id) {
   return id ? id.slice(0, 8) + "…" : "?";
+}
+
+// `xmtp.org/attachment:1.0` -> `attachment`: a content type as a short word.
+export function shortType(contentType) {
+  return String(contentType || "").replace(/^xmtp\.org\//, "").replace(/:[\d.]+$/, "");
+}
+
+// Whether a message's content type is one people read as plain text (shown without a
+// type label): text and markdown.
+export function plainType(contentType) {
+  return /^xmtp\.org\/(text|markdown):/.test(contentType || "");
+}
+
+// One line that says what a message is: its text, or what kind of thing it is.
+export function summary(m) {
+  if (m.deleted) return "deleted";
+  if (m.unreadable) return "unreadable message";
+  if (m.text !== undefined) return m.text;
+  if (m.attachment) return "file " + m.attachment.filename;
+  if (m.attachments?.length) return "files " + m.attachments.map((f) => f.filename).join(", ");
+  if (m.reaction) return (m.reaction.action === "removed" ? "took back " : "reacted ") + m.reaction.emoji;
+  if (m.data !== undefined) return "data";
+  return m.fallback || shortType(m.contentType);
 }
 
 function safeHref(raw) {
@@ -90,12 +114,13 @@ function inline(parent, text) {
   appendText(parent, text.slice(last));
 }
 
-// Block markdown: ``` fences, # headings, - / * / 1. lists, > quotes, paragraphs.
+// Block markdown: ``` fences, # headings, lists (- * + bullets, 1. or 1) numbers,
+// nested by indentation), > quotes, paragraphs.
 export function markdown(source) {
   if (source.length > MARKDOWN_MAX_CHARS) return el("div", "body", source);
   const root = el("div", "body md");
   const lines = source.split(/\r?\n/);
-  let list = null;
+  let lists = []; // the open lists, outermost first: { indent, ordered, node }
   let para = [];
   const flush = () => {
     if (para.length) inline(root.appendChild(el("p")), para.join(" "));
@@ -105,32 +130,47 @@ export function markdown(source) {
     const line = lines[i];
     if (line.startsWith("```")) {
       flush();
-      list = null;
+      lists = [];
       const code = [];
       for (i++; i < lines.length && !lines[i].startsWith("```"); i++) code.push(lines[i]);
       root.appendChild(el("pre")).appendChild(el("code", null, code.join("\n")));
       continue;
     }
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
-    const item = /^\s*(?:[-*]|\d+\.)\s+(.*)$/.exec(line);
+    const item = /^( *)([-*+]|\d{1,9}[.)])\s+(.*)$/.exec(line);
     const quote = /^>\s?(.*)$/.exec(line);
     if (heading) {
       flush();
-      list = null;
+      lists = [];
       inline(root.appendChild(el("h" + Math.min(heading[1].length + 2, 6))), heading[2]);
     } else if (item) {
       flush();
-      if (!list) list = root.appendChild(el("ul"));
-      inline(list.appendChild(el("li")), item[1]);
+      const indent = item[1].length;
+      const ordered = /\d/.test(item[2]);
+      while (lists.length && (indent < lists.at(-1).indent ||
+        (indent === lists.at(-1).indent && ordered !== lists.at(-1).ordered))) lists.pop();
+      const top = lists.at(-1);
+      if (!top || indent > top.indent) {
+        const parent = top ? top.node.lastElementChild || top.node : root;
+        const node = parent.appendChild(el(ordered ? "ol" : "ul"));
+        if (ordered && !top && parseInt(item[2], 10) !== 1) node.start = parseInt(item[2], 10);
+        lists.push({ indent, ordered, node });
+      }
+      inline(lists.at(-1).node.appendChild(el("li")), item[3]);
     } else if (quote) {
       flush();
-      list = null;
+      lists = [];
       inline(root.appendChild(el("blockquote")), quote[1]);
     } else if (!line.trim()) {
       flush();
-      list = null;
+      lists = [];
+    } else if (lists.length && /^\s+\S/.test(line)) {
+      // a list item's continuation line
+      const li = lists.at(-1).node.lastElementChild;
+      li.appendChild(document.createTextNode(" "));
+      inline(li, line.trim());
     } else {
-      list = null;
+      lists = [];
       para.push(line);
     }
   }
