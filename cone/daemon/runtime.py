@@ -39,6 +39,7 @@ from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.errors import NoIdentity, StateError, Unavailable
 from cone.facades.http.options import HttpOptions
+from cone.jetstream import state as jetstream_state
 from cone.store import Connection, PageCheck, Store, load_db_key, meta
 from cone.store.keys import KEY_ENV, parse_hex_key
 from conepb.v1 import cone_pb2, cone_pb2_grpc
@@ -233,7 +234,9 @@ def _grpc_server(
     # No interceptors: every handler is registered with its checks and metrics
     # built in (cone/daemon/edge.py), once, instead of rebuilt on every call.
     edged = EdgeServer(server)
-    cone_pb2_grpc.add_ConeServiceServicer_to_server(ConeServicer(core), edged)
+    cone_pb2_grpc.add_ConeServiceServicer_to_server(
+        ConeServicer(core, jetstream_status=jetstream_state.status_pb), edged
+    )
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, edged)
     reflection.enable([SERVICE_NAME, health.SERVICE_NAME], edged)

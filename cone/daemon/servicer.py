@@ -79,8 +79,15 @@ async def _abort(context: grpc.aio.ServicerContext, err: ConeError) -> None:
 class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     """Serves ConeService for one Core."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(
+        self,
+        core: Core,
+        jetstream_status: Callable[[], pb.JetStreamStatus | None] = lambda: None,
+    ) -> None:
         self.core = core
+        # The daemon's JetStream bridge, which the daemon wires beside the core
+        # (cone/jetstream/state.py): its state for Status, None when it is off.
+        self._jetstream_status = jetstream_status
 
     def _identity(self) -> pb.IdentityResponse:
         i = self.core.identity
@@ -281,7 +288,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             ingest_healed=s.ingest_healed,
             requests_dropped=s.requests_dropped,
             network_state=NETWORK_STATES[s.network],
-            jetstream=_jetstream_status(),
+            jetstream=self._jetstream_status(),
         )
 
     @_boundary
@@ -395,17 +402,3 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
             list(request.installation_ids), request.all_except_this
         )
         return pb.RevokeInstallationsResponse(revoked_installation_ids=revoked, installations=left)
-
-
-def _jetstream_status() -> pb.JetStreamStatus | None:
-    """The JetStream bridge's state in this process, when it runs (docs/jetstream.md)."""
-    from cone.jetstream.state import STATE
-
-    if not STATE.enabled:
-        return None
-    return pb.JetStreamStatus(
-        servers=STATE.servers,
-        reachable=STATE.reachable,
-        consumer=STATE.consumer,
-        error=STATE.error or "",
-    )

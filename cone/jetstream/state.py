@@ -14,6 +14,7 @@ from typing import Final
 from prometheus_client import Counter, Gauge
 
 from cone.metrics import REGISTRY
+from conepb.v1 import cone_pb2 as pb
 
 UP: Final = Gauge(
     "cone_jetstream_up",
@@ -61,3 +62,16 @@ class JetStreamState:
 STATE: Final = JetStreamState()
 
 __all__ = ["EXPORTED", "REPLIES", "STATE", "JetStreamState"]
+
+
+def status_pb() -> pb.JetStreamStatus | None:
+    """The bridge's state in this process for the Status RPC, None when it does not
+    run (the daemon gives this to its servicer: cone/daemon/runtime.py)."""
+    if not STATE.enabled:
+        return None
+    return pb.JetStreamStatus(
+        servers=STATE.servers,
+        reachable=STATE.reachable,
+        consumer=STATE.consumer,
+        error=STATE.error or "",
+    )
