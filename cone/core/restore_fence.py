@@ -25,26 +25,24 @@ from typing import Final
 from cone.engine.port import EnginePort
 from cone.errors import ConeError, FailedPrecondition
 from cone.store import Store, meta
-from cone.store.backup import RESTORED_KEY
+from cone.store.backup import RESTORE_DUE, RESTORED_KEY
 
 log = logging.getLogger(__name__)
 
 #: The reason of a send refused because the original moved the conversation on.
 RESTORE_FORKED: Final = "restore_forked"
-#: The store's meta key, with a conversation id after it, of a conversation whose
-#: keys this restored copy rotated (checked once, across restarts).
-_ROTATED: Final = "restore_rotated:"
 
 
 class RestoreFence:
-    """Checks each conversation once before a restored copy's first send there."""
+    """Makes each conversation a restored copy held at its restore safe before its
+    first send there, once (`cone restore` marks them due: cone/store/backup.py);
+    conversations made since are not checked."""
 
     def __init__(self, store: Store, engine: EnginePort) -> None:
         self._store = store
         self._engine = engine
         self._restored: bool | None = None  # read from the store at the first use
-        self._safe: set[str] = set()  # keys rotated since this process started
-        self._unrotated: set[str] = set()  # judged sound, keys not yet rotated
+        self._done: set[str] = set()  # not due (any more) in this process
         self._forked: set[str] = set()
 
     async def _is_restored(self) -> bool:
@@ -55,28 +53,18 @@ class RestoreFence:
                 log.info("restored from a backup (%s)", json.loads(mark))
         return self._restored
 
-    def forked(self) -> list[str]:
-        """The conversations found moved on by the original, sorted."""
-        return sorted(self._forked)
-
     async def check(self, conversation_id: str) -> None:
         """Return when sending into `conversation_id` is safe; FailedPrecondition
         (`restore_forked`) when it never will be from this installation. A sync that
         fails raises as the sync's failure (the send waits in the outbox)."""
-        if conversation_id in self._safe or not await self._is_restored():
-            return
-        if await self._store.read(meta.get, _ROTATED + conversation_id) is not None:
-            self._safe.add(conversation_id)
+        if conversation_id in self._done or not await self._is_restored():
             return
         if conversation_id not in self._forked:
+            if await self._store.read(meta.get, RESTORE_DUE + conversation_id) is None:
+                self._done.add(conversation_id)
+                return
             await self._engine.sync_conversation(conversation_id)
             await self._judge(conversation_id)
-        if conversation_id in self._unrotated:
-            await self._engine.rotate_keys(conversation_id)
-            await self._store.write(meta.put, _ROTATED + conversation_id, b"1")
-            self._unrotated.discard(conversation_id)
-            self._safe.add(conversation_id)
-            return
         if conversation_id in self._forked:
             raise FailedPrecondition(
                 f"conversation {conversation_id} was moved on by this identity's original "
@@ -86,14 +74,17 @@ class RestoreFence:
                 "installation (docs/backup.md)",
                 reason=RESTORE_FORKED,
             )
+        await self._engine.rotate_keys(conversation_id)
+        await self._store.write(meta.remove, RESTORE_DUE + conversation_id)
+        self._done.add(conversation_id)
 
-    async def sweep(self, conversation_ids: list[str]) -> None:
-        """Judge every conversation just synced (after the start's first sync), so
+    async def sweep(self) -> None:
+        """Judge every conversation still due, just after the start's first sync, so
         what the original moved on is reported at start, not only at a send."""
         if not await self._is_restored():
             return
-        for conversation_id in conversation_ids:
-            if conversation_id in self._safe | self._unrotated | self._forked:
+        for conversation_id in await self._store.read(meta.keys_with_prefix, RESTORE_DUE):
+            if conversation_id in self._forked:
                 continue
             try:
                 await self._judge(conversation_id)
@@ -111,5 +102,3 @@ class RestoreFence:
                 lost,
                 RESTORE_FORKED,
             )
-        else:
-            self._unrotated.add(conversation_id)

@@ -220,7 +220,7 @@ class Core:
         except ConeError as exc:  # the catch-up tries again each period
             log.warning("first sync failed (%s); catching up in the background", exc.message)
         else:
-            await self.restore_fence.sweep(await self._conversation_ids())
+            await self.restore_fence.sweep()
         self._started = True
         log.info(
             "core started in %.1f s: read %.1f s, streams %.1f s, first sync %.1f s "

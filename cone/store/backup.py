@@ -373,20 +373,32 @@ def _restore_into(
 
 #: The store's meta key that says this state directory was restored, and from what.
 RESTORED_KEY = "restored_from"
+#: The store's meta key, a conversation id after it, of a conversation a restored copy
+#: has not yet made safe to send in (cone/core/restore_fence.py).
+RESTORE_DUE = "restore_due:"
 
 
 def _mark_restored(store: Connection, staging: Path, manifest: Manifest) -> None:
     """Make the restored copy safe to send from (docs/backup.md, "What a restore
-    guarantees"): libxmtp rotates every key before it next uses it, and the store
-    records the restore, so the core checks each conversation before its first send."""
+    guarantees"): libxmtp rotates every group's keys before it next uses them, and the
+    store records the restore and each conversation the core must check before its
+    first send there."""
     key = meta.get(store, "xmtp_db_key")
     xmtp_db = staging / "xmtp.db3"
     if key is None or not xmtp_db.exists():
         raise StateError("the backup holds no libxmtp database and key", reason="bad_backup")
     xmtp = open_xmtp_database(xmtp_db, key)
     try:
-        rotate_group_keys_at_next_use(xmtp)
+        groups = rotate_group_keys_at_next_use(xmtp)
     finally:
         xmtp.close()
     mark = {"installation_id": manifest.installation_id, "backup_created_ns": manifest.created_ns}
-    meta.put(store, RESTORED_KEY, json.dumps(mark).encode())
+    store.execute("BEGIN IMMEDIATE")
+    try:
+        meta.put(store, RESTORED_KEY, json.dumps(mark).encode())
+        for group_id in groups:
+            meta.put(store, RESTORE_DUE + group_id, b"")
+        store.execute("COMMIT")
+    except BaseException:
+        store.execute("ROLLBACK")
+        raise

@@ -18,3 +18,17 @@ def put(conn: Connection, key: str, value: bytes) -> None:
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+def remove(conn: Connection, key: str) -> None:
+    """Remove `key` (nothing when it is not there)."""
+    conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+
+
+def keys_with_prefix(conn: Connection, prefix: str) -> list[str]:
+    """Every key that starts with `prefix`, the prefix cut off, sorted."""
+    rows = conn.execute(
+        "SELECT substr(key, ?) FROM meta WHERE substr(key, 1, ?) = ? ORDER BY key",
+        (len(prefix) + 1, len(prefix), prefix),
+    ).fetchall()
+    return [str(r[0]) for r in rows]

@@ -66,8 +66,9 @@ def open_xmtp_database(path: Path, key: bytes, *, busy_s: float = 5.0) -> sqlcip
     return conn
 
 
-def rotate_group_keys_at_next_use(conn: sqlcipher.Connection) -> None:
-    """Make libxmtp rotate every key this installation holds before it next uses it.
+def rotate_group_keys_at_next_use(conn: sqlcipher.Connection) -> list[str]:
+    """Make libxmtp rotate every group's keys before it next uses them; returns the
+    groups' ids (lowercase hex).
 
     For a restored copy (cone/store/backup.py): the original may have used keys after
     the backup that this copy's state would use again. Each group's `rotated_at_ns`
@@ -80,10 +81,12 @@ def rotate_group_keys_at_next_use(conn: sqlcipher.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("UPDATE groups SET rotated_at_ns = 0")
+        ids = [str(r[0]) for r in conn.execute("SELECT lower(hex(id)) FROM groups")]
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    return ids
 
 
 def newest_stamps(conn: sqlcipher.Connection) -> dict[str, int]:

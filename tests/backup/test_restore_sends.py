@@ -290,3 +290,24 @@ async def test_a_backup_in_a_busy_minute_restores_without_a_loss_or_a_double(
 
 async def _all_settled(d: DaemonProcess) -> bool:
     return not (await d.status()).outbox
+
+
+async def test_a_conversation_made_after_the_restore_is_not_fenced(
+    homes: tuple[Path, Path, Path], devnet: str, alice: Peer, tmp_path: Path
+) -> None:
+    """Only what the copy held at its restore is checked and rotated: a DM the copy
+    makes afterwards gets its message and nothing else (no read receipt carrying a key
+    update it does not need)."""
+    original, restored, _ = homes
+    file = tmp_path / "a.cone"
+    async with DaemonProcess(original, devnet) as d:
+        await _original(d, alice, file)
+    await _restore(file, restored)
+    carol = await Peer.create(devnet, tmp_path, "carol")
+    async with DaemonProcess(restored, devnet) as d2:
+        dm = (await d2.client.call("Connect", pb.ConnectRequest(to=carol.address))).contact
+        await _send(d2, dm.conversation_id, "hello-new")
+    seen = await _arrived(carol, dm.conversation_id, ["hello-new"])
+    assert seen == ["hello-new"]
+    held = await carol.received(bytes.fromhex(dm.conversation_id))
+    assert [text_of(m) for m in held] == ["hello-new"], "nothing but the text arrived"
