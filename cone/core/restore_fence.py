@@ -53,6 +53,11 @@ class RestoreFence:
                 log.info("restored from a backup (%s)", json.loads(mark))
         return self._restored
 
+    @property
+    def forked(self) -> int:
+        """How many conversations this process found moved on by the original."""
+        return len(self._forked)
+
     async def check(self, conversation_id: str) -> None:
         """Return when sending into `conversation_id` is safe; FailedPrecondition
         (`restore_forked`) when it never will be from this installation. A sync that

@@ -103,6 +103,12 @@ class StatusReport:
                 f"reconciliation has ingested {core.ingestor.healed} message(s) that ingest "
                 "had missed (see the log); please report it"
             )
+        if core.restore_fence.forked:
+            warnings.append(
+                f"{core.restore_fence.forked} conversation(s) were moved on by this "
+                "identity's original installation after the backup this copy was restored "
+                "from: sends there are refused (restore_forked; docs/backup.md)"
+            )
         if dropped:
             warnings.append(
                 f"{dropped} message(s) of requests were dropped over the request budget "

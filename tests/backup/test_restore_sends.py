@@ -136,6 +136,8 @@ async def test_a_conversation_the_original_moved_on_refuses_sends_with_its_reaso
         unsettled = (await d2.status()).outbox
         assert any(k.key == "g-after" and k.last_reason == "restore_forked" for k in unsettled)
         assert "restore_forked" in d2.stderr()
+        warnings = (await d2.status()).warnings
+        assert any("1 conversation(s) were moved on" in w for w in warnings), warnings
     seen = await _arrived(alice, dm, ["dm-after"])
     assert _texts(seen, ["dm-after"]) == ["dm-after"]
     group_texts = [text_of(m) for m in await alice.received(bytes.fromhex(group))]
