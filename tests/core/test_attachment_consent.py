@@ -10,7 +10,6 @@ paths the listener must never see.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,7 +20,7 @@ from aiohttp import web
 
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
-from support.node_peer import NodePeer
+from support.node_peer import NodePeer, remote_reference
 from support.waiting import accept_request, until
 
 pytestmark = pytest.mark.timeout(240)
@@ -49,28 +48,11 @@ async def _listener(bodies: dict[str, bytes], seen: list[str]) -> AsyncIterator[
         await runner.cleanup()
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
 async def _attachment(sdk: NodePeer, bodies: dict[str, bytes], url: str) -> dict[str, Any]:
     """A remote attachment at `url` (its payload served at that path)."""
-    enc = await sdk.call(
-        "encrypt",
-        attachment={"filename": "f.txt", "mimeType": "text/plain", "content": _b64(b"hi")},
-    )
-    enc = {k: base64.b64decode(v["base64"]) if isinstance(v, dict) else v for k, v in enc.items()}
+    enc = await sdk.encrypted("f.txt", "text/plain", b"hi")
     bodies["/" + url.split("/", 3)[3]] = enc["payload"]
-    return {
-        "url": url,
-        "contentDigest": enc["contentDigest"],
-        "secret": _b64(enc["secret"]),
-        "salt": _b64(enc["salt"]),
-        "nonce": _b64(enc["nonce"]),
-        "scheme": "https://",
-        "contentLength": len(enc["payload"]),
-        "filename": enc["filename"],
-    }
+    return remote_reference(enc, url)
 
 
 async def _pending_requests(daemon: DaemonProcess) -> dict[str, int]:

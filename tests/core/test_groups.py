@@ -287,16 +287,10 @@ async def test_a_kill9_while_creating_a_group_never_makes_a_second_one(
     async with DaemonProcess(home, devnet, extra_env=env) as daemon:
         call = asyncio.create_task(_create(daemon, [alice.address], "crash-key", name="once"))
 
-        async def stopped_there() -> bool:
-            return marker_file.exists()
-
-        await until(stopped_there)
-        daemon.kill9()
+        await daemon.kill9_at_failpoint(marker_file)
         with pytest.raises(ConeError):
             await call
-        for name in env:
-            daemon.env.pop(name)
-        await daemon.restart()
+        await daemon.restart_without_failpoint()
         created = await _create(daemon, [alice.address], "crash-key", name="once")
         assert created.deduplicated and created.group.name == "once"
         gid = created.group.conversation_id

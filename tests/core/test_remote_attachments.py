@@ -20,7 +20,7 @@ from cone.schema import message_to_json
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.files import Files, serve
-from support.node_peer import NodePeer
+from support.node_peer import NodePeer, remote_reference
 from support.waiting import accept_request, until
 
 pytestmark = pytest.mark.timeout(180)
@@ -31,31 +31,6 @@ async def local_daemon(home: Path, devnet: str) -> AsyncIterator[DaemonProcess]:
     env = {"CONE_ATTACHMENT_ALLOW_LOCAL": "1", "CONE_ATTACHMENT_TIMEOUT_S": "2"}
     async with DaemonProcess(home, devnet, env) as d:
         yield d
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-async def _encrypted(sdk: NodePeer, filename: str, mime: str, data: bytes) -> dict[str, Any]:
-    """The SDK's encryption of a file: its payload bytes and its remote reference."""
-    enc = await sdk.call(
-        "encrypt", attachment={"filename": filename, "mimeType": mime, "content": _b64(data)}
-    )
-    return {k: base64.b64decode(v["base64"]) if isinstance(v, dict) else v for k, v in enc.items()}
-
-
-def _remote(enc: dict[str, Any], url: str) -> dict[str, Any]:
-    return {
-        "url": url,
-        "contentDigest": enc["contentDigest"],
-        "secret": _b64(enc["secret"]),
-        "salt": _b64(enc["salt"]),
-        "nonce": _b64(enc["nonce"]),
-        "scheme": "https://",
-        "contentLength": len(enc["payload"]),
-        "filename": enc["filename"],
-    }
 
 
 async def _messages(daemon: DaemonProcess) -> list[dict[str, Any]]:
@@ -73,22 +48,27 @@ async def test_remote_attachments_download_or_say_why_and_are_retried(
     ident = await daemon.client.identity()
     with serve(files) as base:
         async with NodePeer.start(devnet, tmp_path) as sdk:
-            good = await _encrypted(sdk, "photo.png", "image/png", photo)
-            second = await _encrypted(sdk, "notes.txt", "text/plain", other)
+            good = await sdk.encrypted("photo.png", "image/png", photo)
+            second = await sdk.encrypted("notes.txt", "text/plain", other)
             files.bodies["/good"] = good["payload"]
             files.bodies["/second"] = second["payload"]
             files.bodies["/tampered"] = good["payload"][:-1] + bytes([good["payload"][-1] ^ 1])
             files.bodies["/big"] = bytes(limits.REMOTE_ATTACHMENT_MAX_BYTES + 1)
             cid = await sdk.dm(ident.inbox_id)
             sent = {}
-            large = await _encrypted(sdk, "video.mp4", "video/mp4", movie)
+            large = await sdk.encrypted("video.mp4", "video/mp4", movie)
             files.bodies["/large"] = large["payload"]
             for path in ("/good", "/tampered", "/slow", "/big", "/later"):
-                sent[path] = await sdk.send(cid, "remoteAttachment", _remote(good, base + path))
-            large_ref = _remote(large, base + "/large")
+                sent[path] = await sdk.send(
+                    cid, "remoteAttachment", remote_reference(good, base + path)
+                )
+            large_ref = remote_reference(large, base + "/large")
             sent["/large"] = await sdk.send(cid, "remoteAttachment", large_ref)
             multi = {
-                "attachments": [_remote(good, base + "/good"), _remote(second, base + "/second")]
+                "attachments": [
+                    remote_reference(good, base + "/good"),
+                    remote_reference(second, base + "/second"),
+                ]
             }
             sent["multi"] = await sdk.send(cid, "multiRemoteAttachment", multi)
 
@@ -204,11 +184,11 @@ async def test_remote_attachment_refusals_are_visible(
     ident = await daemon.client.identity()
     with serve(files) as base:
         async with NodePeer.start(devnet, tmp_path) as sdk:
-            enc = await _encrypted(sdk, "a.txt", "text/plain", b"x")
+            enc = await sdk.encrypted("a.txt", "text/plain", b"x")
             files.bodies["/a"] = enc["payload"]
             cid = await sdk.dm(ident.inbox_id)
             mid = await sdk.send(
-                cid, "remoteAttachment", _remote(enc, base.replace("http", "https") + "/a")
+                cid, "remoteAttachment", remote_reference(enc, base.replace("http", "https") + "/a")
             )
 
             await accept_request(daemon.client, cid)

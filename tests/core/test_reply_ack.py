@@ -192,17 +192,11 @@ async def test_a_kill9_right_after_the_replys_transaction_keeps_the_reply_and_th
         acks = {"ack_consumer": "turns", "ack_message_ids": [q1, q2]}
         call = _reply(daemon, conversation_id=cid, text="the one answer", key="reply:q2", **acks)
 
-        async def stopped_there() -> bool:
-            return marker.exists()
-
         task = asyncio.ensure_future(call)
-        await until(stopped_there)
-        daemon.kill9()
+        await daemon.kill9_at_failpoint(marker)
         with pytest.raises(ConeError):
             await task
-        for name in env:
-            daemon.env.pop(name)
-        await daemon.restart()
+        await daemon.restart_without_failpoint()
         # Both survived: the messages are not handed out again...
         assert await _pending(daemon, "turns") == []
         assert await _pending(daemon, "other") == [q1, q2]

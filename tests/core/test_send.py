@@ -236,17 +236,11 @@ async def test_a_kill9_right_after_a_group_commit_publishes_each_of_its_keys_onc
             for i, dm in enumerate(dms)
         ]
 
-        async def stopped_there() -> bool:
-            return marker_file.exists()
-
-        await until(stopped_there)
-        daemon.kill9()
+        await daemon.kill9_at_failpoint(marker_file)
         for call in calls:
             with pytest.raises(ConeError):
                 await call
-        for name in env:
-            daemon.env.pop(name)
-        await daemon.restart()
+        await daemon.restart_without_failpoint()
         # Every claim of the group survived: the keys resume and keep their first payload.
         status = await daemon.status()
         assert {o.key for o in status.outbox} <= {"g0", "g1", "g2"}

@@ -87,16 +87,10 @@ async def test_a_kill9_after_prepare_before_publication_sends_the_key_once(
         cid = contact.conversation_id
         call = asyncio.create_task(_send(daemon, to=cid, text="first payload", key="p1"))
 
-        async def stopped_there() -> bool:
-            return marker.exists()
-
-        await until(stopped_there)
-        daemon.kill9()
+        await daemon.kill9_at_failpoint(marker)
         with pytest.raises(ConeError):
             await call
-        for name in env:
-            daemon.env.pop(name)
-        await daemon.restart()
+        await daemon.restart_without_failpoint()
         again = await _send(daemon, to=cid, text="regenerated", key="p1")
         assert again.deduplicated and again.published
         assert await _one_message_then(alice, daemon, cid) == ["first payload", "after"]
@@ -113,15 +107,9 @@ async def test_a_kill9_after_the_answer_before_the_settle_keeps_the_answered_id(
         sent = await _send(daemon, to=cid, text="first payload", key="a1")
         assert sent.published
 
-        async def stopped_there() -> bool:
-            return marker.exists()
-
-        await until(stopped_there)
-        daemon.kill9()
+        await daemon.kill9_at_failpoint(marker)
         devnet_node.faults.set_latency(READ_BACK, 0)
-        for name in env:
-            daemon.env.pop(name)
-        await daemon.restart()
+        await daemon.restart_without_failpoint()
         again = await _send(daemon, to=cid, text="regenerated", key="a1")
         assert (again.message_id, again.deduplicated, again.published) == (
             sent.message_id,

@@ -25,6 +25,7 @@ from cone._shutdown import STOP_BOUND_S
 from cone.client import ConeClient
 from cone.errors import Unavailable
 from conepb.v1 import cone_pb2 as pb
+from support.waiting import until
 
 if TYPE_CHECKING:
     from support.peers import Peer
@@ -156,6 +157,23 @@ class DaemonProcess:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=30)
+
+    async def kill9_at_failpoint(self, marker: Path) -> None:
+        """Wait until the daemon has stopped at its failpoint (`cone/_failpoints.py`
+        writes `marker` there), then SIGKILL it."""
+
+        async def stopped_there() -> bool:
+            return await asyncio.to_thread(marker.exists)
+
+        await until(stopped_there)
+        self.kill9()
+
+    async def restart_without_failpoint(self) -> DaemonProcess:
+        """Start again on the same state directory, the `CONE_FAILPOINT*` settings
+        dropped."""
+        for name in [n for n in self.env if n.startswith("CONE_FAILPOINT")]:
+            self.env.pop(name)
+        return await self.restart()
 
     async def restart(self) -> DaemonProcess:
         """Start again on the same state directory."""

@@ -50,6 +50,16 @@ class HttpDaemon(DaemonProcess):
             raw = await r.read()
             return r.status, json.loads(raw) if raw else None
 
+    async def result(self, method: str, **params: Any) -> Any:
+        """Call one JSON-RPC method over HTTP on a session of its own; its result (an
+        error answer fails the test)."""
+        async with aiohttp.ClientSession() as session:
+            _, answer = await self.rpc(
+                {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, session
+            )
+        assert "error" not in answer, answer
+        return answer["result"]
+
 
 @dataclass
 class Event:

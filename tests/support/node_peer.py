@@ -9,6 +9,7 @@ async with NodePeer.start(devnet_url, tmp_path) as sdk:
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -106,6 +107,16 @@ class NodePeer:
         found: list[dict[str, Any]] = await self.call("messages", conversationId=conversation_id)
         return found
 
+    async def encrypted(self, filename: str, mime: str, data: bytes) -> dict[str, Any]:
+        """The SDK's encryption of a file for a remote attachment: its payload and key
+        material as bytes, the rest as the SDK gives it (see `remote_reference`)."""
+        enc = await self.call(
+            "encrypt", attachment={"filename": filename, "mimeType": mime, "content": _b64(data)}
+        )
+        return {
+            k: base64.b64decode(v["base64"]) if isinstance(v, dict) else v for k, v in enc.items()
+        }
+
     async def add_members(self, conversation_id: str, *inbox_ids: str) -> None:
         """Add inboxes to a group."""
         await self.call("addMembers", conversationId=conversation_id, inboxIds=list(inbox_ids))
@@ -122,3 +133,21 @@ class NodePeer:
         """The texts from other inboxes the stream has delivered so far."""
         texts: list[str] = await self.call("streamed")
         return texts
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def remote_reference(enc: dict[str, Any], url: str) -> dict[str, Any]:
+    """The `remoteAttachment` content pointing at `url` for an `encrypted` file."""
+    return {
+        "url": url,
+        "contentDigest": enc["contentDigest"],
+        "secret": _b64(enc["secret"]),
+        "salt": _b64(enc["salt"]),
+        "nonce": _b64(enc["nonce"]),
+        "scheme": "https://",
+        "contentLength": len(enc["payload"]),
+        "filename": enc["filename"],
+    }

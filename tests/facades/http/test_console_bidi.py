@@ -4,15 +4,12 @@ messages, and each such string is isolated in the layout (docs/web.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
 from support.browser import (
-    chromium,
     click,
     in_browser,
     js,
@@ -28,12 +25,6 @@ pytestmark = pytest.mark.timeout(300)
 
 RLO = "\u202e"
 NAME = f"team {RLO}gnp.exe"
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    with chromium(tmp_path) as driver:
-        yield driver
 
 
 async def _named_group(peer: Peer, daemon: HttpDaemon) -> str:

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from cone.core import content
@@ -20,7 +18,6 @@ from cone.core.content import Outgoing
 from cone.devnet import Devnet
 from support.browser import (
     assert_inert,
-    chromium,
     click,
     in_browser,
     js,
@@ -40,21 +37,6 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.browser, needs_chromium]
 FILE_MAX_BYTES = 1_000_000
 # Messages per history page in these tests (`?page=N`), so that paging shows with few.
 PAGE = 5
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    with chromium(tmp_path) as driver:
-        yield driver
-
-
-async def _rpc(daemon: HttpDaemon, method: str, **params: Any) -> Any:
-    async with aiohttp.ClientSession() as session:
-        _, answer = await daemon.rpc(
-            {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, session
-        )
-    assert "error" not in answer, answer
-    return answer["result"]
 
 
 async def _signed_in(daemon: HttpDaemon, browser: Any) -> None:
@@ -97,14 +79,14 @@ def _history_ids(browser: Any) -> list[str]:
 async def test_console_sends_markdown_reactions_and_files_once_pages_back_and_stays_inert(
     daemon: HttpDaemon, alice: Peer, browser: Any, tmp_path: Path
 ) -> None:
-    dm = (await _rpc(daemon, "connect", to=alice.address))["contact"]["conversationId"]
+    dm = (await daemon.result("connect", to=alice.address))["contact"]["conversationId"]
     await alice.client.conversations().sync()
     at_alice = alice.conversation(bytes.fromhex(dm))
     for i in range(PAGE + 2):
         await alice.send(at_alice, f"old {i}")
 
     async def ingested() -> bool:
-        page = await _rpc(daemon, "messages", conversationId=dm, limit=50)
+        page = await daemon.result("messages", conversationId=dm, limit=50)
         return len(page["messages"]) == PAGE + 2
 
     await until(ingested)
@@ -207,7 +189,7 @@ async def test_console_sends_markdown_reactions_and_files_once_pages_back_and_st
     assert len(await _from_cone(alice, dm, 4)) == 4
     own = [
         m
-        for m in (await _rpc(daemon, "messages", conversationId=dm, limit=50))["messages"]
+        for m in (await daemon.result("messages", conversationId=dm, limit=50))["messages"]
         if m.get("own")
     ]
     assert len(own) == 4
@@ -228,7 +210,7 @@ async def test_console_makes_and_changes_a_group_and_shows_an_outbox_failure(
     await type_into(browser, "#group-members", alice.address)
     await click(browser, "#group-create", double=True)
     await wait_js(browser, "return document.getElementById('chat-title').textContent === 'ops'")
-    groups = (await _rpc(daemon, "conversations", type="group"))["conversations"]
+    groups = (await daemon.result("conversations", type="group"))["conversations"]
     assert len(groups) == 1
     gid = groups[0]["conversationId"]
 
@@ -291,7 +273,7 @@ async def test_console_makes_and_changes_a_group_and_shows_an_outbox_failure(
         browser,
         "return document.querySelector('#outbox-list li.outbox.failing .reason')?.textContent",
     )
-    (entry,) = (await _rpc(daemon, "status"))["outbox"]
+    (entry,) = (await daemon.result("status"))["outbox"]
     assert reason == entry["lastError"]
     # cone's line, not libxmtp's "[GroupError::SyncFailedToWait] …".
     assert reason == "publishing a message failed: the XMTP network did not confirm the publication"
@@ -316,7 +298,7 @@ async def test_console_makes_and_changes_a_group_and_shows_an_outbox_failure(
     # event: the console finds it through status's request count.
     from xmtp_bindings import xmtpv3 as ffi
 
-    me = await _rpc(daemon, "identity")
+    me = await daemon.result("identity")
     ident = ffi.FfiIdentifier(
         identifier=me["address"], identifier_kind=bob.identifier().identifier_kind
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ import pytest
 
 from cone.core.content import Outgoing, Reaction
 from support.browser import (
-    chromium,
     click,
     in_browser,
     js,
@@ -38,21 +36,6 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.browser, needs_chromium]
 WIDTHS = (1280, 800)
 LIST = "Plan:\n\n1. read the logs\n2. restart the node\n   - only if stuck\n- then tell me"
 FIRST = "hi, I am bob: <b>not bold</b> [a link](https://example.org)"
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    with chromium(tmp_path) as driver:
-        yield driver
-
-
-async def _rpc(daemon: HttpDaemon, method: str, **params: Any) -> Any:
-    async with aiohttp.ClientSession() as session:
-        _, answer = await daemon.rpc(
-            {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, session
-        )
-    assert "error" not in answer, answer
-    return answer["result"]
 
 
 async def _dm_from(peer: Peer, address: str) -> Any:
@@ -114,7 +97,7 @@ async def test_an_operator_signs_in_reads_names_and_times_and_looks_at_requests_
     daemon: HttpDaemon, alice: Peer, devnet: str, browser: Any, tmp_path: Path
 ) -> None:
     shots = Shots(browser, tmp_path / "shots")
-    me = await _rpc(daemon, "identity")
+    me = await daemon.result("identity")
     # /favicon.ico answers without a token (a browser asks for it by itself).
     async with aiohttp.ClientSession() as session, session.get(daemon.url + "favicon.ico") as r:
         assert r.status == 200 and r.content_type == "image/svg+xml"
@@ -136,7 +119,7 @@ async def test_an_operator_signs_in_reads_names_and_times_and_looks_at_requests_
     await wait_js(browser, "return document.body.dataset.ready === '1'")
 
     # A saved contact is shown by its name, the DM titled by it.
-    contact = (await _rpc(daemon, "connect", to=alice.address, name="alice"))["contact"]
+    contact = (await daemon.result("connect", to=alice.address, name="alice"))["contact"]
     await alice.client.conversations().sync()
     alice_dm = alice.conversation(bytes.fromhex(contact["conversationId"]))
     await alice.send(alice_dm, "morning")
@@ -195,7 +178,7 @@ async def test_an_operator_signs_in_reads_names_and_times_and_looks_at_requests_
         lambda: js(browser, "return document.getElementById('chat-title').textContent")
     )
     # Looked at, it reached no consumer.
-    delivered = (await _rpc(daemon, "receive", consumer="probe", limit=100))["messages"]
+    delivered = (await daemon.result("receive", consumer="probe", limit=100))["messages"]
     assert delivered and not [m for m in delivered if m["conversationId"] == bob_cid]
     await shots.take("request")
 
@@ -346,7 +329,7 @@ async def test_an_operator_signs_in_reads_names_and_times_and_looks_at_requests_
     await click(browser, "#request-panel button.block")
     await wait_js(browser, f"return !document.querySelector('{request}')")
     await wait_js(browser, "return document.getElementById('request-panel').hidden")
-    delivered = (await _rpc(daemon, "receive", consumer="probe", limit=100))["messages"]
+    delivered = (await daemon.result("receive", consumer="probe", limit=100))["messages"]
     assert not [m for m in delivered if m["conversationId"] == bob_cid]
 
 
