@@ -25,7 +25,7 @@ sizes compare with each other (the growth), on the same machine load:
 - idle: the daemon's CPU over `--idle-s` seconds once the reconciliation is done and
   nothing arrives (the catch-up's periods: its sync, the window check over a turn of
   the conversations, the settings refresh), as seconds of CPU per 30 s (the default
-  catch-up interval; a long pass stretches the wait, cone/core/pacing.py); and, from
+  catch-up interval; a long pass stretches the wait, cone/core/intake/pacing.py); and, from
   the daemon's `-v` lines, its syncs, those libxmtp reported groups synced in, and
   cone's own conversation listings, per 30 s.
 - conversations: a `conversations` page (50): the very first, which reads libxmtp's

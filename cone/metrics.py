@@ -2,7 +2,7 @@
 
 Counters and histograms here are recorded in the process that hosts the core: the
 gRPC edge records each ConeService call (`cone.daemon.metrics`), the ingest what
-enters the inbox (`cone.core.ingest`). What the daemon knows as
+enters the inbox (`cone.core.intake.ingest`). What the daemon knows as
 state (outbox, streams, network, the healed count kept in the store) is read from
 `Status` when `/metrics` is scraped (`cone.facades.http`). Names follow Prometheus'
 conventions: `cone_*_total` for counters, `cone_*_seconds` for durations.

@@ -102,7 +102,7 @@ def require_identity(settings: Settings) -> None:
 def announce_created(command: str, running: Running) -> None:
     """The one stderr line a long-running host prints when it made a new identity."""
     if running.created:
-        ident = running.core.identity
+        ident = running.core.status.identity()
         print(
             f"cone {command}: created a new identity {ident.address} in "
             f"{running.socket.parent} (registered on {ident.network})",

@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from cone._fs import free_bytes
-from cone.core.ingest import Ingestor
+from cone.core.intake.ingest import Ingestor
 from cone.core.outbox import Outbox
 from cone.engine.port import EnginePort
 from cone.errors import ConeError, StateError, Unavailable

@@ -1,4 +1,4 @@
-"""Conversations, history, contacts and unblocking: reading what cone holds.
+"""Conversations, history, contacts and attachments: reading what cone holds.
 
 Nothing here changes a receipt. Listings come from cone's store (one query a page).
 What only libxmtp knows (a group's name, description, image, member count) is kept in
@@ -16,16 +16,17 @@ from dataclasses import dataclass
 
 from cone import limits
 from cone.core import validate
-from cone.core.model import Message, inline_bytes, message_of, own_message
+from cone.core.model import Attachment, Message, inline_bytes, message_of, own_message
 from cone.engine.port import EnginePort
+from cone.errors import NotFound, Unavailable
 from cone.store import (
     Consent,
     ContactRecord,
     Kind,
     OwnMessage,
-    Request,
     Store,
     StoredMessage,
+    attachments,
     conversations,
     details,
     history,
@@ -203,21 +204,23 @@ class History:
             out.append(m)
         return out, more
 
-    async def request_preview(self, conversation_id: str) -> tuple[Request, Message | None]:
-        """A request and its first message as Receive would hand it out, delivered to
-        no one (see store.history.request_preview)."""
-        request, first = await self._store.read(history.request_preview, conversation_id)
-        return request, message_of(first) if first is not None else None
-
     async def contacts(self) -> list[ContactRecord]:
         """The saved contacts."""
         return await self._store.read(history.contacts)
 
-    async def unblock(self, conversation_id: str) -> None:
-        """Back to a request (see store.history.unblock); XMTP's records go back to
-        unknown for the conversation and a DM's peer inbox."""
-        conv = await self._store.write(history.unblock, conversation_id)
-        await self._engine.reset_consent(
-            conversation_id=conversation_id,
-            peer_inbox_id=conv.peer_inbox_id if conv.kind is Kind.DM else None,
-        )
+    async def attachment(self, message_id: str, index: int) -> Attachment:
+        """One attachment of a received message, with its bytes."""
+        found = await self._store.read(attachments.get, message_id, index)
+        if found is None:
+            raise NotFound(
+                f"message {message_id} has no attachment {index} in the inbox",
+                reason="unknown_message",
+                field="messageId",
+            )
+        if found.data is None:
+            raise Unavailable(
+                f"the remote attachment of {message_id} is not downloaded yet "
+                f"({found.error or 'waiting for its first attempt'}); it is retried",
+                reason="attachment_unavailable",
+            )
+        return found

@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cone.core import content
-from cone.core.arrivals import record
 from cone.core.content import Reaction, ReactionAction, ReactionSchema
+from cone.core.intake.arrivals import record
 from cone.engine.port import Member, Role, StreamHealth
 from cone.store import (
     AttachmentsKind,

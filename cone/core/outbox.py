@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from cone.core import content
-from cone.core.ingest import READ_MARGIN_NS
+from cone.core.intake.ingest import READ_MARGIN_NS
 from cone.core.network import NetworkWatch, identity_unknown
 from cone.core.publication import Publications
 from cone.core.ratelimit import WriteBudget
@@ -104,6 +104,7 @@ class Outbox:
         engine: EnginePort,
         network: NetworkWatch | None = None,
         fence: RestoreFence | None = None,
+        on_published: Callable[[str], None] = lambda conversation_id: None,
     ) -> None:
         self._store = store
         self._engine = engine
@@ -127,7 +128,7 @@ class Outbox:
         #: Told each conversation a message was just published in (its settle record
         #: queued): the message stream's echo of an own send never reaches the core
         #: (cone/engine/_echoes.py), so whatever watches own messages hears it here.
-        self.on_published: Callable[[str], None] = lambda conversation_id: None
+        self.on_published = on_published
 
     def _lock(self, conversation_id: str) -> asyncio.Lock:
         return self._locks.setdefault(conversation_id, asyncio.Lock())

@@ -1,7 +1,7 @@
 """Receive, Peek and Ack: handing out the inbox, and waiting for news.
 
 A waiting call sleeps until a commit brings news (`wake`); a streamed commit may
-answer it in the same transaction (cone/core/waiters.py).
+answer it in the same transaction (cone/core/intake/waiters.py).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 
 from cone.core import validate
+from cone.core.intake.waiters import Waiters, take_or_head
 from cone.core.model import Message, message_of
-from cone.core.waiters import Waiters, take_or_head
 from cone.errors import StateError, Unavailable
 from cone.store import Store, StoredMessage, inbox
 
@@ -23,14 +23,19 @@ log = logging.getLogger(__name__)
 class Receiving:
     """The inbox's consumers' side: receive, peek, ack."""
 
-    def __init__(self, store: Store, unreachable: Callable[[], str | None]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        unreachable: Callable[[], str | None],
+        waiters: Waiters | None = None,
+    ) -> None:
         self._store = store
         # Why the network cannot be reached now (None: it can): an empty answer is
         # then an error instead.
         self._unreachable = unreachable
         self._arrival = asyncio.Event()
-        #: Receives waiting for news; a streamed commit serves them.
-        self.waiters = Waiters()
+        #: Receives waiting for news; a streamed commit serves them (the intake's).
+        self.waiters = waiters or Waiters()
 
     def wake(self) -> None:
         """Wake every waiting Receive and Peek; each re-reads the store."""

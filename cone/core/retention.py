@@ -9,7 +9,7 @@
   from `from_ns` on disappear `in_ns` after they were sent) is read at start, when a
   conversation appears, when its metadata changes (a `group_updated` message is taken
   in), and each catch-up period (in a store of more than 500 conversations, a turn
-  of them: each at least every 8 periods, cone/core/window_turns.py); messages then
+  of them: each at least every 8 periods, cone/core/intake/window_turns.py); messages then
   expire in cone's store on the same schedule (inbox messages by their sent time,
   own messages by the time cone took their key).
 
@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from cone.core import content
-from cone.core.window_turns import WindowTurns
+from cone.core.intake.window_turns import WindowTurns
 from cone.engine.port import EnginePort, RawMessage
 from cone.errors import ConeError
 from cone.store import Connection, Store, retention

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from cone.core.network import ADVICE, STATUS_PROBE_S
-from cone.engine.port import NodeView, StreamHealth
+from cone.core.identity import Identity, identity_of
+from cone.core.intake import Intake
+from cone.core.network import ADVICE, STATUS_PROBE_S, NetworkWatch
+from cone.core.outbox import Outbox
+from cone.core.restore_fence import RestoreFence
+from cone.engine.port import EnginePort, NodeView, StreamHealth
 from cone.errors import ConeError
-from cone.store import conversations, held, inbox
+from cone.store import Store, conversations, held, inbox
 from cone.store.outbox import OutboxRecord
-
-if TYPE_CHECKING:
-    from cone.core.service import Core, Identity
 
 log = logging.getLogger(__name__)
 
@@ -42,22 +42,41 @@ class Status:
 
 
 class StatusReport:
-    """Builds a core's Status; keeps libxmtp's last budget figures for when it cannot
-    read them."""
+    """Identity and Status: who this is, and its health and budgets; keeps libxmtp's
+    last budget figures for when it cannot read them."""
 
-    def __init__(self, core: Core) -> None:
-        self._core = core
+    def __init__(
+        self,
+        store: Store,
+        engine: EnginePort,
+        network_name: str,
+        network: NetworkWatch,
+        intake: Intake,
+        outbox: Outbox,
+        restore_fence: RestoreFence,
+    ) -> None:
+        self._store = store
+        self._engine = engine
+        self._network_name = network_name
+        self._network = network
+        self._intake = intake
+        self._outbox = outbox
+        self._restore_fence = restore_fence
         self._budgets = (0, 0)
+
+    def identity(self) -> Identity:
+        """The public identity."""
+        return identity_of(self._engine, self._network_name)
 
     async def report(self) -> Status:
         """Health and budgets for operators."""
-        core = self._core
-        messages = await core.store.read(inbox.message_count)
-        consumers = await core.store.read(inbox.pending_counts)
-        requests = await core.store.read(conversations.requests)
-        dropped = await core.store.read(held.dropped_count)
+        store, engine, intake = self._store, self._engine, self._intake
+        messages = await store.read(inbox.message_count)
+        consumers = await store.read(inbox.pending_counts)
+        requests = await store.read(conversations.requests)
+        dropped = await store.read(held.dropped_count)
         try:
-            self._budgets = await core.engine.budgets()
+            self._budgets = await engine.budgets()
         except ConeError as exc:
             # Status is answered anyway, with the last figures libxmtp gave.
             log.info("status: libxmtp's inbox state not read (%s)", exc.message)
@@ -72,9 +91,9 @@ class StatusReport:
             warnings.append(f"the inbox has used {updates} of {UPDATE_LIMIT} identity updates")
         # Asked now (at most STATUS_PROBE_S): whether the node answers is never older
         # than this call (docs/networks.md).
-        answer = await core.network.check(STATUS_PROBE_S)
+        answer = await self._network.check(STATUS_PROBE_S)
         network = answer.view.value
-        if core.engine.v3_cutover():
+        if engine.v3_cutover():
             network = "v3_cutover"
             warnings.append(
                 "the XMTP node refuses this cone as a V3 client after its cutover to the "
@@ -82,30 +101,30 @@ class StatusReport:
             )
         elif answer.view is NodeView.NO_ANSWER:
             warnings.append(
-                f"the XMTP network at {core.engine.api_url} cannot be reached "
+                f"the XMTP network at {engine.api_url} cannot be reached "
                 f"({answer.detail}): sends wait in the outbox and cone reconnects by itself"
             )
         elif answer.view is NodeView.IDENTITY_UNKNOWN:
             warnings.append(
-                f"the XMTP node at {core.engine.api_url}: {ADVICE} ({answer.detail}); "
+                f"the XMTP node at {engine.api_url}: {ADVICE} ({answer.detail}); "
                 "sends fail with identity_unknown"
             )
-        if core.starting():
+        if intake.starting():
             warnings.append(
                 "cone is starting: it still reads what libxmtp holds and syncs with the "
                 "network; answers come from the store and may lack messages that arrived "
                 "while it was stopped (they enter the inbox when the first sync is done)"
             )
-        if core.last_sync_error:
-            warnings.append(f"the last sync failed: {core.last_sync_error}")
-        if core.ingestor.healed:
+        if intake.last_sync_error:
+            warnings.append(f"the last sync failed: {intake.last_sync_error}")
+        if intake.ingestor.healed:
             warnings.append(
-                f"reconciliation has ingested {core.ingestor.healed} message(s) that ingest "
+                f"reconciliation has ingested {intake.ingestor.healed} message(s) that ingest "
                 "had missed (see the log); please report it"
             )
-        if core.restore_fence.forked:
+        if self._restore_fence.forked:
             warnings.append(
-                f"{core.restore_fence.forked} conversation(s) were moved on by this "
+                f"{self._restore_fence.forked} conversation(s) were moved on by this "
                 "identity's original installation after the backup this copy was restored "
                 "from: sends there are refused (restore_forked; docs/backup.md)"
             )
@@ -115,18 +134,18 @@ class StatusReport:
                 "(docs/guarantees.md): accept or block the requests you know"
             )
         return Status(
-            identity=core.identity,
-            streams=core.engine.stream_health(),
-            last_sync_ns=core.last_sync_ns,
-            last_sync_error=core.last_sync_error,
+            identity=self.identity(),
+            streams=engine.stream_health(),
+            last_sync_ns=intake.last_sync_ns,
+            last_sync_error=intake.last_sync_error,
             inbox_messages=messages,
             consumers=consumers,
             requests=len(requests),
             installations=installations,
             identity_updates=updates,
-            outbox=await core.outbox.unsettled(),
+            outbox=await self._outbox.unsettled(),
             warnings=warnings,
-            ingest_healed=core.ingestor.healed,
+            ingest_healed=intake.ingestor.healed,
             network=network,
             requests_dropped=dropped,
         )

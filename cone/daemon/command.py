@@ -36,7 +36,7 @@ async def _main(
         )
         if running is None:
             return
-        ident = running.core.identity
+        ident = running.core.status.identity()
         print(
             f"cone daemon: inbox {ident.inbox_id} ({ident.address}) on {ident.network} over "
             f"{ident.backend.upper()}, socket {running.socket}",

@@ -1,5 +1,8 @@
 """ConeService over gRPC: proto messages in, core calls, proto messages out.
 
+Each RPC calls its operation's part of the core directly (`core.consents`,
+`core.history`, `core.sending`, ...; cone/core/service.py lists them).
+
 The one place in the daemon where ConeErrors become gRPC statuses. No logic lives
 here beyond conversion, and the mapping of values itself is cone/daemon/convert.py.
 """
@@ -90,7 +93,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
         self._jetstream_status = jetstream_status
 
     def _identity(self) -> pb.IdentityResponse:
-        i = self.core.identity
+        i = self.core.status.identity()
         return pb.IdentityResponse(
             protocol=i.protocol,
             inbox_id=i.inbox_id,
@@ -111,7 +114,9 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
         self, request: pb.ConnectRequest, context: grpc.aio.ServicerContext
     ) -> pb.ConnectResponse:
         name = request.name if request.HasField("name") else None
-        return pb.ConnectResponse(contact=contact_to_pb(await self.core.connect(request.to, name)))
+        return pb.ConnectResponse(
+            contact=contact_to_pb(await self.core.consents.connect(request.to, name))
+        )
 
     @_boundary
     async def Send(
@@ -163,14 +168,14 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Requests(
         self, request: pb.RequestsRequest, context: grpc.aio.ServicerContext
     ) -> pb.RequestsResponse:
-        out = [_request_to_pb(r, address) for r, address in await self.core.requests()]
-        return pb.RequestsResponse(requests=out, stale=self.core.stale() or None)
+        out = [_request_to_pb(r, address) for r, address in await self.core.consents.requests()]
+        return pb.RequestsResponse(requests=out, stale=self.core.freshness.stale() or None)
 
     @_boundary
     async def RequestPreview(
         self, request: pb.RequestPreviewRequest, context: grpc.aio.ServicerContext
     ) -> pb.RequestPreviewResponse:
-        held, address, first = await self.core.request_preview(request.conversation_id)
+        held, address, first = await self.core.consents.request_preview(request.conversation_id)
         response = pb.RequestPreviewResponse(request=_request_to_pb(held, address))
         if first is not None:
             response.first_message.CopyFrom(message_to_pb(first))
@@ -180,28 +185,28 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Accept(
         self, request: pb.AcceptRequest, context: grpc.aio.ServicerContext
     ) -> pb.AcceptResponse:
-        await self.core.accept(request.conversation_id)
+        await self.core.consents.accept(request.conversation_id)
         return pb.AcceptResponse(accepted=True)
 
     @_boundary
     async def Block(
         self, request: pb.BlockRequest, context: grpc.aio.ServicerContext
     ) -> pb.BlockResponse:
-        await self.core.block(request.conversation_id)
+        await self.core.consents.block(request.conversation_id)
         return pb.BlockResponse(blocked=True)
 
     @_boundary
     async def Sync(
         self, request: pb.SyncRequest, context: grpc.aio.ServicerContext
     ) -> pb.SyncResponse:
-        await self.core.sync()
+        await self.core.intake.sync()
         return pb.SyncResponse(synced=True)
 
     @_boundary
     async def Attachment(
         self, request: pb.AttachmentRequest, context: grpc.aio.ServicerContext
     ) -> pb.AttachmentResponse:
-        a = await self.core.attachment(request.message_id, request.index)
+        a = await self.core.history.attachment(request.message_id, request.index)
         return pb.AttachmentResponse(
             filename=a.filename,
             mime_type=a.mime_type,
@@ -252,7 +257,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Status(
         self, request: pb.StatusRequest, context: grpc.aio.ServicerContext
     ) -> pb.StatusResponse:
-        s = await self.core.status()
+        s = await self.core.status.report()
         return pb.StatusResponse(
             identity=self._identity(),
             streams=[
@@ -297,7 +302,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     ) -> pb.ConversationsResponse:
         consent = request.consent if request.HasField("consent") else None
         kind = request.type if request.HasField("type") else None
-        views, cursor = await self.core.conversations(
+        views, cursor = await self.core.history.conversations(
             consumer=request.consumer,
             consent=CONSENT_OF.get(consent) if consent else None,
             kind=KIND_OF.get(kind) if kind else None,
@@ -307,21 +312,21 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
         return pb.ConversationsResponse(
             conversations=[conversation_to_pb(v) for v in views],
             cursor=cursor,
-            stale=self.core.stale() or None,
+            stale=self.core.freshness.stale() or None,
         )
 
     @_boundary
     async def Messages(
         self, request: pb.MessagesRequest, context: grpc.aio.ServicerContext
     ) -> pb.MessagesResponse:
-        found, more = await self.core.messages(
+        found, more = await self.core.history.messages(
             conversation_id=request.conversation_id,
             before=request.before if request.HasField("before") else None,
             after=request.after if request.HasField("after") else None,
             limit=request.limit if request.HasField("limit") else None,
             oldest_first=request.oldest_first if request.HasField("oldest_first") else None,
         )
-        response = pb.MessagesResponse(more=more, stale=self.core.stale() or None)
+        response = pb.MessagesResponse(more=more, stale=self.core.freshness.stale() or None)
         add_messages(response.messages, found)
         return response
 
@@ -329,14 +334,14 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def Contacts(
         self, request: pb.ContactsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ContactsResponse:
-        found = await self.core.contacts()
+        found = await self.core.history.contacts()
         return pb.ContactsResponse(contacts=[contact_to_pb(c) for c in found])
 
     @_boundary
     async def Unblock(
         self, request: pb.UnblockRequest, context: grpc.aio.ServicerContext
     ) -> pb.UnblockResponse:
-        await self.core.unblock(request.conversation_id)
+        await self.core.consents.unblock(request.conversation_id)
         return pb.UnblockResponse(unblocked=True)
 
     @_boundary
@@ -398,7 +403,7 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
     async def RevokeInstallations(
         self, request: pb.RevokeInstallationsRequest, context: grpc.aio.ServicerContext
     ) -> pb.RevokeInstallationsResponse:
-        revoked, left = await self.core.revoke_installations(
+        revoked, left = await self.core.installations.revoke(
             list(request.installation_ids), request.all_except_this
         )
         return pb.RevokeInstallationsResponse(revoked_installation_ids=revoked, installations=left)

@@ -53,7 +53,7 @@ class ListedConversation:
 class NewestStamps:
     """Each conversation's newest insert stamp in libxmtp's database (0: none stored),
     read once, with the clock before the read began: whatever libxmtp stores later is
-    stamped no earlier than it, less the read path's margin (cone/core/committing.py)."""
+    stamped no earlier than it, less the read path's margin (cone/core/intake/committing.py)."""
 
     taken_ns: int
     newest: Mapping[str, int]

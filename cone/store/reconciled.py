@@ -1,7 +1,7 @@
 """How far the start's full reconciliation has compared each conversation.
 
 The start's pass compares libxmtp's messages with the ids cone has read
-(cone/core/reconciliation.py). Once a conversation's pass has succeeded, everything
+(cone/core/intake/reconciliation.py). Once a conversation's pass has succeeded, everything
 libxmtp stored in it before that pass began is in cone's inbox, and cone's inbox only
 grows; so the next start's pass reads from where this one began instead of from the
 first message. Each row says, for one conversation:

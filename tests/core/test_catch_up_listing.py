@@ -4,7 +4,7 @@ a long pass stretches the wait before the next.
 A real core in this process over a real engine, store and devnet, catching up every
 0.3 s. The engine's `sync_all` and `conversations` are wrapped to note each call in
 order (instrumentation: the real calls run): a period is a sync and what follows it
-up to the next sync (cone/core/relisting.py, docs/guarantees.md path 2).
+up to the next sync (cone/core/intake/relisting.py, docs/guarantees.md path 2).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from xmtp_bindings import xmtpv3 as ffi
 
-from cone.core.followups import PARALLEL
-from cone.core.pacing import FLOOR_S, next_wait
-from cone.core.relisting import EVERY
+from cone.core.intake.followups import PARALLEL
+from cone.core.intake.pacing import FLOOR_S, next_wait
+from cone.core.intake.relisting import EVERY
 from cone.core.service import Core
 from cone.devnet import Devnet
 from cone.engine import _client
@@ -97,18 +97,18 @@ async def core(devnet: str, tmp_path: Path, backend: str) -> AsyncIterator[Core]
 async def _started(core: Core) -> _Calls:
     assert isinstance(core.engine, Engine)
     calls = _Calls(core.engine)
-    restarted = core._on_stream_restart
+    restarted = core.intake._on_stream_restart
 
     def counted() -> None:
         calls.restarts += 1
         restarted()
 
-    core._on_stream_restart = counted  # type: ignore[method-assign]  # instrumentation
+    core.intake._on_stream_restart = counted  # type: ignore[method-assign]  # instrumentation
     await core.start()
     await core.started()
 
     async def reconciled() -> bool:
-        return not core.reconciling()
+        return not core.intake.reconciling()
 
     await until(reconciled)
     return calls
@@ -236,7 +236,7 @@ async def test_a_conversation_made_while_the_streams_are_down_is_recorded(
 async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(
     core: Core, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The pacing (cone/core/pacing.py) with the bad timing forced: each sync is held
+    """The pacing (cone/core/intake/pacing.py) with the bad timing forced: each sync is held
     1 s longer than it takes, so every pass is long; the log says so once."""
     caplog.set_level(logging.INFO, logger="cone.core.service")
     await _started(core)
@@ -281,7 +281,7 @@ async def test_a_period_due_while_the_follow_ups_are_behind_waits_one_interval_m
 ) -> None:
     """The bad timing forced: the follow-up syncs of more new conversations than they
     take at once are held, so the burst never ends. Periods still come, each one
-    interval later than it fell due (cone/core/catch_up.py: libxmtp's sync of every
+    interval later than it fell due (cone/core/intake/catch_up.py: libxmtp's sync of every
     conversation held its streams back during a burst into a big store)."""
     caplog.set_level(logging.DEBUG, logger="cone.core.service")
     await _started(core)

@@ -37,7 +37,7 @@ async def test_kill9_right_after_a_long_poll_was_answered_redelivers(
     daemon: DaemonProcess, alice: Peer
 ) -> None:
     # The waiting poll is answered from the commit that stores the message
-    # (cone/core/waiters.py): the message and its delivery are on disk by then.
+    # (cone/core/intake/waiters.py): the message and its delivery are on disk by then.
     dm = await _accepted_dm(daemon, alice)
     poll = asyncio.create_task(daemon.client.receive(consumer="p", wait_ms=30_000))
     await alice.send(dm, "answered, then killed")

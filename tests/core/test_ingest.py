@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from cone.config import Paths
-from cone.core.reconciliation import WHOLE_AGAIN_NS
+from cone.core.intake.reconciliation import WHOLE_AGAIN_NS
 from cone.store import Connection, IncomingMessage, Store, inbox, load_db_key
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess

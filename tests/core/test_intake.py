@@ -2,7 +2,7 @@
 
 A real daemon, devnet and libxmtp peers. The daemon's periodic catch-up is put out
 of reach (an hour), so what arrives arrives by the streams and the follow-up syncs
-of new conversations alone (cone/core/followups.py).
+of new conversations alone (cone/core/intake/followups.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """libxmtp's message count against its own listing, as the catch-up's count check
-compares them (cone/core/reconciliation.py): every message the listing returns is
+compares them (cone/core/intake/reconciliation.py): every message the listing returns is
 counted, a DM's group updates included."""
 
 from __future__ import annotations

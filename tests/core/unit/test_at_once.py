@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from cone.core import at_once
+from cone.core.intake import at_once
 
 
 async def test_each_item_is_worked_once_by_at_most_so_many_workers() -> None:

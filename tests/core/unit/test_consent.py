@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cone.core.arrivals import initial_consent
+from cone.core.intake.arrivals import initial_consent
 from cone.core.service import Core
 from cone.engine.port import ConsentUpdate, ConversationInfo, XmtpConsent
 from cone.errors import FailedPrecondition
@@ -48,9 +48,9 @@ async def blocked_in_group(core: Core, engine: FakeEngine) -> tuple[str, str, st
     _, trent = engine.peer("trent")
     dm = engine.dm(mallory)
     group = engine.group(trent, [mallory])
-    await core.ingestor.ingest([dm, group])
-    await core.accept(group)
-    await core.block(dm)
+    await core.intake.ingestor.ingest([dm, group])
+    await core.consents.accept(group)
+    await core.consents.block(dm)
     return mallory, trent, dm, group
 
 
@@ -60,17 +60,17 @@ async def test_a_dm_from_a_stranger_waits_as_a_request_until_accepted(
     _, stranger = engine.peer("stranger")
     cid = engine.dm(stranger)
     engine.incoming(cid, stranger, "may I?")
-    await core.ingestor.ingest([cid])
+    await core.intake.ingestor.ingest([cid])
 
     assert await pending_texts(core) == []
-    [(request, address)] = await core.requests()
+    [(request, address)] = await core.consents.requests()
     assert (request.conversation_id, request.peer_inbox_id) == (cid, stranger)
     assert address == engine.addresses_by_inbox[stranger][0]
 
-    await core.accept(cid)
+    await core.consents.accept(cid)
 
     assert await pending_texts(core) == ["may I?"]
-    assert await core.requests() == []
+    assert await core.consents.requests() == []
     assert engine.conversation_consent[cid] is A
     assert engine.inbox_consent_records[stranger] is A
 
@@ -82,7 +82,7 @@ async def test_blocking_a_dm_denies_its_peer_and_withholds_the_peers_group_messa
 
     engine.incoming(group, mallory, "from the blocked inbox")
     engine.incoming(group, trent, "from a member in good standing")
-    await core.ingestor.ingest([group])
+    await core.intake.ingestor.ingest([group])
 
     assert await consent_of(core, dm) is Consent.BLOCKED
     assert engine.conversation_consent[dm] is D
@@ -95,10 +95,10 @@ async def test_unblocking_makes_a_request_again_and_resets_xmtps_records(
 ) -> None:
     mallory, _, dm, group = blocked_in_group
     engine.incoming(group, mallory, "said while blocked")
-    await core.ingestor.ingest([group])
+    await core.intake.ingestor.ingest([group])
     assert await pending_texts(core) == []
 
-    await core.history.unblock(dm)
+    await core.consents.unblock(dm)
 
     assert await consent_of(core, dm) is Consent.REQUESTED
     assert engine.conversation_consent[dm] is U
@@ -112,11 +112,11 @@ async def test_unblocking_an_accepted_conversation_is_refused(
 ) -> None:
     _, peer = engine.peer("peer")
     dm = engine.dm(peer)
-    await core.ingestor.ingest([dm])
-    await core.accept(dm)
+    await core.intake.ingestor.ingest([dm])
+    await core.consents.accept(dm)
 
     with pytest.raises(FailedPrecondition) as refused:
-        await core.history.unblock(dm)
+        await core.consents.unblock(dm)
 
     assert refused.value.reason == "not_blocked"
 
@@ -129,7 +129,7 @@ async def test_a_dm_from_an_inbox_allowed_elsewhere_is_accepted_at_once(
     dm = engine.dm(friend)
     engine.incoming(dm, friend, "it is me")
 
-    await core.ingestor.ingest([dm])
+    await core.intake.ingestor.ingest([dm])
 
     assert await consent_of(core, dm) is Consent.ACCEPTED
     assert await pending_texts(core) == ["it is me"]
@@ -157,11 +157,11 @@ async def test_consent_given_while_a_new_conversation_is_being_recorded_is_not_l
         reads.append(await read(conversation_id))
         if len(reads) == 1:
             engine.conversation_consent[dm] = record
-            await core._apply_consent([ConsentUpdate(dm, None, record)])
+            await core.intake._apply_consent([ConsentUpdate(dm, None, record)])
         return reads[-1]
 
     monkeypatch.setattr(engine, "conversation", read_then_changed)
-    await core.ingestor.ingest([dm])
+    await core.intake.ingestor.ingest([dm])
 
     first = reads[0]
     assert first is not None and first.consent is U
@@ -175,13 +175,13 @@ async def test_consent_from_another_installation_moves_cones_decision(
 ) -> None:
     _, peer = engine.peer("peer")
     dm = engine.dm(peer)
-    await core.ingestor.ingest([dm])
+    await core.intake.ingestor.ingest([dm])
 
-    await core._apply_consent([ConsentUpdate(dm, None, A)])
+    await core.intake._apply_consent([ConsentUpdate(dm, None, A)])
     assert await consent_of(core, dm) is Consent.ACCEPTED
-    await core._apply_consent([ConsentUpdate(dm, None, U), ConsentUpdate(None, peer, D)])
+    await core.intake._apply_consent([ConsentUpdate(dm, None, U), ConsentUpdate(None, peer, D)])
     assert (
         await consent_of(core, dm) is Consent.ACCEPTED
     )  # unknown and inbox records change nothing
-    await core._apply_consent([ConsentUpdate(dm, None, D)])
+    await core.intake._apply_consent([ConsentUpdate(dm, None, D)])
     assert await consent_of(core, dm) is Consent.BLOCKED

@@ -20,7 +20,7 @@ async def test_a_contact_name_that_looks_like_hex_routes_to_the_contact(
     core: Core, engine: FakeEngine, name: str
 ) -> None:
     address, _ = engine.peer("alice")
-    contact = await core.connect(address, name)
+    contact = await core.consents.connect(address, name)
 
     sent = await core.sending.send(to=name, content=HI, key="k", reply_to=None)
 
@@ -31,7 +31,7 @@ async def test_known_addresses_resolve_with_the_network_down_and_unknown_ones_do
     core: Core, engine: FakeEngine
 ) -> None:
     contact_address, _ = engine.peer("alice")
-    contact = await core.connect(contact_address, None)
+    contact = await core.consents.connect(contact_address, None)
     peer_address, peer_inbox = engine.peer("bob")  # wrote first, accepted, no contact
     bob_dm = engine.dm(peer_inbox)
     await core.store.write(conversations.ensure, bob_dm, Kind.DM, peer_inbox, Consent.ACCEPTED, 1)
@@ -64,7 +64,7 @@ async def test_oneself_is_refused_by_send_and_connect(core: Core, engine: FakeEn
         with pytest.raises(InvalidArgument) as sent:
             await core.sending.send(to=own, content=HI, key="k", reply_to=None)
         with pytest.raises(InvalidArgument) as connected:
-            await core.connect(own, None)
+            await core.consents.connect(own, None)
         assert (sent.value.reason, connected.value.reason) == ("own_inbox", "own_inbox")
     assert engine.held == {}
 
@@ -75,7 +75,7 @@ async def test_connect_refuses_a_conversation_id(core: Core, engine: FakeEngine)
     await core.store.write(conversations.ensure, cid, Kind.DM, inbox_id, Consent.ACCEPTED, 1)
 
     with pytest.raises(NotFound) as refused:
-        await core.connect(cid, None)
+        await core.consents.connect(cid, None)
 
     assert refused.value.reason == "unknown_destination"
 
@@ -89,7 +89,7 @@ async def test_a_send_to_a_dm_sent_to_before_neither_resolves_nor_asks_libxmtp(
         spelling
     ]
     if spelling == "name":
-        await core.connect(address, "al")
+        await core.consents.connect(address, "al")
     first = await core.sending.send(to=to, content=HI, key="first", reply_to=None)
 
     async def not_asked(*args: object) -> None:
@@ -115,7 +115,7 @@ async def test_a_remembered_dm_blocked_since_is_resolved_again_and_accepted_by_t
 ) -> None:
     address, _ = engine.peer("alice")
     first = await core.sending.send(to=address, content=HI, key="first", reply_to=None)
-    await core.block(first.conversation_id)
+    await core.consents.block(first.conversation_id)
 
     again = await core.sending.send(to=address, content=HI, key="again", reply_to=None)
 
@@ -129,12 +129,12 @@ async def test_saving_a_contact_makes_a_name_lead_to_its_new_inbox(
 ) -> None:
     alice_address, _ = engine.peer("alice")
     bob_address, _ = engine.peer("bob")
-    to_alice = await core.connect(alice_address, "friend")
+    to_alice = await core.consents.connect(alice_address, "friend")
     assert (
         await core.sending.send(to="friend", content=HI, key="a", reply_to=None)
     ).conversation_id == (to_alice.conversation_id)
-    await core.connect(alice_address, "alice")  # the name moves away from alice...
-    to_bob = await core.connect(bob_address, "friend")  # ...and to bob
+    await core.consents.connect(alice_address, "alice")  # the name moves away from alice...
+    to_bob = await core.consents.connect(bob_address, "friend")  # ...and to bob
 
     sent = await core.sending.send(to="friend", content=HI, key="b", reply_to=None)
 

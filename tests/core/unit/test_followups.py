@@ -1,11 +1,11 @@
-"""The follow-up syncs' scheduler (cone/core/followups.py), over a fake sync."""
+"""The follow-up syncs' scheduler (cone/core/intake/followups.py), over a fake sync."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
 
-from cone.core.followups import FollowUps
+from cone.core.intake.followups import FollowUps
 from cone.errors import Unavailable
 from support.waiting import until
 

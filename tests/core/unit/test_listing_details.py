@@ -54,7 +54,7 @@ async def _group(core: Core, engine: FakeEngine) -> tuple[str, str]:
     cid = engine.group(alice, [bob])
     engine.held[cid].name = "team"
     engine.incoming(cid, alice, "hello")
-    await core.ingestor.ingest_all()
+    await core.intake.ingestor.ingest_all()
     return cid, alice
 
 
@@ -65,7 +65,7 @@ async def test_a_second_listing_reads_nothing_from_libxmtp(
     _, carol = engine.peer("carol")
     dm = engine.dm(carol)
     engine.incoming(dm, carol, "hi")
-    await core.ingestor.ingest_all()
+    await core.intake.ingestor.ingest_all()
 
     first = await _listed(core)
     assert sorted(asked.asked[0]) == sorted([cid, dm])
@@ -88,18 +88,18 @@ async def test_a_group_update_taken_in_has_the_details_read_again_once(
     _, dave = engine.peer("dave")
     engine.held[cid].members.add(dave)
     engine.group_update(cid, alice, name="renamed")
-    await core.ingestor.ingest_all()
+    await core.intake.ingestor.ingest_all()
 
     listed = await _listed(core)
     assert asked.asked[1:] == [[cid]]
     assert (listed[cid].name, listed[cid].member_count) == ("renamed", 4)
     engine.incoming(cid, alice, "after")  # a text taken in counts nothing
-    await core.ingestor.ingest_all()
+    await core.intake.ingestor.ingest_all()
     await _listed(core)
     assert len(asked.asked) == 2
 
     # Read again by the start's full reconciliation, an update counts nothing.
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     await _listed(core)
     assert len(asked.asked) == 2
 
@@ -109,18 +109,18 @@ async def test_a_streamed_group_update_has_the_details_read_again(
 ) -> None:
     cid, alice = await _group(core, engine)
     await _listed(core)
-    await core.ingestor.start()
+    await core.intake.ingestor.start()
     try:
-        core.ingestor.accept(engine.group_update(cid, alice, name="streamed"))
+        core.intake.ingestor.accept(engine.group_update(cid, alice, name="streamed"))
         streamed_text = engine.incoming(cid, alice, "sentinel")
-        core.ingestor.accept(streamed_text)
+        core.intake.ingestor.accept(streamed_text)
 
         async def in_store() -> bool:
             return (await _listed(core))[cid].name == "streamed"
 
         await until(in_store)
     finally:
-        await core.ingestor.stop()
+        await core.intake.ingestor.stop()
     assert asked.asked[-1] == [cid]
 
 
@@ -138,7 +138,7 @@ async def test_an_update_taken_in_during_a_listing_s_read_leaves_the_details_to_
 
     await until(reading)
     engine.group_update(cid, alice, name="changed meanwhile")
-    await core.ingestor.ingest_all()
+    await core.intake.ingestor.ingest_all()
     asked.during.set_result(None)
     assert (await listing)[cid].name == "team"  # read before the update
     asked.during = None

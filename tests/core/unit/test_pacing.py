@@ -1,11 +1,11 @@
-"""The catch-up's pacing (cone/core/pacing.py): the wait after a pass."""
+"""The catch-up's pacing (cone/core/intake/pacing.py): the wait after a pass."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cone.core.pacing import FLOOR_S, MAX_INTERVALS, STRETCH, next_wait
+from cone.core.intake.pacing import FLOOR_S, MAX_INTERVALS, STRETCH, next_wait
 
 
 def test_a_short_pass_keeps_the_interval() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cone.core.reconciliation import WHOLE_AGAIN_NS, read_from
+from cone.core.intake.reconciliation import WHOLE_AGAIN_NS, read_from
 from cone.store.reconciled import Mark
 
 NOW = 1_800_000_000 * 1_000_000_000

@@ -1,13 +1,13 @@
-"""When a catch-up period lists again (cone/core/relisting.py): the decision, and the
+"""When a catch-up period lists again (cone/core/intake/relisting.py): the decision, and the
 core's sync acting on it over a real store and the fake engine."""
 
 from __future__ import annotations
 
 import pytest
 
-from cone.core.relisting import EVERY, Relisting
+from cone.core.intake.relisting import EVERY, Relisting
+from cone.core.intake.window_turns import ROUNDS
 from cone.core.service import Core
-from cone.core.window_turns import ROUNDS
 from cone.engine.port import SyncSummary
 from cone.store import inbox
 from support.fake_engine import FakeEngine
@@ -93,26 +93,26 @@ async def test_a_quiet_period_keeps_the_listing_and_reads_the_conversations_publ
     _, alice = engine.peer("alice")
     _, bob = engine.peer("bob")
     sent_in, other = engine.dm(alice), engine.dm(bob)
-    await core.sync()  # the start's first sync: lists
+    await core.intake.sync()  # the start's first sync: lists
     listed = engine.listings
     # A peer's message a send's sync stored, the stream not handing it over, and
     # one in another conversation that nothing announced.
     engine.incoming(sent_in, alice, "pulled in by the send's sync")
     engine.incoming(other, bob, "unannounced")
     core.outbox.on_published(sent_in)  # the outbox's hook after the publication
-    _, current = await core.catch_up.sync(keep_listing=True)
+    _, current = await core.intake.catch_up.sync(keep_listing=True)
     assert not current and engine.listings == listed
     assert await core.store.read(inbox.known_count, sent_in) == 1
     assert await core.store.read(inbox.known_count, other) == 0
 
     engine.summary = SyncSummary(eligible=2, synced=1)  # the next sync brings news
-    _, current = await core.catch_up.sync(keep_listing=True)
+    _, current = await core.intake.catch_up.sync(keep_listing=True)
     assert current and engine.listings == listed + 1
     assert await core.store.read(inbox.known_count, other) == 1
 
 
 async def test_the_sync_operation_always_lists(core: Core, engine: _Summarizing) -> None:
-    await core.sync()
+    await core.intake.sync()
     listed = engine.listings
-    await core.sync()
+    await core.intake.sync()
     assert engine.listings == listed + 1

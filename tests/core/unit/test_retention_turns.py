@@ -1,5 +1,5 @@
 """The disappearing-settings refresh in a big store reads its conversations in turns
-(cone/core/window_turns.py): each within `rounds` periods, a setting found in a later
+(cone/core/intake/window_turns.py): each within `rounds` periods, a setting found in a later
 turn recorded as in the first. libxmtp stands in by a stub that records what each
 period asks; the store is the real one."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from cone.core.intake.window_turns import WindowTurns
 from cone.core.retention import Retention
-from cone.core.window_turns import WindowTurns
 from cone.store import Consent, Kind, Store, conversations, retention
 from support.waiting import until
 

@@ -36,7 +36,7 @@ async def test_sending_to_a_peer_whose_dm_is_a_request_accepts_it_in_xmtp_too(
     address, inbox_id = engine.peer("alice")
     cid = engine.dm(inbox_id)
     engine.incoming(cid, inbox_id, "hello?")
-    await core.ingestor.ingest([cid])
+    await core.intake.ingestor.ingest([cid])
     assert await consent_of(core, cid) is Consent.REQUESTED
 
     sent = await core.sending.send(to=address, content=HI, key="k", reply_to=None)
@@ -57,7 +57,7 @@ async def test_an_inbox_id_routes_to_the_dm_with_that_inbox(core: Core, engine: 
 
 async def test_a_contact_name_routes_to_the_contacts_dm(core: Core, engine: FakeEngine) -> None:
     address, inbox_id = engine.peer("carol")
-    contact = await core.connect(address, "carol")
+    contact = await core.consents.connect(address, "carol")
 
     sent = await core.sending.send(to="carol", content=HI, key="k", reply_to=None)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from cone.core.committing import READ_MARGIN_NS
+from cone.core.intake.committing import READ_MARGIN_NS
 from cone.core.service import Core
 from cone.store import conversations, inbox, reconciled
 from support.fake_engine import FakeEngine
@@ -34,7 +34,7 @@ async def _two_read(core: Core, engine: FakeEngine) -> tuple[str, str, str, str]
     engine.incoming(quiet, alice, "one")
     engine.incoming(busy, bob, "two")
     _stored_long_ago(engine)
-    await core.ingestor.ingest_all()
+    await core.intake.ingestor.ingest_all()
     engine.reads.clear()
     return quiet, busy, alice, bob
 
@@ -47,9 +47,9 @@ async def test_the_start_s_read_reads_only_conversations_with_something_stored_s
     newest = await engine.newest_stamps()
     assert newest is not None
 
-    assert await core.ingestor.ingest_all(newest=newest) == 1
+    assert await core.intake.ingestor.ingest_all(newest=newest) == 1
     assert engine.reads == [busy]
-    assert core.ingestor.last_read == (1, 2)
+    assert core.intake.ingestor.last_read == (1, 2)
     assert await core.store.read(inbox.known_count, busy) == 2
     points = await core.store.read(conversations.ingested_points)
     assert points[quiet] == newest.taken_ns - READ_MARGIN_NS
@@ -66,7 +66,7 @@ async def test_a_conversation_cone_does_not_record_yet_is_read_whatever_its_stam
     engine.incoming(new, carol, "history")
     _stored_long_ago(engine)
 
-    assert await core.ingestor.ingest_all(newest=await engine.newest_stamps()) == 1
+    assert await core.intake.ingestor.ingest_all(newest=await engine.newest_stamps()) == 1
     assert engine.reads == [new]
     assert await core.store.read(conversations.get, new) is not None
 
@@ -76,8 +76,8 @@ async def test_without_stamps_the_start_s_read_reads_every_conversation(
 ) -> None:
     await _two_read(core, engine)
     engine.stamps_readable = False
-    assert await core.ingestor.ingest_all(newest=await engine.newest_stamps()) == 0
-    assert core.ingestor.last_read == (2, 2)
+    assert await core.intake.ingestor.ingest_all(newest=await engine.newest_stamps()) == 0
+    assert core.intake.ingestor.last_read == (2, 2)
     assert len(engine.reads) == 2
 
 
@@ -85,14 +85,14 @@ async def test_the_pass_skips_a_conversation_stored_nothing_in_since_its_mark(
     core: Core, engine: FakeEngine
 ) -> None:
     quiet, busy, _, bob = await _two_read(core, engine)
-    await core.ingestor.reconcile_all()  # no marks: both read whole
+    await core.intake.ingestor.reconcile_all()  # no marks: both read whole
     assert sorted(engine.reads) == sorted([quiet, busy])
     first = await core.store.read(reconciled.marks)
     engine.reads.clear()
     engine.incoming(busy, bob, "three")  # stamped now: above the mark
 
     began = time.time_ns()
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     assert engine.reads == [busy]
     assert engine.stamp_reads == 1
     marks = await core.store.read(reconciled.marks)
@@ -111,30 +111,30 @@ async def test_a_gap_in_a_skipped_conversation_waits_for_its_whole_read(
     pass's than it was the pass read from the mark's: the catch-up's count check, or
     the next whole read, finds it. Stamps only say whether a read would find anything."""
     quiet, _, alice, _ = await _two_read(core, engine)
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     missed = engine.incoming(quiet, alice, "missed")
     engine.held[quiet].messages[-1] = dataclasses.replace(missed, inserted_at_ns=1)
     engine.reads.clear()
 
-    assert await core.ingestor.reconcile_all() == 0
+    assert await core.intake.ingestor.reconcile_all() == 0
     assert engine.reads == []
     await core.store.write(lambda conn: conn.execute("DELETE FROM reconciled"))
-    assert await core.ingestor.reconcile_all() == 1  # whole: healed
+    assert await core.intake.ingestor.reconcile_all() == 1  # whole: healed
 
 
 async def test_without_stamps_the_pass_reads_each_conversation_from_its_mark(
     core: Core, engine: FakeEngine
 ) -> None:
     await _two_read(core, engine)
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     engine.reads.clear()
     engine.stamps_readable = False
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     assert len(engine.reads) == 2
 
 
 async def test_a_first_pass_reads_no_stamps(core: Core, engine: FakeEngine) -> None:
     """Every conversation is read whole the first time: the stamps would skip none."""
     await _two_read(core, engine)
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     assert engine.stamp_reads == 0

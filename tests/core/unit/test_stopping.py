@@ -32,7 +32,7 @@ async def _stops(wake: Callable[[], None], stop: Callable[[], Awaitable[None]]) 
 
 async def test_the_catch_up_woken_as_it_stops_stops(core: Core) -> None:
     await _idle(core)
-    await _stops(core.catch_up.now, core.catch_up.stop)
+    await _stops(core.intake.catch_up.now, core.intake.catch_up.stop)
     await core.stop()
 
 
@@ -44,7 +44,7 @@ async def test_the_expiry_worker_woken_as_it_stops_stops(core: Core) -> None:
 
 async def test_the_follow_ups_woken_as_they_stop_stop(core: Core) -> None:
     await _idle(core)
-    follow_ups = core._follow_ups
+    follow_ups = core.intake._follow_ups
     follow_ups.add("00" * 16)  # a first sync due in a second: the worker waits for it
     await asyncio.sleep(0.05)
     await _stops(lambda: follow_ups.add("11" * 16), follow_ups.stop)

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from cone.core import reconciliation
-from cone.core.committing import READ_MARGIN_NS
+from cone.core.intake import reconciliation
+from cone.core.intake.committing import READ_MARGIN_NS
 from cone.core.service import Core
 from cone.engine.port import ListedConversation, RawMessage
 from cone.errors import Unavailable
@@ -29,25 +29,25 @@ async def test_a_sync_reads_only_the_conversations_whose_newest_message_changed(
     quiet, busy = engine.dm(alice), engine.dm(bob)
     engine.incoming(quiet, alice, "one")
     engine.incoming(busy, bob, "two")
-    await core.ingestor.ingest_all()
-    assert core.ingestor.last_read == (2, 2)
+    await core.intake.ingestor.ingest_all()
+    assert core.intake.ingestor.last_read == (2, 2)
 
     engine.incoming(busy, bob, "three")
-    await core.ingestor.ingest_all(changed_only=True)
-    assert core.ingestor.last_read == (1, 2)
+    await core.intake.ingestor.ingest_all(changed_only=True)
+    assert core.intake.ingestor.last_read == (1, 2)
     assert await core.store.read(inbox.known_count, busy) == 2
 
-    await core.ingestor.ingest_all(changed_only=True)
-    assert core.ingestor.last_read == (0, 2)
+    await core.intake.ingestor.ingest_all(changed_only=True)
+    assert core.intake.ingestor.last_read == (0, 2)
 
 
 async def test_a_new_conversation_is_read_by_the_next_sync(core: Core, engine: FakeEngine) -> None:
     _, alice = engine.peer("alice")
-    await core.ingestor.ingest_all()
+    await core.intake.ingestor.ingest_all()
     cid = engine.dm(alice)
     engine.incoming(cid, alice, "hello")
-    await core.ingestor.ingest_all(changed_only=True)
-    assert core.ingestor.last_read == (1, 1)
+    await core.intake.ingestor.ingest_all(changed_only=True)
+    assert core.intake.ingestor.last_read == (1, 1)
     assert await core.store.read(inbox.known_count, cid) == 1
 
 
@@ -57,11 +57,11 @@ async def test_the_settings_refresh_reads_cone_s_conversations_without_a_listing
     _, alice = engine.peer("alice")
     cid = engine.dm(alice)
     engine.incoming(cid, alice, "hello")
-    await core.sync()  # lists once (its read), as each catch-up period does
+    await core.intake.sync()  # lists once (its read), as each catch-up period does
     listed = engine.listings
     # Its own period drifts from the catch-up's: long after the sync's listing, it
     # still lists nothing (a libxmtp listing reads every stored message).
-    core.catch_up._listing = None
+    core.intake.catch_up._listing = None
     assert await core._conversation_ids() == [cid]
     assert engine.listings == listed
 
@@ -99,13 +99,13 @@ async def test_listings_run_one_at_a_time_and_a_waiting_caller_shares_the_next(
     gated = _GatedListing(engine)
     monkeypatch.setattr(engine, "conversations", gated)
     # The catch-up's sync, ingest after a stream restart and the full pass, at once.
-    first = asyncio.create_task(core.catch_up.list())
+    first = asyncio.create_task(core.intake.catch_up.list())
     await _settle()
     assert gated.running == 1
     others = [
-        asyncio.create_task(core.ingestor.ingest_all()),
-        asyncio.create_task(core.ingestor.reconcile_all()),
-        asyncio.create_task(core.catch_up.list()),
+        asyncio.create_task(core.intake.ingestor.ingest_all()),
+        asyncio.create_task(core.intake.ingestor.reconcile_all()),
+        asyncio.create_task(core.intake.catch_up.list()),
     ]
     await _settle()  # each has asked for its listing by now
     assert gated.most == 1
@@ -131,15 +131,15 @@ async def test_the_full_reconciliation_heals_exactly_what_ingest_missed(
         engine.incoming(cid, alice, f"read {i}")
     engine.incoming(cid, engine.inbox_id, "own")
     engine.incoming(other, bob, "elsewhere")
-    await core.ingestor.ingest_all()
+    await core.intake.ingestor.ingest_all()
     # Stored by libxmtp long before cone's last read, and never taken by ingest.
     missed = engine.incoming(cid, alice, "missed")
     engine.held[cid].messages[-1] = dataclasses.replace(missed, inserted_at_ns=1)
 
-    assert await core.ingestor.reconcile_all() == 1
+    assert await core.intake.ingestor.reconcile_all() == 1
     assert await core.store.read(inbox.known_count, cid) == 6
     assert await core.store.read(inbox.known_ids, [missed.id]) == {missed.id}
-    assert await core.ingestor.reconcile_all() == 0
+    assert await core.intake.ingestor.reconcile_all() == 0
 
 
 async def test_a_group_update_has_its_setting_read_when_taken_in_not_when_read_again(
@@ -160,12 +160,12 @@ async def test_a_group_update_has_its_setting_read_when_taken_in_not_when_read_a
         return {}
 
     monkeypatch.setattr(engine.groups, "disappearing", disappearing)
-    await core.ingestor.ingest_all()
+    await core.intake.ingestor.ingest_all()
     assert asked == [[cid]]
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     assert asked == [[cid]]
     engine.group_update(cid, alice)  # one ingest missed: the pass takes it
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     assert asked == [[cid], [cid]]
 
 
@@ -191,7 +191,7 @@ async def test_the_full_reconciliation_reads_a_failed_conversation_again(
             yield page
 
     monkeypatch.setattr(engine, "message_pages", overrun_twice)
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     assert reads[flaky] == 3
     assert await core.store.read(inbox.known_count, flaky) == 1
     assert await core.store.read(inbox.known_count, steady) == 1
@@ -224,7 +224,7 @@ async def test_a_conversation_that_keeps_failing_is_left_to_the_next_start(
 
     monkeypatch.setattr(engine, "message_pages", failing)
     began = time.time_ns()
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     assert tries == 2
     assert await core.store.read(inbox.known_count, broken) == 0
     marks = await core.store.read(reconciled.marks)
@@ -233,5 +233,5 @@ async def test_a_conversation_that_keeps_failing_is_left_to_the_next_start(
     assert began <= marks[steady].whole_ns == marks[steady].through_ns + READ_MARGIN_NS
 
     failing_now = False
-    await core.ingestor.reconcile_all()
+    await core.intake.ingestor.reconcile_all()
     assert read_from == {broken: 0, steady: marks[steady].through_ns}

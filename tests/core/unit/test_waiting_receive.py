@@ -22,9 +22,9 @@ WAIT_S = 10.0
 @pytest.fixture
 async def streaming(core: Core) -> AsyncIterator[Core]:
     """The core with its ingest worker running (what the stream's messages go to)."""
-    await core.ingestor.start()
+    await core.intake.ingestor.start()
     yield core
-    await core.ingestor.stop()
+    await core.intake.ingestor.stop()
 
 
 async def _waiting(core: Core, n: int = 1) -> None:
@@ -52,7 +52,7 @@ def _record_writes(core: Core) -> list[str]:
 async def _accepted_dm(core: Core, engine: FakeEngine, name: str) -> tuple[str, str]:
     _, inbox_id = engine.peer(name)
     cid = engine.dm(inbox_id, XmtpConsent.ALLOWED)
-    await core.ingestor.ingest([cid])  # cone records it, accepted
+    await core.intake.ingestor.ingest([cid])  # cone records it, accepted
     return cid, inbox_id
 
 
@@ -73,7 +73,7 @@ async def test_a_waiting_receive_gets_a_streamed_message_from_the_commit_that_st
 
     engine.conversation = counting  # type: ignore[method-assign]  # a spy on the instance
 
-    core.ingestor.accept(engine.incoming(cid, alice, "hello"))
+    core.intake.ingestor.accept(engine.incoming(cid, alice, "hello"))
     messages, more = await asyncio.wait_for(poll, WAIT_S)
 
     assert [(m.text, m.deliveries) for m in messages] == [("hello", 1)] and not more
@@ -95,7 +95,7 @@ async def test_a_receive_leaving_the_conversation_out_is_not_served_and_keeps_wa
     poll = asyncio.create_task(core.receiving.receive("bot", None, 30_000, [busy]))
     await _waiting(core)
 
-    core.ingestor.accept(engine.incoming(busy, alice, "not now"))
+    core.intake.ingestor.accept(engine.incoming(busy, alice, "not now"))
 
     async def stored() -> bool:
         return await core.store.read(inbox.message_count) >= 1
@@ -104,7 +104,7 @@ async def test_a_receive_leaving_the_conversation_out_is_not_served_and_keeps_wa
     await _waiting(core)  # still waiting, on a fresh registration
     assert not poll.done()
 
-    core.ingestor.accept(engine.incoming(other, bob, "now"))
+    core.intake.ingestor.accept(engine.incoming(other, bob, "now"))
     messages, _ = await asyncio.wait_for(poll, WAIT_S)
     assert [m.text for m in messages] == ["now"]
 
@@ -125,10 +125,10 @@ async def test_a_receive_that_gives_up_while_the_commit_runs_leaves_the_message_
 
     core.store.write_soon(hold)
     await asyncio.to_thread(held.wait, WAIT_S)
-    core.ingestor.accept(engine.incoming(cid, alice, "late"))
+    core.intake.ingestor.accept(engine.incoming(cid, alice, "late"))
 
     async def taken() -> bool:  # by the worker: its commit is queued
-        return not core.ingestor._streamed
+        return not core.intake.ingestor._streamed
 
     await until(taken, WAIT_S)
     poll.cancel()  # the receive gives up before the commit answers
@@ -142,4 +142,4 @@ async def test_a_receive_that_gives_up_while_the_commit_runs_leaves_the_message_
 
     messages = await until(pending, WAIT_S)
     assert [m.text for m in messages] == ["late"]  # pending still: nothing was lost
-    assert not core.ingestor._failing  # and ingest took the late answer in its stride
+    assert not core.intake.ingestor._failing  # and ingest took the late answer in its stride

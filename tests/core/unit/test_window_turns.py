@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from cone.core.intake.window_turns import WindowTurns
 from cone.core.service import Core
-from cone.core.window_turns import WindowTurns
 from cone.engine.port import ListedConversation
 from cone.store import inbox
 from support.fake_engine import FakeEngine
@@ -59,8 +59,8 @@ async def test_the_window_check_of_a_big_store_takes_a_message_the_sync_missed_w
     for name in ("alice", "bob", "carol"):
         _, peer = engine.peer(name)
         cids.append((engine.dm(peer), peer))
-    await core.ingestor.ingest_all()
-    core.ingestor._reconciler._window_turns = WindowTurns(_id, all_up_to=1, rounds=2)
+    await core.intake.ingestor.ingest_all()
+    core.intake.ingestor._reconciler._window_turns = WindowTurns(_id, all_up_to=1, rounds=2)
     # In libxmtp's database, neither streamed nor read (as a type the listing hides).
     for cid, peer in cids:
         engine.incoming(cid, peer, "late")
@@ -68,7 +68,7 @@ async def test_the_window_check_of_a_big_store_takes_a_message_the_sync_missed_w
     async def known() -> list[int]:
         return [await core.store.read(inbox.known_count, cid) for cid, _ in cids]
 
-    await core.ingestor.reconcile(full=False)
+    await core.intake.ingestor.reconcile(full=False)
     assert sorted(await known()) == [0, 1, 1]  # a turn of two of the three
-    await core.ingestor.reconcile(full=False)
+    await core.intake.ingestor.reconcile(full=False)
     assert await known() == [1, 1, 1]  # the rest in the next turn, each once

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 
 from cone.errors import ConeError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("cone.core.followups")  # the lines people know by this name
 
 #: When a new conversation is synced again, in seconds after it appeared.
 DELAYS_S = (1.0, 3.0, 8.0)

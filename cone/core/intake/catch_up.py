@@ -2,10 +2,10 @@
 start and then periodically, as a net under the streams (docs/guarantees.md, path 2).
 
 Each period syncs, reads the conversations whose newest message changed (or keeps
-the last listing when the sync brought nothing in, cone/core/relisting.py), and runs
+the last listing when the sync brought nothing in, cone/core/intake/relisting.py), and runs
 the window check (path 3) unless the start's full reconciliation is still running.
 The wait between periods is the interval, stretched after a long pass
-(cone/core/pacing.py); a period that falls due while the follow-up syncs of new
+(cone/core/intake/pacing.py); a period that falls due while the follow-up syncs of new
 conversations are behind (a burst) waits for them, at most one interval more; `now`
 starts a period at once. The listing of conversations (`list`) is shared with the
 start's read and ingest: one at a time.
@@ -19,9 +19,9 @@ import time
 from collections.abc import Awaitable, Callable
 
 from cone import _failpoints
-from cone.core import pacing
-from cone.core.ingest import Ingestor
-from cone.core.relisting import Relisting
+from cone.core.intake import pacing
+from cone.core.intake.ingest import Ingestor
+from cone.core.intake.relisting import Relisting
 from cone.engine.port import EnginePort, ListedConversation
 from cone.errors import Unavailable
 
@@ -151,7 +151,7 @@ class CatchUp:
 
         With `keep_listing` (the catch-up's periods) a sync that brought nothing in
         keeps the held listing and reads only the conversations cone published in
-        since it was taken (cone/core/relisting.py, docs/guarantees.md)."""
+        since it was taken (cone/core/intake/relisting.py, docs/guarantees.md)."""
         started = time.monotonic()
         try:
             summary = await self._engine.sync_all()

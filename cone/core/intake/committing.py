@@ -1,4 +1,4 @@
-"""Committing libxmtp's messages into the inbox, by message id (cone/core/ingest.py).
+"""Committing libxmtp's messages into the inbox, by message id (cone/core/intake/ingest.py).
 
 A message enters once: the ids cone has read (delivered, or skipped as own,
 protocol-only or a repeated send key) are checked in the write that inserts. A batch
@@ -12,14 +12,14 @@ import logging
 from collections.abc import Awaitable, Callable, Set
 
 from cone import metrics
-from cone.core.arrivals import bare, to_inbox
-from cone.core.waiters import Batch, Waiter, Waiters, hand_out, take_for
+from cone.core.intake.arrivals import bare, to_inbox
+from cone.core.intake.waiters import Batch, Waiter, Waiters, hand_out, take_for
 from cone.engine.port import RawMessage
 from cone.limits import REQUEST_BUDGET, RequestBudget
 from cone.store import Connection, IncomingMessage, Store, conversations, details, held, inbox
 
-# The ingest's logger: `-v` shows each arrival as `cone.core.ingest` (docs/cli.md).
-log = logging.getLogger("cone.core.ingest")
+# The ingest's logger: `-v` shows each arrival as `cone.core.intake.ingest` (docs/cli.md).
+log = logging.getLogger("cone.core.ingest")  # the lines people know by this name
 
 #: Told after each commit of a conversation's messages, with the messages read and,
 #: of them, those cone had not read before.
@@ -39,16 +39,17 @@ class Committer:
         inbox_id: str,
         waiters: Waiters,
         budget: RequestBudget = REQUEST_BUDGET,
+        after_commit: AfterCommit | None = None,
     ) -> None:
         self._store = store
         self._inbox_id = inbox_id
         # What requests may hold; the rest is dropped at the commit (cone/store/held.py).
         self._budget = budget
-        # Receives waiting now: a streamed commit takes their batches (cone/core/waiters.py).
+        # Receives waiting now: a streamed commit takes their batches (cone/core/intake/waiters.py).
         self._waiters = waiters
         # Called after each commit with the messages read for a conversation (deletions
         # and disappearing settings, cone/core/retention.py); None: nothing to call.
-        self.after_commit: AfterCommit | None = None
+        self.after_commit = after_commit
 
     async def commit(
         self,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from cone.core.window_turns import ROUNDS
+from cone.core.intake.window_turns import ROUNDS
 from cone.engine.port import SyncSummary
 
 #: A held listing serves at most this many periods in a row: the window check's own

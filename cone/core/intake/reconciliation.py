@@ -1,6 +1,6 @@
 """Reconciliation: libxmtp's messages compared with what cone has read, gaps healed.
 
-Part of ingest (cone/core/ingest.py): after start, in the background, each
+Part of ingest (cone/core/intake/ingest.py): after start, in the background, each
 conversation's messages a page at a time (`reconcile_all`: from where the last start's
 pass found cone complete, or every message, cone/store/reconciled.py; not at all when
 libxmtp stored nothing in it since, by its newest stamp), and at each
@@ -17,15 +17,15 @@ import time
 from collections.abc import Awaitable, Callable, Set
 
 from cone import _failpoints
-from cone.core import at_once
-from cone.core.committing import READ_MARGIN_NS, Committer
-from cone.core.window_turns import WindowTurns
+from cone.core.intake import at_once
+from cone.core.intake.committing import READ_MARGIN_NS, Committer
+from cone.core.intake.window_turns import WindowTurns
 from cone.engine.port import EnginePort, ListedConversation, NewestStamps
 from cone.store import Conversation, Store, conversations, inbox, meta, reconciled
 from cone.store.reconciled import Mark
 
-# The ingest's logger: operators know these warnings as `cone.core.ingest`'s.
-log = logging.getLogger("cone.core.ingest")
+# The ingest's logger: operators know these warnings as `cone.core.intake.ingest`'s.
+log = logging.getLogger("cone.core.ingest")  # the lines people know by this name
 
 # The least a catch-up reconciliation looks back (libxmtp's stamps run up to 60 s ahead).
 RECONCILE_WINDOW_NS = 10 * 60 * 1_000_000_000
@@ -105,8 +105,8 @@ class Reconciler:
         """Compare libxmtp's messages with what cone has read; ingest and report what
         is missing. `full` reads every message (`reconcile_all`); otherwise a recent
         window and a count per conversation (`listing`: libxmtp's listing; in a big
-        store a turn of it, cone/core/window_turns.py). A listing that is not
-        `current` (one the catch-up kept, cone/core/relisting.py) records no
+        store a turn of it, cone/core/intake/window_turns.py). A listing that is not
+        `current` (one the catch-up kept, cone/core/intake/relisting.py) records no
         conversation: one cone does not record yet waits for a fresh listing. Returns
         how many messages were healed.
 
@@ -229,7 +229,7 @@ class Reconciler:
             held = await self._store.read(inbox.known_in, info.id, KNOWN_HELD)
             known = held if held is not None else frozenset()
         # Whatever libxmtp stores from here on is stamped no earlier than this, less
-        # the read margin (the read path's own rule, cone/core/committing.py).
+        # the read margin (the read path's own rule, cone/core/intake/committing.py).
         started = time.time_ns()
         healed = read = 0
         async for raws in self._engine.message_pages(info.id, since_ns):

@@ -26,8 +26,8 @@ A message cone cannot read (hostile or malformed content, over the size cap) sti
 enters the inbox as unreadable, with its reason and fallback; a failure in one
 message or one conversation never holds back another.
 
-`Ingestor` runs the first two paths; the commit by id is cone/core/committing.py's,
-the third path cone/core/reconciliation.py's.
+`Ingestor` runs the first two paths; the commit by id is cone/core/intake/committing.py's,
+the third path cone/core/intake/reconciliation.py's.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iter
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from cone.core.arrivals import decided, initial_consent
-from cone.core.committing import READ_MARGIN_NS, AfterCommit, Committer
-from cone.core.reconciliation import Reconciler
-from cone.core.waiters import Waiters
+from cone.core.intake.arrivals import decided, initial_consent
+from cone.core.intake.committing import READ_MARGIN_NS, AfterCommit, Committer
+from cone.core.intake.reconciliation import Reconciler
+from cone.core.intake.waiters import Waiters
 from cone.engine.port import (
     ConversationInfo,
     EnginePort,
@@ -54,7 +54,7 @@ from cone.engine.port import (
 from cone.limits import REQUEST_BUDGET, RequestBudget
 from cone.store import Consent, Conversation, Kind, Store, conversations
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("cone.core.ingest")  # the lines people know by this name
 
 # Streamed messages held for one conversation before falling back to a read.
 MAX_HELD = 1000
@@ -79,6 +79,9 @@ class Ingestor:
         on_new: Callable[[], None],
         waiters: Waiters | None = None,
         budget: RequestBudget = REQUEST_BUDGET,
+        *,
+        lister: Callable[[], Awaitable[list[ListedConversation]]] | None = None,
+        after_commit: AfterCommit | None = None,
     ) -> None:
         self._store = store
         self._engine = engine
@@ -95,30 +98,22 @@ class Ingestor:
         self._read_at: dict[str, str] = {}
         # The last `ingest_all`: how many conversations it read of how many listed.
         self.last_read = (0, 0)
-        # Receives waiting now: a streamed commit takes their batches (cone/core/waiters.py).
+        # Receives waiting now: a streamed commit takes their batches (cone/core/intake/waiters.py).
         # What requests may hold (cone/store/held.py).
-        self._committer = Committer(store, engine.inbox_id, waiters or Waiters(), budget)
-        # libxmtp's conversation listing, fresh (the core's: one listing at a time).
-        self.lister: Callable[[], Awaitable[list[ListedConversation]]] = engine.conversations
+        self._committer = Committer(
+            store, engine.inbox_id, waiters or Waiters(), budget, after_commit
+        )
+        # libxmtp's conversation listing, fresh (the intake's: one listing at a time).
+        self.lister = lister or engine.conversations
         self._reconciler = Reconciler(
             store,
             engine,
             self._committer,
             lock=self._lock,
             record=self.recorded,
-            listing=lambda: self.lister(),  # the lister in place at each pass
+            listing=self.lister,
             on_new=on_new,
         )
-
-    @property
-    def after_commit(self) -> AfterCommit | None:
-        """Called after each commit with the messages read for a conversation (deletions
-        and disappearing settings, cone/core/retention.py); None: nothing to call."""
-        return self._committer.after_commit
-
-    @after_commit.setter
-    def after_commit(self, hook: AfterCommit | None) -> None:
-        self._committer.after_commit = hook
 
     @property
     def healed(self) -> int:
@@ -354,7 +349,7 @@ class Ingestor:
                 new += len(await self._committer.commit(cid, raws, floor_ns=floor_ns))
         return new
 
-    # --- reconciliation (cone/core/reconciliation.py) ------------------------------
+    # --- reconciliation (cone/core/intake/reconciliation.py) ------------------------------
 
     async def reconcile(
         self,
