@@ -319,7 +319,7 @@ class Ingestor:
     async def _consent_since(self, rec: Conversation) -> Conversation:
         """A new record, with XMTP's consent record read again once it is in the store.
         A change made between the read `info` came from (a listing may be seconds old)
-        and the insert reached `Core._apply_consent` while the conversation was not
+        and the insert reached `Intake._apply_consent` while the conversation was not
         recorded, which dropped it; a later change finds the record."""
         now = await self._engine.conversation(rec.id)
         wanted = decided(now.consent) if now is not None else None
