@@ -170,9 +170,9 @@ class Core:
 
     async def _on_switched(self) -> None:
         # libxmtp moved to D14N at the cutover (the engine swapped its client): record
-        # it for later starts (the identity reports the engine's backend), and catch
-        # up and publish what waits now.
+        # it for later starts, report it, and catch up and publish what waits now.
         await self.store.write(meta.put, BACKEND_KEY, self.engine.backend.encode())
+        self.status.moved(self.engine.backend)
         self.destinations.forget()
         self.intake.read_all_now()
         self.outbox.retry_now()

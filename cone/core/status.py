@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cone.core.identity import Identity, identity_of
 from cone.core.intake import Intake
@@ -57,16 +57,21 @@ class StatusReport:
     ) -> None:
         self._store = store
         self._engine = engine
-        self._network_name = network_name
         self._network = network
         self._intake = intake
         self._outbox = outbox
         self._restore_fence = restore_fence
         self._budgets = (0, 0)
+        self._identity = identity_of(engine, network_name)
 
     def identity(self) -> Identity:
         """The public identity."""
-        return identity_of(self._engine, self._network_name)
+        return self._identity
+
+    def moved(self, backend: str) -> None:
+        """The backend this identity moved to at the cutover, once the store records
+        it: reported from then on."""
+        self._identity = replace(self._identity, backend=backend)
 
     async def report(self) -> Status:
         """Health and budgets for operators."""
