@@ -1,4 +1,5 @@
-"""Conversations, history, contacts and attachments: reading what cone holds.
+"""Conversations, history, contacts, attachments and which conversation a destination
+names: reading what cone holds.
 
 Nothing here changes a receipt. Listings come from cone's store (one query a page).
 What only libxmtp knows (a group's name, description, image, member count) is kept in
@@ -14,7 +15,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from cone import limits
+from cone import destination, limits
 from cone.core import validate
 from cone.core.model import Attachment, Message, inline_bytes, message_of, own_message
 from cone.engine.port import EnginePort
@@ -32,6 +33,9 @@ from cone.store import (
     history,
 )
 from cone.store.details import KnownDetails, ReadDetails
+
+# The listing's largest page (ConversationsRequest.limit), for Resolve's reading of it.
+_PAGE = 1000
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,58 @@ class History:
     async def contacts(self) -> list[ContactRecord]:
         """The saved contacts."""
         return await self._store.read(history.contacts)
+
+    async def resolve(self, to: str) -> str:
+        """The conversation `to` names, found without making or accepting one: a saved
+        contact name first, then a conversation id (returned as given), an inbox id
+        (64 hex digits, unless a conversation has them) or an address, each naming
+        the direct conversation with that peer (docs/messages.md, "Destinations")."""
+        destination.check(to)
+        if destination.is_name(to):
+            for contact in await self.contacts():
+                if contact.name == to:
+                    return contact.conversation_id
+        lowered = to.lower()
+        if destination.is_id(lowered) and len(lowered) != destination.INBOX_ID_CHARS:
+            return lowered
+        if destination.is_id(lowered) or destination.is_address(lowered):
+            found = await self._direct(lowered)
+            if found is not None:
+                return found
+            raise NotFound(
+                f"no conversation with {to} is known to this inbox: `cone send` or "
+                "`cone connect` starts one",
+                reason="unknown_destination",
+                field="to",
+            )
+        raise NotFound(
+            f"no contact is saved as {to!r}: give a conversation id, a saved contact name, "
+            "an inbox id or an address (`cone contacts` lists the names)",
+            reason="unknown_destination",
+            field="to",
+        )
+
+    async def _direct(self, peer: str) -> str | None:
+        """The conversation with id `peer` (64 hex digits), else the direct conversation
+        whose peer has this inbox id or address: a saved contact's first, else the most
+        recently active."""
+        for contact in await self.contacts():
+            if peer in (contact.inbox_id, (contact.address or "").lower()):
+                return contact.conversation_id
+        direct: str | None = None
+        cursor: str | None = None
+        while True:
+            views, cursor = await self.conversations(
+                consumer="", consent=None, kind=None, limit=_PAGE, cursor=cursor
+            )
+            for v in views:
+                if v.id == peer:
+                    return peer
+                if direct is None and v.kind is Kind.DM:
+                    if peer in (v.peer_inbox_id, (v.peer_address or "").lower()):
+                        direct = v.id
+            if cursor is None:
+                return direct
 
     async def attachment(self, message_id: str, index: int) -> Attachment:
         """One attachment of a received message, with its bytes."""

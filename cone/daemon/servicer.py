@@ -182,6 +182,12 @@ class ConeServicer(cone_pb2_grpc.ConeServiceServicer):
         return response
 
     @_boundary
+    async def Resolve(
+        self, request: pb.ResolveRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveResponse:
+        return pb.ResolveResponse(conversation_id=await self.core.history.resolve(request.to))
+
+    @_boundary
     async def Accept(
         self, request: pb.AcceptRequest, context: grpc.aio.ServicerContext
     ) -> pb.AcceptResponse:

@@ -29,7 +29,7 @@ EXPECTED_TOOLS = [
     "cone_attachment", "cone_peek",
     "cone_conversations", "cone_messages", "cone_contacts", "cone_unblock",
     "cone_creategroup", "cone_members", "cone_addmembers", "cone_removemembers",
-    "cone_leavegroup", "cone_updategroup", "cone_revokeinstallations",
+    "cone_leavegroup", "cone_updategroup", "cone_revokeinstallations", "cone_resolve",
 ]  # fmt: skip
 
 

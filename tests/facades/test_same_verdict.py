@@ -69,6 +69,7 @@ BASE: dict[str, dict[str, Any]] = {
     "updateGroup": {"conversationId": "ab", "name": "n"},
     "revokeInstallations": {"installationIds": ["ab"]},
     "requestPreview": {"conversationId": "ab"},
+    "resolve": {"to": "nobody"},
 }
 # Parameters that stand in for one another: a case on one drops the others.
 EXCLUSIVE: dict[str, set[str]] = {

@@ -771,3 +771,15 @@ class RequestPreviewResponse(_message.Message):
     request: ConversationRequest
     first_message: Message
     def __init__(self, request: _Optional[_Union[ConversationRequest, _Mapping]] = ..., first_message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
+
+class ResolveRequest(_message.Message):
+    __slots__ = ("to",)
+    TO_FIELD_NUMBER: _ClassVar[int]
+    to: str
+    def __init__(self, to: _Optional[str] = ...) -> None: ...
+
+class ResolveResponse(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...

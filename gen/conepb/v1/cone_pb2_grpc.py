@@ -166,6 +166,11 @@ class ConeServiceStub:
                 request_serializer=conepb_dot_v1_dot_cone__pb2.RequestPreviewRequest.SerializeToString,
                 response_deserializer=conepb_dot_v1_dot_cone__pb2.RequestPreviewResponse.FromString,
                 _registered_method=True)
+        self.Resolve = channel.unary_unary(
+                '/cone.v1.ConeService/Resolve',
+                request_serializer=conepb_dot_v1_dot_cone__pb2.ResolveRequest.SerializeToString,
+                response_deserializer=conepb_dot_v1_dot_cone__pb2.ResolveResponse.FromString,
+                _registered_method=True)
 
 
 class ConeServiceServicer:
@@ -434,6 +439,22 @@ class ConeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Resolve(self, request, context):
+        """Resolve tells which conversation a destination names, read as Send reads `to`: a
+        saved contact name first (its direct conversation), then a conversation id, an
+        inbox id (64 hex digits, unless a conversation has them) or an address, each
+        naming the direct conversation with that peer (a saved contact's, else the most
+        recently active). It only reads: it never makes or accepts a conversation, as
+        Send and Connect do. A conversation id comes back as given: the operation it is
+        then given says whether this inbox records it.
+        INVALID_ARGUMENT (reason `not_a_destination`) when `to` reads as none of these;
+        NOT_FOUND (reason `unknown_destination`) when it names no conversation this
+        inbox records.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -566,6 +587,11 @@ def add_ConeServiceServicer_to_server(servicer, server):
                     servicer.RequestPreview,
                     request_deserializer=conepb_dot_v1_dot_cone__pb2.RequestPreviewRequest.FromString,
                     response_serializer=conepb_dot_v1_dot_cone__pb2.RequestPreviewResponse.SerializeToString,
+            ),
+            'Resolve': grpc.unary_unary_rpc_method_handler(
+                    servicer.Resolve,
+                    request_deserializer=conepb_dot_v1_dot_cone__pb2.ResolveRequest.FromString,
+                    response_serializer=conepb_dot_v1_dot_cone__pb2.ResolveResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1272,6 +1298,33 @@ class ConeService:
             '/cone.v1.ConeService/RequestPreview',
             conepb_dot_v1_dot_cone__pb2.RequestPreviewRequest.SerializeToString,
             conepb_dot_v1_dot_cone__pb2.RequestPreviewResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Resolve(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cone.v1.ConeService/Resolve',
+            conepb_dot_v1_dot_cone__pb2.ResolveRequest.SerializeToString,
+            conepb_dot_v1_dot_cone__pb2.ResolveResponse.FromString,
             options,
             channel_credentials,
             insecure,
