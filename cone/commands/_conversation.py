@@ -4,7 +4,8 @@
 conversation id, or what `send` takes besides: a saved contact name, an inbox id or an
 address, each naming the direct conversation with that peer. The core reads it (the
 `resolve` method, read-only: it never makes or accepts a conversation, as `send` and
-`connect` do); a malformed argument exits 2 here, before a core is reached.
+`connect` do); a malformed argument exits 2 here, before a core is reached, and a
+conversation id needs no lookup.
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ async def conversation_id(call: Call, value: str) -> str:
     """The conversation `value` names (see the module docstring); exit 2 when it reads
     as nothing, NotFound when it names no conversation this inbox records."""
     destination.check(value, FIELD)
+    lowered = value.lower()
+    if (
+        not destination.is_name(value)
+        and destination.is_id(lowered)
+        and len(lowered) != destination.INBOX_ID_CHARS
+    ):
+        # Only a conversation id, which `resolve` gives back as it is: the command's
+        # own parameters are checked before a core is reached, as without a lookup.
+        return lowered
     return str((await call("resolve", {"to": value}))["conversationId"])
 
 

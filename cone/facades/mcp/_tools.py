@@ -70,6 +70,7 @@ _HINTS: Final[dict[str, dict[str, bool]]] = {
         "destructive_hint": True,
         "open_world_hint": True,
     },
+    "Resolve": {"read_only_hint": True, "open_world_hint": False},
 }
 # What each tool's description adds to the shared summary for a model.
 _TEACH: Final[dict[str, str]] = {
