@@ -2,10 +2,10 @@
 
 The operations live in their parts, one class per group of RPCs, which the daemon's
 servicer calls directly: `consents` (Requests, RequestPreview, Accept, Block,
-Unblock, Connect), `history` (Conversations, Messages, Contacts, Attachment),
+Unblock, Connect), `history` (Conversations, Messages, Contacts, Attachment, Resolve),
 `sending` (Send, Reply), `receiving` (Receive, Peek, Ack), `groups`, `installations`
-(RevokeInstallations), `status` (Identity, Status), `backups` (Backup) and the
-`intake` (Sync). The host holds no operation itself: what it keeps is what ties the
+(RevokeInstallations), `status` (Identity, Status), `backups` (Backup), the
+`intake` (Sync) and `freshness` (the `stale` of answers from the store). The host holds no operation itself: what it keeps is what ties the
 parts together (a new conversation, the network back, the backend moved).
 """
 
@@ -100,7 +100,7 @@ class Core:
         self.backups = BackupMaker(store, engine, self.intake.ingestor, self.outbox, xmtp_db)
         # Requests, RequestPreview, Accept, Block, Unblock, Connect (cone/core/consents.py).
         self.consents = Consents(store, engine, self.destinations, self.intake, self._notify)
-        # Conversations, Messages, Contacts, Attachment (cone/core/history.py).
+        # Conversations, Messages, Contacts, Attachment, Resolve (cone/core/history.py).
         self.history = History(store, engine)
         # Send and Reply (cone/core/sending.py).
         self.sending = Sending(
