@@ -18,8 +18,8 @@ from cone.engine.port import RawMessage
 from cone.limits import REQUEST_BUDGET, RequestBudget
 from cone.store import Connection, IncomingMessage, Store, conversations, details, held, inbox
 
-# The ingest's logger: `-v` shows each arrival as `cone.core.intake.ingest` (docs/cli.md).
-log = logging.getLogger("cone.core.ingest")  # the lines people know by this name
+# The ingest's logger: `-v` shows each arrival as `cone.core.ingest` (docs/cli.md).
+log = logging.getLogger("cone.core.ingest")
 
 #: Told after each commit of a conversation's messages, with the messages read and,
 #: of them, those cone had not read before.

@@ -277,9 +277,9 @@ class Intake:
         self.follow(conversation_id)
 
     def _on_consent(self, updates: list[ConsentUpdate]) -> None:
-        self.in_background(self._apply_consent(updates))
+        self._in_background(self._apply_consent(updates))
 
-    def in_background(self, work: Coroutine[Any, Any, None]) -> None:
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` as a task the intake's stop cancels."""
         task = asyncio.get_running_loop().create_task(work)
         # The loop keeps only weak references to tasks: hold it until it is done.

@@ -24,8 +24,8 @@ from cone.engine.port import EnginePort, ListedConversation, NewestStamps
 from cone.store import Conversation, Store, conversations, inbox, meta, reconciled
 from cone.store.reconciled import Mark
 
-# The ingest's logger: operators know these warnings as `cone.core.intake.ingest`'s.
-log = logging.getLogger("cone.core.ingest")  # the lines people know by this name
+# The ingest's logger: operators know these warnings as `cone.core.ingest`'s.
+log = logging.getLogger("cone.core.ingest")
 
 # The least a catch-up reconciliation looks back (libxmtp's stamps run up to 60 s ahead).
 RECONCILE_WINDOW_NS = 10 * 60 * 1_000_000_000
