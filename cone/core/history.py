@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Protocol
 
 from cone import limits
 from cone.core import validate
 from cone.core.model import Message, inline_bytes, message_of, own_message
-from cone.engine.port import EnginePort
+from cone.engine.port import Identified
+from cone.engine.roles.consent import Consents
+from cone.engine.roles.groups import WithGroups
 from cone.store import (
     Consent,
     ContactRecord,
@@ -31,6 +34,10 @@ from cone.store import (
     history,
 )
 from cone.store.details import KnownDetails, ReadDetails
+
+
+class HistoryRoles(Identified, WithGroups, Consents, Protocol):
+    """What listings and history use of the engine: details, and consent reset on unblock."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ class ConversationView:
 class History:
     """The read side of conversations, over one store and engine."""
 
-    def __init__(self, store: Store, engine: EnginePort) -> None:
+    def __init__(self, store: Store, engine: HistoryRoles) -> None:
         self._store = store
         self._engine = engine
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from cone.engine.port import EnginePort
+from cone.engine.roles.groups import WithInstallations
 from cone.errors import InvalidArgument
 
 
 async def revoke(
-    engine: EnginePort, installation_ids: list[str], all_except_this: bool
+    engine: WithInstallations, installation_ids: list[str], all_except_this: bool
 ) -> tuple[list[str], int]:
     """Revoke the given installations, or all but this one; (revoked ids, left)."""
     ids = installation_ids

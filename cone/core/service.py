@@ -105,9 +105,8 @@ class Core:
         )
         # Whether the node answers now and knows this identity (cone/core/network.py).
         self.network = NetworkWatch(
+            engine,
             engine.api_url,
-            engine.inbox_id,
-            engine.installation_id,
             gateway_url=engine.gateway_url,
             period_s=catchup_interval_s,
             on_change=self._on_network_change,
@@ -130,7 +129,7 @@ class Core:
         # A restored copy's first send in each conversation (cone/core/restore_fence.py).
         self.restore_fence = RestoreFence(store, engine)
         self.outbox = Outbox(store, engine, self.network, self.restore_fence)
-        self.fetcher = Fetcher(store, self.receiving.wake)
+        self.fetcher = Fetcher(store, engine, self.receiving.wake)
         self.backups = BackupMaker(store, engine, self.ingestor, self.outbox, xmtp_db)
         # Conversations, history, contacts, unblock (cone/core/history.py).
         self.history = History(store, engine)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from cone.engine._calls import Calls
-from cone.engine.port import NewestStamps
+from cone.engine.values import NewestStamps
 from cone.errors import ConeError
 from cone.store import xmtp_database
 

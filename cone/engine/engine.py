@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,10 @@ from cone.engine._calls import LOCAL_CALL_S, Calls
 from cone.engine._client import wallet_address
 from cone.engine._cutover import Cutover
 from cone.engine._database import Database
+from cone.engine._download import download
 from cone.engine._echoes import ConsentEchoes, Echoes
 from cone.engine._network import Network
+from cone.engine._node import NodeProbe
 from cone.engine._offload import Offload
 from cone.engine._opening import REGISTER_S, open_identity
 from cone.engine._reads import Reads
@@ -36,7 +38,9 @@ from cone.engine._subscriptions import Regrouping, supervised_streams
 from cone.engine.consent import Consent
 from cone.engine.groups import Groups
 from cone.engine.installations import Installations
-from cone.engine.port import (
+from cone.engine.roles.probe import Probe
+from cone.engine.streams import SupervisedStream
+from cone.engine.values import (
     ConsentUpdate,
     ConversationInfo,
     ListedConversation,
@@ -46,14 +50,14 @@ from cone.engine.port import (
     SyncSummary,
     XmtpConsent,
 )
-from cone.engine.streams import SupervisedStream
 from cone.errors import ConeError, StateError
 
 log = logging.getLogger(__name__)
 
 
 class Engine:
-    """An open libxmtp client for one identity (implements `port.EnginePort`)."""
+    """An open libxmtp client for one identity: every role of cone/engine/roles/
+    (`port.EnginePort`)."""
 
     def __init__(
         self,
@@ -328,6 +332,18 @@ class Engine:
     ) -> None:
         """Publish a prepared message; harmless to repeat after success."""
         await self._sending.publish(conversation_id, message_id, seen)
+
+    # --- the node probe (cone/engine/_node.py) and remote attachments -------------
+
+    def node_probe(self, gateway_url: str | None) -> Probe:
+        """A probe of this identity on the node at the API URL, or (D14N) on the node
+        `gateway_url` names: its own gRPC channels, no libxmtp."""
+        return NodeProbe(self.api_url, self.inbox_id, self.installation_id, gateway_url)
+
+    async def fetch_attachment(self, reference: Mapping[str, Any]) -> bytes:
+        """A remote attachment downloaded, checked and decrypted: its envelope
+        (cone/engine/_download.py, under the daemon's policy for a peer's URL)."""
+        return await download(reference)
 
     # --- streams ----------------------------------------------------------------
 
