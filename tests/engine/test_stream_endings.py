@@ -34,6 +34,7 @@ _SCRIPT = textwrap.dedent(
     import asyncio, os, sys, threading
     from cone.engine import _client, streams
     from cone.engine.engine import Engine
+    from cone.store import xmtp_database
 
     # Counts each stream's end as libxmtp reports it (after cone's own handling, which
     # before the fix raised here, and aborted the process).
@@ -51,7 +52,8 @@ _SCRIPT = textwrap.dedent(
     async def opened():
         engine = await Engine.open(
             api_url=sys.argv[1], gateway_url=None, db_path=sys.argv[2] + "/xmtp.db3",
-            db_key=os.urandom(32), wallet_key=_client.generate_wallet_key(), new=True, child=xmtp_database,
+            db_key=os.urandom(32), wallet_key=_client.generate_wallet_key(), new=True,
+            child=xmtp_database,
         )
         await engine.start_streams(
             on_message=lambda m: None, on_conversation=lambda c: None,
