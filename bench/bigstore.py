@@ -93,6 +93,7 @@ from bench import _bigstore, intake
 from cone.config import XMTP_DB_NAME
 from cone.devnet import Devnet
 from cone.engine import _cursor_index
+from cone.store import xmtp_database
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
@@ -363,7 +364,7 @@ def _made_index(home: Path) -> float:
     how long it took."""
     key = xmtp_key(home)
     started = time.perf_counter()
-    assert _cursor_index.make(home / XMTP_DB_NAME, key)
+    assert _cursor_index.make(home / XMTP_DB_NAME, key, xmtp_database)
     return time.perf_counter() - started
 
 

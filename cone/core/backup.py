@@ -18,11 +18,13 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Protocol
 
 from cone._fs import free_bytes
 from cone.core.intake.ingest import Ingestor
 from cone.core.outbox import Outbox
-from cone.engine.port import EnginePort
+from cone.engine.port import Identified
+from cone.engine.roles.database import LocalDatabase
 from cone.errors import ConeError, StateError, Unavailable
 from cone.store import Store
 from cone.store.backup import Manifest, write_backup
@@ -32,11 +34,15 @@ log = logging.getLogger(__name__)
 RELEASE_TIMEOUT_S = 10.0
 
 
+class BackupRoles(Identified, LocalDatabase, Protocol):
+    """What a backup uses of the engine: whose it is, and libxmtp's database let go."""
+
+
 class BackupMaker:
     """Makes backup files for one running identity."""
 
     def __init__(
-        self, store: Store, engine: EnginePort, ingestor: Ingestor, outbox: Outbox, xmtp_db: Path
+        self, store: Store, engine: BackupRoles, ingestor: Ingestor, outbox: Outbox, xmtp_db: Path
     ) -> None:
         self._store = store
         self._engine = engine

@@ -34,11 +34,18 @@ longer takes sends as it is (blocked or a request again: resolving accepts it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from cone import destination
-from cone.engine.port import EnginePort
+from cone.engine.port import Identified
+from cone.engine.roles.directory import Directory
+from cone.engine.roles.groups import WithGroups
 from cone.errors import NotFound
 from cone.store import ContactRecord, Kind, Store, conversations
+
+
+class DestinationRoles(Identified, Directory, WithGroups, Protocol):
+    """What resolving destinations uses of the engine: lookups, and known addresses."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +60,7 @@ class Destination:
 class Destinations:
     """Resolves destinations against cone's store, libxmtp's local state, then the network."""
 
-    def __init__(self, store: Store, engine: EnginePort) -> None:
+    def __init__(self, store: Store, engine: DestinationRoles) -> None:
         self._store = store
         self._engine = engine
         # Where a send to a destination last went: the DM (see the module docstring).

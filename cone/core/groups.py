@@ -26,10 +26,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from cone import _failpoints
 from cone.core.history import ConversationView, History
-from cone.engine.port import Action, EnginePort, Member
+from cone.engine.port import Action, Identified, Member
+from cone.engine.roles.consent import Consents
+from cone.engine.roles.groups import WithGroups
 from cone.errors import (
     ConeError,
     Conflict,
@@ -43,6 +46,10 @@ from cone.store import groups as group_keys
 log = logging.getLogger(__name__)
 
 _MARKER_PREFIX = "cone.group:"
+
+
+class GroupRoles(Identified, WithGroups, Consents, Protocol):
+    """What the group operations use of the engine."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ class Groups:
     def __init__(
         self,
         store: Store,
-        engine: EnginePort,
+        engine: GroupRoles,
         history: History,
         resolve: Callable[[str], Awaitable[tuple[str, str | None]]],
         on_new_group: Callable[[str], None],

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Protocol
 
 from cone import destination, limits
 from cone.core import validate
 from cone.core.model import Attachment, Message, inline_bytes, message_of, own_message
-from cone.engine.port import EnginePort
+from cone.engine.port import Identified
+from cone.engine.roles.groups import WithGroups
 from cone.errors import NotFound, Unavailable
 from cone.store import (
     Consent,
@@ -36,6 +38,10 @@ from cone.store.details import KnownDetails, ReadDetails
 
 # The listing's largest page (ConversationsRequest.limit), for Resolve's reading of it.
 _PAGE = 1000
+
+
+class HistoryRoles(Identified, WithGroups, Protocol):
+    """What listings and history use of the engine: who it is, and groups' details."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,7 @@ class ConversationView:
 class History:
     """The read side of conversations, over one store and engine."""
 
-    def __init__(self, store: Store, engine: EnginePort) -> None:
+    def __init__(self, store: Store, engine: HistoryRoles) -> None:
         self._store = store
         self._engine = engine
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from cone.engine.port import EnginePort
+from cone.engine.roles.groups import WithInstallations
 from cone.errors import InvalidArgument
 
 
 class Installations:
     """The inbox's installations, as this one manages them."""
 
-    def __init__(self, engine: EnginePort) -> None:
+    def __init__(self, engine: WithInstallations) -> None:
         self._engine = engine
 
     async def revoke(

@@ -1,8 +1,9 @@
 """The network's state as the node tells it now: answers or not, knows this identity
 or not.
 
-`NetworkWatch` asks the node (`cone.engine._node`: on V3 the node at the API URL, on
-D14N the gateway and then the node it names, each with the reads libxmtp makes there)
+`NetworkWatch` asks the node through the engine's node probe role
+(cone/engine/roles/probe.py; on V3 the node at the API URL, on D14N the gateway and
+then the node it names, each with the reads libxmtp makes there)
 at start, every `period_s` (`min(PROBE_EVERY_S, the catch-up period)`), at each status
 call (waiting at most `STATUS_PROBE_S`) and after a publication fails; after a move to
 D14N it follows libxmtp there (`follow`). Status reports the latest answer, so
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from cone.engine.port import NodeAnswer, NodeProbe, NodeView
+from cone.engine.roles.probe import NodeAnswer, NodeView, Probes
 from cone.errors import IDENTITY_UNKNOWN, FailedPrecondition
 
 log = logging.getLogger(__name__)
@@ -52,19 +53,16 @@ class NetworkWatch:
 
     def __init__(
         self,
-        api_url: str,
-        inbox_id: str,
-        installation_id: str,
+        probes: Probes | None,
+        api_url: str = "",
         *,
         gateway_url: str | None = None,
         period_s: float = PROBE_EVERY_S,
         on_change: Callable[[NodeView, NodeView], None] | None = None,
     ) -> None:
-        # No URL (an engine without a node, in unit tests): nothing to ask.
-        self._probe = (
-            NodeProbe(api_url, inbox_id, installation_id, gateway_url) if api_url else None
-        )
-        self._identity = (inbox_id, installation_id)
+        # No probes (a unit test's part without a node): nothing to ask.
+        self._probes = probes
+        self._probe = probes.node_probe(gateway_url) if probes is not None else None
         self.api_url = api_url
         self.period_s = min(period_s, PROBE_EVERY_S)
         self.on_change = on_change
@@ -102,7 +100,9 @@ class NetworkWatch:
             # A question in flight (a status call may wait for it) ends within its own
             # bound; its channels close only after it.
             await asyncio.wait([self._asking])
-        old, self._probe = self._probe, NodeProbe(self.api_url, *self._identity, gateway_url)
+        if self._probes is None:
+            return
+        old, self._probe = self._probe, self._probes.node_probe(gateway_url)
         if old is not None:
             await old.close()
         await self.check()

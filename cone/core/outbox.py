@@ -33,7 +33,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from cone.core import content
 from cone.core.intake.ingest import READ_MARGIN_NS
@@ -41,7 +41,9 @@ from cone.core.network import NetworkWatch, identity_unknown
 from cone.core.publication import Publications
 from cone.core.ratelimit import WriteBudget
 from cone.core.restore_fence import RESTORE_FORKED, RestoreFence
-from cone.engine.port import EnginePort, NodeView
+from cone.engine.port import NodeView
+from cone.engine.roles.publishing import Publishing
+from cone.engine.roles.reads import Reads
 from cone.errors import (
     IDENTITY_UNKNOWN,
     UNKNOWN_CONVERSATION,
@@ -65,6 +67,10 @@ RETRY_START_S = 1.0
 RETRY_MAX_S = 300.0
 #: How long a backup waits for the sends in flight when it holds them (Outbox.held).
 HOLD_WAIT_S = 30.0
+
+
+class OutboxRoles(Reads, Publishing, Protocol):
+    """What the outbox uses of the engine: publishing, and its own messages read back."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,7 @@ class Outbox:
     def __init__(
         self,
         store: Store,
-        engine: EnginePort,
+        engine: OutboxRoles,
         network: NetworkWatch | None = None,
         fence: RestoreFence | None = None,
         on_published: Callable[[str], None] = lambda conversation_id: None,

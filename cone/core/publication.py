@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cone import _failpoints
-from cone.engine.publishing import Publishing
+from cone.engine.roles.publishing import Publishing
 from cone.errors import ConeError
 from cone.store.outbox import OutboxRecord
 

@@ -22,7 +22,7 @@ import json
 import logging
 from typing import Final
 
-from cone.engine.port import EnginePort
+from cone.engine.roles.sync import Sync
 from cone.errors import ConeError, FailedPrecondition
 from cone.store import Store, meta
 from cone.store.backup import RESTORE_DUE, RESTORED_KEY
@@ -38,7 +38,7 @@ class RestoreFence:
     first send there, once (`cone restore` marks them due: cone/store/backup.py);
     conversations made since are not checked."""
 
-    def __init__(self, store: Store, engine: EnginePort) -> None:
+    def __init__(self, store: Store, engine: Sync) -> None:
         self._store = store
         self._engine = engine
         self._restored: bool | None = None  # read from the store at the first use

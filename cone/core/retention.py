@@ -27,10 +27,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from cone.core import content
 from cone.core.intake.window_turns import WindowTurns
-from cone.engine.port import EnginePort, RawMessage
+from cone.engine.port import Identified, RawMessage
+from cone.engine.roles.groups import WithGroups
+from cone.engine.roles.reads import Reads
 from cone.errors import ConeError
 from cone.store import Connection, Store, retention
 
@@ -41,13 +44,17 @@ DELETE_TYPE = "xmtp.org/deleteMessage"
 MAX_SLEEP_S = 30.0
 
 
+class RetentionRoles(Identified, Reads, WithGroups, Protocol):
+    """What retention uses of the engine: deletions named, and groups' settings."""
+
+
 class Retention:
     """Applies deletions and disappearing settings to cone's store."""
 
     def __init__(
         self,
         store: Store,
-        engine: EnginePort,
+        engine: RetentionRoles,
         conversation_ids: Callable[[], Awaitable[list[str]]],
         refresh_interval_s: float,
     ) -> None:

@@ -7,6 +7,7 @@ import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from typing import Protocol
 
 from cone._fs import free_bytes
 from cone.core import validate
@@ -14,7 +15,9 @@ from cone.core.content import Outgoing
 from cone.core.destinations import Destinations
 from cone.core.network import NetworkWatch
 from cone.core.outbox import Outbox, SendResult, check_content
-from cone.engine.port import ConversationInfo, EnginePort
+from cone.engine.port import ConversationInfo, Identified
+from cone.engine.roles.consent import Consents
+from cone.engine.roles.directory import Directory
 from cone.errors import (
     UNKNOWN_CONVERSATION,
     FailedPrecondition,
@@ -28,13 +31,17 @@ from cone.store.outbox import by_message_id
 MIN_FREE_BYTES = 1024 * 1024
 
 
+class SendingRoles(Identified, Directory, Consents, Protocol):
+    """What sending uses of the engine: the DM with a peer, and consent."""
+
+
 class Sending:
     """Send and Reply over the outbox, with the checks before a key is claimed."""
 
     def __init__(
         self,
         store: Store,
-        engine: EnginePort,
+        engine: SendingRoles,
         outbox: Outbox,
         destinations: Destinations,
         network: NetworkWatch,

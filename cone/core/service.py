@@ -60,9 +60,8 @@ class Core:
         self.engine = engine
         # Whether the node answers now and knows this identity (cone/core/network.py).
         self.network = NetworkWatch(
+            engine,
             engine.api_url,
-            engine.inbox_id,
-            engine.installation_id,
             gateway_url=engine.gateway_url,
             period_s=catchup_interval_s,
             on_change=self._on_network_change,
@@ -93,7 +92,7 @@ class Core:
         self.freshness = Freshness(self.intake, self.network)
         # Receive, Peek, Ack (cone/core/receiving.py).
         self.receiving = Receiving(store, self.freshness.unreachable, waiters)
-        self.fetcher = Fetcher(store, self.receiving.wake)
+        self.fetcher = Fetcher(store, engine, self.receiving.wake)
         self.outbox = Outbox(
             store, engine, self.network, self.restore_fence, on_published=self._published_in
         )

@@ -40,7 +40,7 @@ from cone.engine.engine import Engine
 from cone.errors import NoIdentity, StateError, Unavailable
 from cone.facades.http.options import HttpOptions
 from cone.jetstream import state as jetstream_state
-from cone.store import Connection, PageCheck, Store, load_db_key, meta
+from cone.store import Connection, PageCheck, Store, load_db_key, meta, xmtp_database
 from cone.store.keys import KEY_ENV, parse_hex_key
 from conepb.v1 import cone_pb2, cone_pb2_grpc
 
@@ -192,6 +192,7 @@ async def _open_identity(settings: Settings, store: Store, *, create: bool) -> t
             db_key=xmtp_key,
             wallet_key=wallet,
             new=new,
+            child=xmtp_database,
         )
     except Unavailable as exc:
         # Only a new identity needs the node to start (a registered one opens offline).

@@ -11,7 +11,7 @@ from typing import Any
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine.consent import xmtp_consent
-from cone.engine.port import ConsentUpdate, ConversationInfo, ListedConversation, RawMessage
+from cone.engine.values import ConsentUpdate, ConversationInfo, ListedConversation, RawMessage
 
 
 def find(client: Any, conversation_id: str) -> Any | None:

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Final
 
 from cone.engine import _listing_view
+from cone.engine._children import DatabaseChild
 from cone.engine._version import versions
-from cone.store import xmtp_database
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +65,13 @@ def _request(action: str, path: Path, key: bytes, **more: object) -> dict[str, o
     }  # fmt: skip
 
 
-def drop_stale(path: Path, key: bytes) -> bool:
+def drop_stale(path: Path, key: bytes, child: DatabaseChild) -> bool:
     """Before libxmtp opens its database: drop an index of cone's made under another
     libxmtp build, so that its migrations meet libxmtp's own schema. True when this
     build's index is there already (False too when there is no database yet)."""
     if not path.exists():
         return False
-    outcome = xmtp_database.run(_request("drop_stale", path, key), DROP_S)
+    outcome = child.run(_request("drop_stale", path, key), DROP_S)
     if "error" in outcome:
         # A bad file is libxmtp's own opening to report, with advice.
         log.debug("libxmtp's database not checked for stale indexes: %s", outcome["error"])
@@ -82,12 +82,10 @@ def drop_stale(path: Path, key: bytes) -> bool:
     return bool(outcome["has"]) and outcome.get("view") != "original"
 
 
-def make(path: Path, key: bytes) -> bool:
+def make(path: Path, key: bytes, child: DatabaseChild) -> bool:
     """Once libxmtp has opened its database: make the index. True when it is there."""
     bound = MAKE_S
-    outcome = xmtp_database.run(
-        _request("make", path, key, bound_s=bound), bound + xmtp_database.CHILD_GRACE_S
-    )
+    outcome = child.run(_request("make", path, key, bound_s=bound), bound + child.CHILD_GRACE_S)
     if "error" in outcome:
         log.warning(
             "libxmtp's messages are not indexed by cursor (%s): subscribing a message "

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from cone.engine.port import XmtpConsent
+from cone.engine.values import XmtpConsent
 
 
 class Echoes:

@@ -18,7 +18,7 @@ from cone.engine import _convert
 from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls, answered
 from cone.engine._cutover import Cutover
 from cone.engine._errors import is_absent
-from cone.engine.port import ConversationInfo, SyncSummary
+from cone.engine.values import ConversationInfo, SyncSummary
 from cone.errors import ConeError, Unavailable
 
 # What status waits for libxmtp's view of the inbox before reporting it unknown.

@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Final
 
 import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from cone.engine.roles.probe import NodeAnswer, NodeView
 from cone.errors import one_line
 from conepb.xmtp import identity_api_pb2 as identity
 from conepb.xmtp import identity_api_pb2_grpc as identity_grpc
@@ -73,22 +72,6 @@ _REFUSED: Final = frozenset(
 #: inbox id hex-decoded), an installation's key packages (its installation key).
 _IDENTITY_TOPIC: Final = 2
 _KEY_PACKAGE_TOPIC: Final = 3
-
-
-class NodeView(Enum):
-    """What the node said to one probe."""
-
-    KNOWS_IDENTITY = "reachable"
-    IDENTITY_UNKNOWN = "identity_unknown"
-    NO_ANSWER = "unreachable"
-
-
-@dataclass(frozen=True)
-class NodeAnswer:
-    """One probe's result; `detail` says what was seen (for status and the log)."""
-
-    view: NodeView
-    detail: str
 
 
 class _Unanswered(Exception):
@@ -327,3 +310,6 @@ def _missing(result: object, empty: Callable[[Any], bool], kind: type) -> bool:
         return result.code() is grpc.StatusCode.NOT_FOUND
     assert isinstance(result, kind)
     return empty(result)
+
+
+__all__ = ["NodeAnswer", "NodeProbe", "NodeView"]

@@ -16,11 +16,11 @@ from typing import Any, Final
 
 from cone.engine import _cursor_index
 from cone.engine._calls import Calls
+from cone.engine._children import DatabaseChild
 from cone.engine._client import open_client
 from cone.engine._errors import detail, is_damaged_database
 from cone.engine._offload import Offload
 from cone.errors import ConeError, FailedPrecondition, StateError
-from cone.store import xmtp_database
 
 # Registering a new installation is a handful of node calls; against an unreachable
 # node libxmtp gives up after about 2 s, this bounds a node that never answers.
@@ -49,10 +49,12 @@ async def open_identity(
     wallet_key: bytes,
     new: bool,
     gateway_url: str | None,
+    child: DatabaseChild,
 ) -> Opened:
     """Open the client on `offload`. With `new=False` a new installation is refused
     (FailedPrecondition), not made, and nothing goes to the network; a damaged
-    database is StateError(corrupt_database). On any failure `offload` is closed."""
+    database is StateError(corrupt_database). On any failure `offload` is closed.
+    `child` works on the database file beside libxmtp (cone/engine/_children.py)."""
     opening = functools.partial(
         open_client, api_url=api_url, db_path=db_path, db_key=db_key, wallet_key=wallet_key
     )
@@ -64,7 +66,7 @@ async def open_identity(
 
     async def opened() -> tuple[Any, bool, str, str]:
         nonlocal indexed
-        indexed = _cursor_index.drop_stale(Path(db_path), db_key)
+        indexed = _cursor_index.drop_stale(Path(db_path), db_key, child)
         client = await opening(gateway_url=gateway_url, register=new, allow_offline=not new)
         registered = client.signature_request() is None
         return client, registered, client.inbox_id(), bytes(client.installation_id()).hex()
@@ -96,8 +98,8 @@ async def open_identity(
         # Once libxmtp's migrations are done. It bounds itself (MAKE_S) and fails nothing.
         try:
             await Calls(offload).call_sync(
-                functools.partial(_cursor_index.make, Path(db_path), db_key),
-                _cursor_index.MAKE_S + 2 * xmtp_database.CHILD_GRACE_S,
+                functools.partial(_cursor_index.make, Path(db_path), db_key, child),
+                _cursor_index.MAKE_S + 2 * child.CHILD_GRACE_S,
                 "indexing libxmtp's messages",
             )
         except ConeError as err:

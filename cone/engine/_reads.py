@@ -13,7 +13,7 @@ from typing import Any, Final
 from cone import _malloc
 from cone.engine import _convert
 from cone.engine._calls import LOCAL_CALL_S, Calls
-from cone.engine.port import ConversationInfo, ListedConversation, RawMessage
+from cone.engine.values import ConversationInfo, ListedConversation, RawMessage
 
 PAGE: Final = 500
 # What each conversation adds to the listing's time bound: the listing took 9.4 s

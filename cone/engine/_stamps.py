@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Final
 
 from cone.engine._calls import Calls
-from cone.engine.port import NewestStamps
+from cone.engine._children import DatabaseChild
+from cone.engine.values import NewestStamps
 from cone.errors import ConeError
-from cone.store import xmtp_database
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,8 @@ READ_S: Final = 30.0
 class Stamps:
     """Reads the newest stamps of one identity's libxmtp database at `path`."""
 
-    def __init__(self, path: Path, key: bytes, calls: Calls) -> None:
+    def __init__(self, path: Path, key: bytes, calls: Calls, child: DatabaseChild) -> None:
+        self._child = child
         self._path = path
         self._key = key
         self._x = calls
@@ -47,8 +48,8 @@ class Stamps:
         taken = time.time_ns()
         try:
             outcome = await self._x.call_sync(
-                functools.partial(xmtp_database.run, request, READ_S + xmtp_database.CHILD_GRACE_S),
-                READ_S + 2 * xmtp_database.CHILD_GRACE_S,
+                functools.partial(self._child.run, request, READ_S + self._child.CHILD_GRACE_S),
+                READ_S + 2 * self._child.CHILD_GRACE_S,
                 "reading libxmtp's newest stamps",
             )
         except ConeError as err:

@@ -47,8 +47,8 @@ from xmtp_bindings import xmtpv3 as ffi
 from cone.engine import _convert
 from cone.engine._calls import NETWORK_CALL_S, Calls
 from cone.engine._echoes import Echoes
-from cone.engine.port import ConsentUpdate, RawMessage, XmtpConsent
 from cone.engine.streams import Opener, StreamHandle, SupervisedStream
+from cone.engine.values import ConsentUpdate, RawMessage, XmtpConsent
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls, answered
-from cone.engine.port import XmtpConsent
+from cone.engine.values import XmtpConsent
 from cone.errors import ConeError
 
 

@@ -1,13 +1,14 @@
 """The XMTP engine: cone's one adapter over libxmtp (xmtp-bindings).
 
-Everything cone needs from XMTP goes through `Engine`: the identity, conversations
-and their consent, libxmtp's local message database, sync, streams, DMs, sending.
-libxmtp errors are translated here, once, into ConeErrors (cone/engine/_calls.py).
-`Engine` opens the client (with cone's refusals, _opening.py), moves it to D14N at the
-cutover and keeps the streams; each other part is a module of its own that it
-delegates to: reads of libxmtp's database (_reads.py), sync and lookups (_network.py),
-sending (_sending.py), the database's connection (_database.py), groups, consent and
-installations.
+Everything cone needs from XMTP goes through `Engine`, which serves every role of
+cone/engine/roles/ (reads, sync, directory, consent, publishing, streams, groups,
+node probe, attachment fetching, libxmtp's database). libxmtp errors are translated
+here, once, into ConeErrors (cone/engine/_calls.py). `Engine` opens the client (with
+cone's refusals, _opening.py), moves it to D14N at the cutover and keeps the streams;
+each other part is a module of its own whose methods it serves as they are: reads of
+libxmtp's database (_reads.py), sync and lookups (_network.py), sending
+(_sending.py); and it delegates to the database's connection (_database.py), groups,
+consent and installations.
 """
 
 from __future__ import annotations
@@ -15,18 +16,21 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from cone import _failpoints
 from cone.engine import deletions
 from cone.engine._calls import LOCAL_CALL_S, Calls
+from cone.engine._children import DatabaseChild
 from cone.engine._client import wallet_address
 from cone.engine._cutover import Cutover
 from cone.engine._database import Database
+from cone.engine._download import download
 from cone.engine._echoes import ConsentEchoes, Echoes
 from cone.engine._network import Network
+from cone.engine._node import NodeProbe
 from cone.engine._offload import Offload
 from cone.engine._opening import REGISTER_S, open_identity
 from cone.engine._reads import Reads
@@ -36,24 +40,25 @@ from cone.engine._subscriptions import Regrouping, supervised_streams
 from cone.engine.consent import Consent
 from cone.engine.groups import Groups
 from cone.engine.installations import Installations
-from cone.engine.port import (
+from cone.engine.roles.probe import Probe
+from cone.engine.streams import SupervisedStream
+from cone.engine.values import (
     ConsentUpdate,
     ConversationInfo,
     ListedConversation,
     NewestStamps,
     RawMessage,
     StreamHealth,
-    SyncSummary,
     XmtpConsent,
 )
-from cone.engine.streams import SupervisedStream
 from cone.errors import ConeError, StateError
 
 log = logging.getLogger(__name__)
 
 
 class Engine:
-    """An open libxmtp client for one identity (implements `port.EnginePort`)."""
+    """An open libxmtp client for one identity: every role of cone/engine/roles/
+    (`port.EnginePort`)."""
 
     def __init__(
         self,
@@ -64,7 +69,7 @@ class Engine:
         installation_id: str,
         api_url: str = "",
         gateway_url: str | None = None,
-        database: tuple[Path, bytes] | None = None,
+        database: tuple[Path, bytes, DatabaseChild] | None = None,
     ) -> None:
         self._client = client
         self._wallet_key = wallet_key
@@ -88,8 +93,32 @@ class Engine:
         self._network = Network(self._current, self._x, self._cut)
         self._sending = Sending(self._current, self._x, self._cut, self._echoes)
         self._db = Database(self._current, self._x)
-        # libxmtp's database file and key (the D14N client opens the same one).
-        self._stamps = Stamps(*database, self._x) if database is not None else None
+        # The roles these parts serve as they are (each documented in its role,
+        # cone/engine/roles/), bound once: the parts read the current client at each call.
+        reads, network, sending = self._reads, self._network, self._sending
+        self.conversations = reads.conversations
+        self.conversation = reads.conversation
+        self.messages_since = reads.messages_since
+        self.message_pages = reads.message_pages
+        self.message_count = reads.message_count
+        self.own_messages = reads.own_messages
+        self.sync_all = network.sync_all
+        self.sync_conversation = network.sync_conversation
+        self.own_commits_lost = network.own_commits_lost
+        self.rotate_keys = network.rotate_keys
+        self.resolve = network.resolve
+        self.addresses_of = network.addresses_of
+        self.budgets = network.budgets
+        self.prepare = sending.prepare
+        self.send = sending.send
+        self.publish = sending.publish
+        # libxmtp's database file and key (the D14N client opens the same one), and
+        # what reads it in a child process.
+        if database is not None:
+            path, key, child = database
+            self._stamps: Stamps | None = Stamps(path, key, self._x, child)
+        else:
+            self._stamps = None
         self._attach(client)
 
     def _current(self) -> Any:
@@ -107,20 +136,22 @@ class Engine:
     async def open(
         cls, *, api_url: str, db_path: str, db_key: bytes, wallet_key: bytes, new: bool,
         gateway_url: str | None = None, cutover_gateway: str | None = None,
+        child: DatabaseChild,
     ) -> Engine:  # fmt: skip
         """Open the client. With `new=False` a new installation is refused, not made,
         and nothing goes to the network: a registered identity opens offline. With
         `gateway_url`, libxmtp runs on D14N through that gateway. With
         `cutover_gateway`, a client on V3 moves itself to D14N through that gateway
-        when its node cuts over (`on_switch`)."""
+        when its node cuts over (`on_switch`). `child` works on libxmtp's database
+        file in a child process: the daemon gives cone/store/xmtp_database.py."""
         offload = Offload()
         opened = await open_identity(
             offload, api_url=api_url, db_path=db_path, db_key=db_key, wallet_key=wallet_key,
-            new=new, gateway_url=gateway_url,
+            new=new, gateway_url=gateway_url, child=child,
         )  # fmt: skip
         engine = cls(
             opened.client, wallet_key, offload, opened.inbox_id, opened.installation_id,
-            api_url, gateway_url, (Path(db_path), db_key),
+            api_url, gateway_url, (Path(db_path), db_key, child),
         )  # fmt: skip
         if cutover_gateway and not gateway_url:
             move = functools.partial(engine._move_to_d14n, cutover_gateway, opened.reopen)
@@ -181,38 +212,7 @@ class Engine:
         except ConeError as exc:
             log.warning("releasing the V3 client's database: %s", exc)
 
-    # --- conversations and messages: libxmtp's database (cone/engine/_reads.py) ----
-
-    async def conversations(self, expected: int = 0) -> list[ListedConversation]:
-        """Every DM and group in libxmtp's database (the device-sync group excluded),
-        each with the id of the newest message the listing shows; `expected` (about
-        how many) scales the listing's time bound."""
-        return await self._reads.conversations(expected)
-
-    async def conversation(self, conversation_id: str) -> ConversationInfo | None:
-        """One conversation, or None when libxmtp does not know it."""
-        return await self._reads.conversation(conversation_id)
-
-    async def messages_since(
-        self, conversation_id: str, inserted_after_ns: int
-    ) -> list[RawMessage]:
-        """Messages libxmtp stored for a conversation with `inserted_at_ns` above the
-        given value, each once, in libxmtp's insertion-stamp order."""
-        return await self._reads.messages_since(conversation_id, inserted_after_ns)
-
-    def message_pages(
-        self, conversation_id: str, inserted_after_ns: int
-    ) -> AsyncIterator[list[RawMessage]]:
-        """`messages_since`, a page at a time: a whole history is never all in memory."""
-        return self._reads.message_pages(conversation_id, inserted_after_ns)
-
-    async def message_count(self, conversation_id: str) -> int:
-        """How many messages libxmtp holds for a conversation (every kind and sender)."""
-        return await self._reads.message_count(conversation_id)
-
-    async def own_messages(self, conversation_id: str, inserted_after_ns: int) -> list[RawMessage]:
-        """This identity's messages in a conversation (to find a prepared one by key)."""
-        return await self._reads.own_messages(conversation_id, inserted_after_ns)
+    # --- reads beyond _reads.py: the stamps (a child process), deletions named ------
 
     async def newest_stamps(self) -> NewestStamps | None:
         """Each conversation's newest insert stamp in libxmtp's database, in one read
@@ -222,36 +222,7 @@ class Engine:
     #: The message id a peer's deleteMessage content names (cone/engine/deletions.py).
     deleted_message_id = staticmethod(deletions.deleted_message_id)
 
-    # --- network (cone/engine/_network.py) ------------------------------------------
-
-    async def sync_all(self) -> SyncSummary | None:
-        """Welcomes, conversations, messages and consent, and what the conversations'
-        sync did (None when not known); Unavailable(sync_failed) when it fails."""
-        return await self._network.sync_all()
-
-    async def sync_conversation(self, conversation_id: str) -> None:
-        """Fetch one conversation's new messages into libxmtp's database."""
-        await self._network.sync_conversation(conversation_id)
-
-    async def own_commits_lost(self, conversation_id: str) -> int:
-        """Commits of this installation's own libxmtp could not apply (a restored copy
-        meeting what the original did after its backup; `_network.Network`)."""
-        return await self._network.own_commits_lost(conversation_id)
-
-    async def rotate_keys(self, conversation_id: str) -> None:
-        """Publish the key update libxmtp has due in a conversation (a restored copy's),
-        carried by a read receipt; returns once it is applied (`_network.Network`)."""
-        await self._network.rotate_keys(conversation_id)
-
-    async def resolve(self, identifier: str) -> str | None:
-        """The inbox id for an address or inbox id, or None when it is not on XMTP.
-
-        With the network down, an inbox id libxmtp already holds still resolves."""
-        return await self._network.resolve(identifier)
-
-    async def addresses_of(self, inbox_id: str) -> list[str]:
-        """The Ethereum addresses associated with an inbox ([] when unknown or unreachable)."""
-        return await self._network.addresses_of(inbox_id)
+    # --- the DM with a peer (cone/engine/_network.py), its stream regrouped --------
 
     async def find_or_create_dm(self, inbox_id: str) -> ConversationInfo:
         """The DM with `inbox_id`, created (and published) if there is none."""
@@ -260,10 +231,6 @@ class Engine:
             if new:
                 made(dm.id)
         return dm
-
-    async def budgets(self) -> tuple[int, int]:
-        """(active installations, identity updates) of this inbox, from local state."""
-        return await self._network.budgets()
 
     # --- consent (cone/engine/consent.py) ------------------------------------------
 
@@ -303,31 +270,17 @@ class Engine:
         """XMTP's consent record for an inbox."""
         return await self._consent.of_inbox(inbox_id)
 
-    # --- sending: prepare locally, then publish (cone/engine/_sending.py) ----------
+    # --- the node probe (cone/engine/_node.py) and remote attachments -------------
 
-    async def prepare(self, conversation_id: str, payload: bytes) -> str:
-        """Store an outgoing message in libxmtp as unpublished; returns its id."""
-        return await self._sending.prepare(conversation_id, payload)
+    def node_probe(self, gateway_url: str | None) -> Probe:
+        """A probe of this identity on the node at the API URL, or (D14N) on the node
+        `gateway_url` names: its own gRPC channels, no libxmtp."""
+        return NodeProbe(self.api_url, self.inbox_id, self.installation_id, gateway_url)
 
-    async def send(
-        self,
-        conversation_id: str,
-        payload: bytes,
-        prepared: Callable[[str], None],
-        seen: Callable[[], None] = lambda: None,
-    ) -> str:
-        """Prepare and publish a new message in one call into libxmtp; returns its id.
-        `prepared` is told the id on libxmtp's worker thread before the publication
-        (keep it to recording the id); `seen` on the loop when the message stream
-        echoes it. The echo never reaches `on_message`: the caller accounts for its
-        own send."""
-        return await self._sending.send(conversation_id, payload, prepared, seen)
-
-    async def publish(
-        self, conversation_id: str, message_id: str, seen: Callable[[], None] = lambda: None
-    ) -> None:
-        """Publish a prepared message; harmless to repeat after success."""
-        await self._sending.publish(conversation_id, message_id, seen)
+    async def fetch_attachment(self, reference: Mapping[str, Any]) -> bytes:
+        """A remote attachment downloaded, checked and decrypted: its envelope
+        (cone/engine/_download.py, under the daemon's policy for a peer's URL)."""
+        return await download(reference)
 
     # --- streams ----------------------------------------------------------------
 

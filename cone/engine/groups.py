@@ -20,7 +20,7 @@ from xmtp_bindings import xmtpv3 as ffi
 from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls
 from cone.engine._convert import every_conversation, find
 from cone.engine._errors import group_refusal
-from cone.engine.port import Action, Details, Member, Role
+from cone.engine.values import Action, Details, Member, Role
 from cone.errors import ConeError, FailedPrecondition, unknown_conversation
 
 _ACTION_WORDS = {

@@ -23,7 +23,7 @@ from typing import Any
 from xmtp_bindings import xmtpv3 as ffi
 
 from cone.engine._errors import stream_error
-from cone.engine.port import StreamHealth
+from cone.engine.values import StreamHealth
 from cone.errors import ConeError
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cone.core.attachments import DownloadError, check_url, public
+from cone.engine._download import check_url, public
+from cone.engine.roles.attachments import DownloadError
 
 # IPv4 addresses cone must never fetch from for a peer.
 NOT_PUBLIC_V4 = ["127.0.0.1", "169.254.169.254", "10.0.0.1", "192.168.1.1", "0.0.0.0", "100.64.0.1"]

@@ -25,8 +25,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from cone.core import attachments
-from cone.core.attachments import DownloadError, Policy
+from cone.engine import _download as attachments
+from cone.engine._download import Policy
+from cone.engine.roles.attachments import DownloadError
 
 PUBLIC = "127.0.0.1"
 PRIVATE = "127.0.0.2"

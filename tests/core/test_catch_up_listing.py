@@ -30,7 +30,7 @@ from cone.devnet import Devnet
 from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.engine.port import SyncSummary
-from cone.store import Store, conversations, inbox, reconciled
+from cone.store import Store, conversations, inbox, reconciled, xmtp_database
 from support.daemons import BACKENDS
 from support.peers import Peer, plain_group_options
 from support.waiting import until
@@ -84,6 +84,7 @@ async def core(devnet: str, tmp_path: Path, backend: str) -> AsyncIterator[Core]
         db_key=os.urandom(32),
         wallet_key=_client.generate_wallet_key(),
         new=True,
+        child=xmtp_database,
     )
     store = Store.open(tmp_path / "cone.db", KEY)
     core = Core(store, engine, "local", tmp_path / "xmtp.db3", catchup_interval_s=PERIOD_S)

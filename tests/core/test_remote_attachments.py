@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from cone import limits
-from cone.core.attachments import DownloadError, check_url
+from cone.engine._download import check_url
+from cone.engine.roles.attachments import DownloadError
 from cone.errors import Unavailable
 from cone.schema import message_to_json
 from conepb.v1 import cone_pb2 as pb

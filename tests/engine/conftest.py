@@ -12,6 +12,7 @@ import pytest
 from cone.engine import _client
 from cone.engine._offload import Offload
 from cone.engine.engine import Engine
+from cone.store import xmtp_database
 from support.peers import Peer, plain_group_options
 
 
@@ -38,6 +39,7 @@ async def engine(devnet: str, api: str, tmp_path: Path) -> AsyncIterator[Engine]
         db_key=os.urandom(32),
         wallet_key=_client.generate_wallet_key(),
         new=True,
+        child=xmtp_database,
         gateway_url=devnet if api == "d14n" else None,
     )
     yield made

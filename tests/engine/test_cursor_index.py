@@ -22,6 +22,7 @@ import pytest
 
 from cone.engine import _client, _cursor_index, _opening
 from cone.engine.engine import Engine
+from cone.store import xmtp_database
 
 T = TypeVar("T")
 
@@ -49,7 +50,12 @@ STORED_2000 = (
 
 async def _open(home: Path, wallet: bytes, key: bytes, devnet: str, *, new: bool) -> Engine:
     return await Engine.open(
-        api_url=devnet, db_path=str(home / "xmtp.db3"), db_key=key, wallet_key=wallet, new=new
+        api_url=devnet,
+        db_path=str(home / "xmtp.db3"),
+        db_key=key,
+        wallet_key=wallet,
+        new=new,
+        child=xmtp_database,
     )
 
 
@@ -152,12 +158,12 @@ async def test_an_index_that_takes_too_long_is_given_up_and_the_engine_opens(
 
 def test_an_unreadable_database_is_left_to_libxmtp_to_report(tmp_path: Path) -> None:
     path = tmp_path / "xmtp.db3"
-    _cursor_index.drop_stale(path, os.urandom(32))  # none yet: nothing to do
+    _cursor_index.drop_stale(path, os.urandom(32), xmtp_database)  # none yet: nothing to do
     assert not path.exists()
     path.write_bytes(os.urandom(8192))
     (tmp_path / "xmtp.db3.sqlcipher_salt").write_text(os.urandom(16).hex())
-    _cursor_index.drop_stale(path, os.urandom(32))  # neither raises nor writes
-    assert not _cursor_index.make(path, os.urandom(32))
+    _cursor_index.drop_stale(path, os.urandom(32), xmtp_database)  # neither raises nor writes
+    assert not _cursor_index.make(path, os.urandom(32), xmtp_database)
     assert path.stat().st_size == 8192
 
 

@@ -16,6 +16,7 @@ from cone.engine import _client
 from cone.engine._echoes import ConsentEchoes
 from cone.engine.engine import Engine
 from cone.engine.port import RawMessage, XmtpConsent
+from cone.store import xmtp_database
 from support.peers import WAIT_S, Peer
 from support.waiting import until
 
@@ -30,6 +31,7 @@ async def test_the_engines_own_send_is_not_streamed_back_and_its_siblings_sends_
         db_key=os.urandom(32),
         wallet_key=wallet,
         new=True,
+        child=xmtp_database,
     )
     # A second installation of the same inbox, there before the DM is made (so the
     # DM's welcome reaches it).

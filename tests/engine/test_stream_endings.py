@@ -23,6 +23,7 @@ import pytest
 from cone.devnet import Devnet
 from cone.engine import _client, streams
 from cone.engine.engine import Engine
+from cone.store import xmtp_database
 from support.devnet_process import DevnetProcess
 from support.waiting import until
 
@@ -33,6 +34,7 @@ _SCRIPT = textwrap.dedent(
     import asyncio, os, sys, threading
     from cone.engine import _client, streams
     from cone.engine.engine import Engine
+    from cone.store import xmtp_database
 
     # Counts each stream's end as libxmtp reports it (after cone's own handling, which
     # before the fix raised here, and aborted the process).
@@ -51,6 +53,7 @@ _SCRIPT = textwrap.dedent(
         engine = await Engine.open(
             api_url=sys.argv[1], gateway_url=None, db_path=sys.argv[2] + "/xmtp.db3",
             db_key=os.urandom(32), wallet_key=_client.generate_wallet_key(), new=True,
+            child=xmtp_database,
         )
         await engine.start_streams(
             on_message=lambda m: None, on_conversation=lambda c: None,
@@ -133,6 +136,7 @@ async def test_a_subscription_given_up_on_while_it_opens_is_ended_with_its_engin
         db_key=os.urandom(32),
         wallet_key=_client.generate_wallet_key(),
         new=True,
+        child=xmtp_database,
     )
     await engine.start_streams(
         on_message=lambda m: None,

@@ -60,9 +60,8 @@ def inbox_id(identifier: str, nonce: int = 0) -> str:
 
 def update(inbox: str, *actions: assoc.IdentityAction) -> bytes:
     """A serialized IdentityUpdate of `actions` on `inbox`."""
-    return assoc.IdentityUpdate(
-        actions=list(actions), client_timestamp_ns=1, inbox_id=inbox
-    ).SerializeToString()
+    message = assoc.IdentityUpdate(actions=list(actions), client_timestamp_ns=1, inbox_id=inbox)
+    return bytes(message.SerializeToString())
 
 
 def create_inbox(identifier: str, nonce: int = 0) -> assoc.IdentityAction:

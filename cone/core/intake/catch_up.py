@@ -17,15 +17,22 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from cone import _failpoints
 from cone.core.intake import pacing
 from cone.core.intake.ingest import Ingestor
 from cone.core.intake.relisting import Relisting
-from cone.engine.port import EnginePort, ListedConversation
+from cone.engine.port import ListedConversation
+from cone.engine.roles.reads import Reads
+from cone.engine.roles.sync import Sync
 from cone.errors import Unavailable
 
 log = logging.getLogger("cone.core.service")  # the lines people know by this name
+
+
+class CatchUpRoles(Reads, Sync, Protocol):
+    """What the catch-up uses of the engine: the listing and the full sync."""
 
 
 class CatchUp:
@@ -33,7 +40,7 @@ class CatchUp:
 
     def __init__(
         self,
-        engine: EnginePort,
+        engine: CatchUpRoles,
         ingestor: Ingestor,
         interval_s: float,
         *,

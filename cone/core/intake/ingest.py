@@ -38,6 +38,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from cone.core.intake.arrivals import decided, initial_consent
 from cone.core.intake.committing import READ_MARGIN_NS, AfterCommit, Committer
@@ -45,12 +46,14 @@ from cone.core.intake.reconciliation import Reconciler
 from cone.core.intake.waiters import Waiters
 from cone.engine.port import (
     ConversationInfo,
-    EnginePort,
+    Identified,
     ListedConversation,
     NewestStamps,
     RawMessage,
     XmtpConsent,
 )
+from cone.engine.roles.consent import Consents
+from cone.engine.roles.reads import Reads
 from cone.limits import REQUEST_BUDGET, RequestBudget
 from cone.store import Consent, Conversation, Kind, Store, conversations
 
@@ -61,6 +64,10 @@ MAX_HELD = 1000
 # How soon a conversation whose ingest failed is tried again, and the most it waits.
 RETRY_S = 0.5
 MAX_RETRY_S = 30.0
+
+
+class IngestRoles(Identified, Reads, Consents, Protocol):
+    """What the ingest uses of the engine: libxmtp's database and XMTP's consent records."""
 
 
 @dataclass
@@ -75,7 +82,7 @@ class Ingestor:
     def __init__(
         self,
         store: Store,
-        engine: EnginePort,
+        engine: IngestRoles,
         on_new: Callable[[], None],
         waiters: Waiters | None = None,
         budget: RequestBudget = REQUEST_BUDGET,

@@ -20,7 +20,8 @@ from cone import _failpoints
 from cone.core.intake import at_once
 from cone.core.intake.committing import READ_MARGIN_NS, Committer
 from cone.core.intake.window_turns import WindowTurns
-from cone.engine.port import EnginePort, ListedConversation, NewestStamps
+from cone.engine.port import ListedConversation, NewestStamps
+from cone.engine.roles.reads import Reads
 from cone.store import Conversation, Store, conversations, inbox, meta, reconciled
 from cone.store.reconciled import Mark
 
@@ -68,7 +69,7 @@ class Reconciler:
     def __init__(
         self,
         store: Store,
-        engine: EnginePort,
+        engine: Reads,
         committer: Committer,
         *,
         lock: asyncio.Lock,

@@ -195,7 +195,7 @@ async def test_a_sent_message_is_known_to_ingest_and_its_publication_is_told(
 async def test_a_publication_in_flight_is_abandoned_once_the_node_forgets_the_identity(
     store: Store, engine: FakeEngine, cid: str
 ) -> None:
-    network = NetworkWatch("", engine.inbox_id, "")
+    network = NetworkWatch(None)
     box = Outbox(store, engine, network)
     started, cancelled = asyncio.Event(), asyncio.Event()
 

@@ -9,7 +9,7 @@ from collections.abc import Awaitable
 import pytest
 
 from cone.core.publication import Publications
-from cone.engine.publishing import MemoryPublishing
+from cone.engine.roles.publishing import MemoryPublishing
 from cone.errors import ConeError, Unavailable
 from cone.store.outbox import OutboxRecord
 

@@ -17,7 +17,7 @@ import asyncio
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cone.errors import Unavailable
 
@@ -100,6 +100,10 @@ class MemoryPublishing:
         if self.fail_after:
             self.fail_after -= 1
             raise Unavailable("the memory node's read-back failed")
+
+
+if TYPE_CHECKING:  # each fake is checked against its role
+    _0: type[Publishing] = MemoryPublishing
 
 
 __all__ = ["MemoryPublishing", "Publishing"]
