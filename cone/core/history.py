@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from cone import limits
 from cone.core import validate
-from cone.core.model import Message, inline_bytes, message_of, own_message
+from cone.core.model import Message, inline_bytes, own_message
 from cone.engine.port import EnginePort
 from cone.store import (
     Consent,
@@ -199,7 +199,7 @@ class History:
                 m = own_message(r, self._engine.inbox_id, budget)
                 budget -= inline_bytes([m])
             else:
-                m = message_of(r)
+                m = r
             out.append(m)
         return out, more
 
@@ -207,7 +207,7 @@ class History:
         """A request and its first message as Receive would hand it out, delivered to
         no one (see store.history.request_preview)."""
         request, first = await self._store.read(history.request_preview, conversation_id)
-        return request, message_of(first) if first is not None else None
+        return request, first
 
     async def contacts(self) -> list[ContactRecord]:
         """The saved contacts."""
