@@ -9,7 +9,7 @@ same queries on plain SQLite in the same run.
 - messages: page through one conversation of M messages (every tenth one cone's own,
   from the outbox) both ways, `limit` per page, over cone.sock, against the same SQL
   (`cone.store.history.messages`) on plain SQLite, in process, own messages decoded
-  and every message mapped as the daemon maps it (`cone.core.model`).
+  into the record as the daemon decodes them (`cone.core.model`).
 
 Each walk runs `rounds` times, cone's and the baseline's in turn, so both see the same
 load; each figure is the round with the median total time. A last line times the parts

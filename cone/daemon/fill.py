@@ -65,19 +65,19 @@ def _statements(
         ]
     if fd.message_type is not None:
         inner = nested.get(fd.message_type.full_name)
-        if inner is not None:
-            env[f"_fill_{name}"] = inner.fill
-        put = f"_fill_{name}({{}}, {{}})" if inner is not None else "{}.CopyFrom({})"
+        if inner is None:  # the value is a proto message already
+            if fd.is_repeated:
+                return [f"v = {value}", "if v:", f"    out.{name}.extend(v)"]
+            return [f"v = {value}", "if v is not None:", f"    out.{name}.CopyFrom(v)"]
+        env[f"_fill_{name}"] = inner.fill
         if fd.is_repeated:
             return [
                 f"v = {value}",
                 "if v:",
                 f"    add = out.{name}.add",
                 "    for x in v:",
-                "        " + put.format("add()", "x"),
+                f"        _fill_{name}(add(), x)",
             ]
-        if inner is None:
-            return [f"v = {value}", "if v is not None:", f"    out.{name}.CopyFrom(v)"]
         # Filled field by field, the message is marked present first (it may stay empty).
         return [
             f"v = {value}",
