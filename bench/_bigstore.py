@@ -50,7 +50,7 @@ from xmtp_bindings import xmtpv3 as ffi
 
 from cone.devnet import Devnet
 from cone.engine import _client
-from cone.store import Consent, IncomingMessage, Store, inbox
+from cone.store import Consent, Store, StoredMessage, inbox
 from support import daemons
 from support.daemons import DaemonProcess
 from support.peers import plain_group_options
@@ -283,7 +283,7 @@ def fill(base: Layout, cache: Path, n_messages: int) -> Layout:
                     (mid, gid, ffi.encode_text(text), sent, installation, sender, sent + 50_000_000)
                 )
                 c_rows.append(
-                    IncomingMessage(
+                    StoredMessage(
                         id=mid.hex(),
                         conversation_id=cid,
                         sender_inbox_id=sender,
@@ -314,7 +314,7 @@ def fill(base: Layout, cache: Path, n_messages: int) -> Layout:
     return target
 
 
-def _insert(conn: Any, rows: list[IncomingMessage], acked: int) -> None:
+def _insert(conn: Any, rows: list[StoredMessage], acked: int) -> None:
     new = inbox.insert_messages(conn, rows)
     assert len(new) == len(rows)
     if acked:

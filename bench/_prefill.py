@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cone.store import Connection, Consent, IncomingMessage, Kind, Store, conversations, inbox
+from cone.store import Connection, Consent, Kind, Store, StoredMessage, conversations, inbox
 from cone.store.keys import load_db_key
 
 CONVERSATION = "be" * 16
 SENDER = "ab" * 32
 
 
-def messages(n: int) -> list[IncomingMessage]:
+def messages(n: int) -> list[StoredMessage]:
     """`n` text messages from one sender in one conversation."""
     return [
-        IncomingMessage(
+        StoredMessage(
             id=f"{i:064x}",
             conversation_id=CONVERSATION,
             sender_inbox_id=SENDER,

@@ -9,7 +9,7 @@ same queries on plain SQLite in the same run.
 - messages: page through one conversation of M messages (every tenth one cone's own,
   from the outbox) both ways, `limit` per page, over cone.sock, against the same SQL
   (`cone.store.history.messages`) on plain SQLite, in process, own messages decoded
-  and every message mapped as the daemon maps it (`cone.core.model`).
+  into the record as the daemon decodes them (`cone.core.model`).
 
 Each walk runs `rounds` times, cone's and the baseline's in turn, so both see the same
 load; each figure is the round with the median total time. A last line times the parts
@@ -40,14 +40,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from cone.core import content
-from cone.core.model import Message, message_of, own_message
+from cone.core.model import Message, own_message
 from cone.daemon.convert import add_messages
 from cone.devnet import Devnet
 from cone.store import (
     Connection,
     Consent,
     ContactRecord,
-    IncomingMessage,
     Kind,
     OwnMessage,
     Store,
@@ -72,7 +71,7 @@ Walk = tuple[int, float, list[float]]
 def fill(conn: Connection, n_conversations: int, n_messages: int) -> None:
     """N accepted conversations with 3 messages each, half with a contact; one more
     conversation with M messages, every tenth one an own message in the outbox."""
-    rows: list[IncomingMessage] = []
+    rows: list[StoredMessage] = []
     for c in range(n_conversations):
         cid = f"{c:032x}"
         peer = f"{c:064x}"
@@ -80,7 +79,7 @@ def fill(conn: Connection, n_conversations: int, n_messages: int) -> None:
         if c % 2 == 0:
             conversations.save_contact(conn, ContactRecord(peer, f"c{c}", f"0x{c:040x}", cid))
         rows += [
-            IncomingMessage(
+            StoredMessage(
                 id=f"f{c:031x}{i:032x}",
                 conversation_id=cid,
                 sender_inbox_id=peer,
@@ -104,7 +103,7 @@ def fill(conn: Connection, n_conversations: int, n_messages: int) -> None:
             )
         else:
             big.append(
-                IncomingMessage(
+                StoredMessage(
                     id=f"{i:064x}",
                     conversation_id=BIG,
                     sender_inbox_id=SENDER,
@@ -216,11 +215,8 @@ async def _main(args: argparse.Namespace) -> None:
                 rows, more = query(
                     after=cursor if oldest else None, before=None if oldest else cursor
                 )
-                # What the daemon does too: the one mapping, own messages decoded.
-                found = [
-                    own_message(r, OWN, 0) if isinstance(r, OwnMessage) else message_of(r)
-                    for r in rows
-                ]
+                # What the daemon does too: own messages decoded into the record.
+                found = [own_message(r, OWN, 0) if isinstance(r, OwnMessage) else r for r in rows]
                 return [m.id for m in found], more
 
             walks: dict[str, list[Walk]] = {}
@@ -300,9 +296,7 @@ def _breakdown(store: Store, plain: sqlite3.Connection, page: int) -> dict[str, 
         store.read_now(walk)
 
     def mapped(rows: list[StoredMessage | OwnMessage]) -> list[Message]:
-        return [
-            own_message(r, OWN, 0) if isinstance(r, OwnMessage) else message_of(r) for r in rows
-        ]
+        return [own_message(r, OWN, 0) if isinstance(r, OwnMessage) else r for r in rows]
 
     def best(work: Callable[[], object], n: int) -> float:
         times = []

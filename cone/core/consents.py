@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from cone.core.destinations import Destinations
 from cone.core.intake import Intake
-from cone.core.model import Message, message_of
+from cone.core.model import Message
 from cone.engine.port import EnginePort
 from cone.store import Consent, ContactRecord, Kind, Request, Store, conversations, history
 
@@ -51,8 +51,7 @@ class Consents:
         would hand it out: for an operator deciding on it; delivered to no one (see
         store.history.request_preview)."""
         request, first = await self._store.read(history.request_preview, conversation_id)
-        message = message_of(first) if first is not None else None
-        return request, await self._address(request.peer_inbox_id), message
+        return request, await self._address(request.peer_inbox_id), first
 
     async def accept(self, conversation_id: str) -> None:
         """Let a conversation in; XMTP's consent record follows."""

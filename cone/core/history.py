@@ -18,7 +18,7 @@ from typing import Protocol
 
 from cone import destination, limits
 from cone.core import validate
-from cone.core.model import Attachment, Message, inline_bytes, message_of, own_message
+from cone.core.model import Attachment, Message, inline_bytes, own_message
 from cone.engine.port import Identified
 from cone.engine.roles.groups import WithGroups
 from cone.errors import NotFound, Unavailable
@@ -210,7 +210,7 @@ class History:
                 m = own_message(r, self._engine.inbox_id, budget)
                 budget -= inline_bytes([m])
             else:
-                m = message_of(r)
+                m = r
             out.append(m)
         return out, more
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from cone.core import validate
 from cone.core.intake.waiters import Waiters, take_or_head
-from cone.core.model import Message, message_of
+from cone.core.model import Message
 from cone.errors import StateError, Unavailable
 from cone.store import Store, StoredMessage, inbox
 
@@ -54,7 +54,7 @@ class Receiving:
             arrival = self._arrival
             messages, more, head = await self._take_pending(consumer, limit, exclude)
             if messages:
-                return [message_of(m) for m in messages], more
+                return messages, more
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -68,7 +68,7 @@ class Receiving:
                     break
             if batch is not None:  # taken in the commit that brought the news
                 messages, more = batch
-                return [message_of(m) for m in messages], more
+                return messages, more
         unreachable = self._unreachable()
         if unreachable is not None:
             # Never a silent empty while the network cannot be reached.
@@ -110,7 +110,7 @@ class Receiving:
             messages, more, head = await self._store.read(inbox.peek, consumer, after_seq, limit)
             remaining = deadline - time.monotonic()
             if messages or remaining <= 0:
-                return [message_of(m) for m in messages], more, head
+                return messages, more, head
             try:
                 async with asyncio.timeout(remaining):
                     await arrival.wait()

@@ -1,14 +1,19 @@
 """The servicer's mapping: the core's values as proto messages, and a request's content
 as the core's `Outgoing`.
 
-Every enum's table between the core and the proto lives here, both ways. The message
-mapping (`_message`) is the hot path of Receive, Peek and Messages: it is written field
-by field on purpose (docs/bench.md, history).
+Every enum's table between the core and the proto lives here, both ways. A message
+(the store's record, `Message`) becomes the proto Message by the proto's descriptor
+(`message_to_pb`): each proto field is filled from the record's field of the same
+name, a Timestamp `x` from `x_ns`; only the fields in `RENAMED` and `DERIVED` say
+otherwise. A new message field is the proto's field, the record's field and a store
+migration (docs/development.md); `tests/daemon/test_message_pb.py` holds that every
+field of either side is accounted for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from typing import Final
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -21,8 +26,19 @@ from cone.core.content import (
     ReactionSchema,
 )
 from cone.core.history import ConversationView
-from cone.core.model import Attachment, Consent, ContactRecord, Kind, Member, Message, Role
+from cone.core.model import (
+    Attachment,
+    AttachmentsKind,
+    Consent,
+    ContactRecord,
+    Kind,
+    Member,
+    Message,
+    Removed,
+    Role,
+)
 from cone.core.outbox import SendResult
+from cone.daemon.fill import Derived, compile_fill
 from conepb.v1 import cone_pb2 as pb
 
 KIND = {Kind.DM: pb.CONVERSATION_TYPE_DM, Kind.GROUP: pb.CONVERSATION_TYPE_GROUP}
@@ -99,82 +115,67 @@ def outgoing(request: pb.SendRequest | pb.ReplyRequest) -> Outgoing:
     return Outgoing()
 
 
-def _attachment_pb(a: Attachment) -> pb.Attachment:
-    return pb.Attachment(
-        filename=a.filename,
-        mime_type=a.mime_type,
-        size=a.size,
-        sha256=a.sha256,
-        data=a.data,
-        error=a.error,
-    )
-
-
-def _reaction_pb(r: Reaction) -> pb.Reaction:
+def _reaction_pb(reaction_json: str) -> pb.Reaction:
+    """A stored reaction (cone/core/intake/arrivals.py) as the proto Reaction."""
+    r = json.loads(reaction_json)
     return pb.Reaction(
-        message_id=r.message_id,
-        emoji=r.emoji,
-        action=_ACTION_PB.get(r.action, pb.REACTION_ACTION_UNSPECIFIED),
-        schema=_SCHEMA_PB.get(r.schema, pb.REACTION_SCHEMA_UNSPECIFIED),
-        reference_inbox_id=r.reference_inbox_id or None,
+        message_id=r["messageId"],
+        emoji=r["emoji"],
+        action=_ACTION_PB.get(ReactionAction(r["action"]), pb.REACTION_ACTION_UNSPECIFIED),
+        schema=_SCHEMA_PB.get(ReactionSchema(r["schema"]), pb.REACTION_SCHEMA_UNSPECIFIED),
+        reference_inbox_id=r.get("referenceInboxId") or None,
     )
 
 
-def _message(make: Callable[..., pb.Message], m: Message) -> pb.Message:
-    # Field by field on an empty message: keyword arguments (and the time as a dict)
-    # cost a third more, 1.46 against 1.08 µs a message (docs/bench.md, history).
-    out = make()
-    out.message_id = m.id
-    out.conversation_id = m.conversation_id
-    out.conversation_type = KIND[m.kind]
-    out.sender_inbox_id = m.sender_inbox_id
-    # Any int64 time is a valid Timestamp: no range check to make (`timestamp` has one).
-    # Setting a field of `sent_at` marks it present, zero included, as the wire wants.
-    sent_at = out.sent_at
-    sent_at.seconds, sent_at.nanos = divmod(m.sent_at_ns, 1_000_000_000)
-    out.content_type = m.content_type
-    out.sequence = m.sequence
-    out.deliveries = m.deliveries
-    # The rest only when present (None leaves an optional field unset): a message
-    # carries one or two of them, and handing over every None cost half the mapping.
-    if m.text is not None:
-        out.text = m.text
-    if m.data_json is not None:
-        out.data_json = m.data_json
-    if m.reply_to is not None:
-        out.reply_to = m.reply_to
-    if m.fallback is not None:
-        out.fallback = m.fallback
-    if m.unreadable is not None:
-        out.unreadable = m.unreadable
-    if m.reaction is not None:
-        out.reaction.CopyFrom(_reaction_pb(m.reaction))
-    if m.content_json is not None:
-        out.content_json = m.content_json
-    if m.attachment is not None:
-        out.attachment.CopyFrom(_attachment_pb(m.attachment))
-    if m.attachments:
-        out.attachments.extend(_attachment_pb(a) for a in m.attachments)
-    if m.own:
-        out.own = True
-    if m.deleted:
-        out.deleted = True
-    if m.expired:
-        out.expired = True
-    return out
+def _one_file(m: Message) -> Attachment | None:
+    if m.attachments_kind is AttachmentsKind.ONE and m.attachments:
+        return m.attachments[0]
+    return None
+
+
+def _file_list(m: Message) -> tuple[Attachment, ...]:
+    return m.attachments if m.attachments_kind is AttachmentsKind.LIST else ()
+
+
+#: Proto Message fields filled from a record field of another name (the store's).
+RENAMED: Final = {"message_id": "id", "conversation_type": "kind", "sequence": "seq"}
+#: Proto Message fields made from the stored encodings: each with the record fields
+#: it reads and how (one file or a list of them, a reaction kept as JSON, the flags
+#: of a removal).
+DERIVED: Final[dict[str, Derived]] = {
+    "reaction": (("reaction_json",), lambda m: _reaction_pb(m.reaction_json)),
+    "attachment": (("attachments", "attachments_kind"), _one_file),
+    "attachments": (("attachments", "attachments_kind"), _file_list),
+    "deleted": (("removed",), lambda m: m.removed is Removed.DELETED),
+    "expired": (("removed",), lambda m: m.removed is Removed.EXPIRED),
+}
+#: How a file of a message becomes the proto Attachment (every field by its name).
+ATTACHMENT_FILL: Final = compile_fill(pb.Attachment.DESCRIPTOR, Attachment)
+#: How a message becomes the proto Message.
+MESSAGE_FILL: Final = compile_fill(
+    pb.Message.DESCRIPTOR,
+    Message,
+    renamed=RENAMED,
+    derived=DERIVED,
+    nested={pb.Attachment.DESCRIPTOR.full_name: ATTACHMENT_FILL},
+)
+_fill_message = MESSAGE_FILL.fill
 
 
 def message_to_pb(m: Message) -> pb.Message:
-    """The one mapping from the core's message to the proto Message (Receive, Peek
-    and Messages alike)."""
-    return _message(pb.Message, m)
+    """The one mapping from a message to the proto Message (Receive, Peek and Messages
+    alike), by the proto's descriptor (the module's docstring)."""
+    out = pb.Message()
+    _fill_message(out, m)
+    return out
 
 
 def add_messages(into: RepeatedCompositeFieldContainer[pb.Message], found: list[Message]) -> None:
     """`message_to_pb` of each message, built in place in a response's `messages`
     (handing the response a list of them copies each one)."""
+    add = into.add
     for m in found:
-        _message(into.add, m)
+        _fill_message(add(), m)
 
 
 _ROLE = {
@@ -219,10 +220,14 @@ def conversation_to_pb(v: ConversationView) -> pb.ConversationSummary:
 
 
 __all__ = [
+    "ATTACHMENT_FILL",
     "CONSENT_OF",
+    "DERIVED",
     "KIND",
     "KIND_OF",
+    "MESSAGE_FILL",
     "NETWORK_STATES",
+    "RENAMED",
     "add_messages",
     "contact_to_pb",
     "conversation_to_pb",

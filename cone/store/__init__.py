@@ -24,12 +24,10 @@ from cone.store._group import GroupCommit, hand_over
 from cone.store._migrations import migrate
 from cone.store.keys import load_db_key
 from cone.store.records import (
-    AttachmentRow,
     AttachmentsKind,
     Consent,
     ContactRecord,
     Conversation,
-    IncomingMessage,
     Kind,
     OwnMessage,
     Removed,
@@ -284,13 +282,11 @@ class Store:
 
 
 __all__ = [
-    "AttachmentRow",
     "AttachmentsKind",
     "Connection",
     "Consent",
     "ContactRecord",
     "Conversation",
-    "IncomingMessage",
     "Kind",
     "OwnMessage",
     "PageCheck",

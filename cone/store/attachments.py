@@ -14,7 +14,7 @@ from typing import Final
 
 from cone import limits
 from cone.store._db import Connection, limit_clause
-from cone.store.records import AttachmentRow, Consent, StoredAttachment
+from cone.store.records import Consent, StoredAttachment
 
 # The error a remote attachment shows until its first download attempt ends.
 NOT_YET = "not downloaded yet"
@@ -30,7 +30,7 @@ class ToFetch:
     attempts: int
 
 
-def size_and_digest(a: AttachmentRow) -> tuple[int | None, str | None]:
+def size_and_digest(a: StoredAttachment) -> tuple[int | None, str | None]:
     """A file's size and SHA-256 as recorded: from its bytes when inline, else the
     size its remote reference announces and no digest until it is downloaded."""
     if a.data is not None:
@@ -38,9 +38,9 @@ def size_and_digest(a: AttachmentRow) -> tuple[int | None, str | None]:
     return a.size, None
 
 
-def insert(conn: Connection, message_id: str, rows: Iterable[AttachmentRow]) -> None:
+def insert(conn: Connection, message_id: str, rows: Iterable[StoredAttachment]) -> None:
     """Record a new message's attachments (inline ones with their size and digest)."""
-    for i, a in enumerate(rows):
+    for a in rows:
         size, digest = size_and_digest(a)
         conn.execute(
             "INSERT OR IGNORE INTO attachments (message_id, idx, filename, mime_type, size,"
@@ -48,7 +48,7 @@ def insert(conn: Connection, message_id: str, rows: Iterable[AttachmentRow]) -> 
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 message_id,
-                i,
+                a.index,
                 a.filename,
                 a.mime_type,
                 size,

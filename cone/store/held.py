@@ -16,7 +16,7 @@ from typing import Final
 from cone.limits import RequestBudget
 from cone.store import inbox, meta
 from cone.store._db import Connection
-from cone.store.records import Consent, Conversation, IncomingMessage
+from cone.store.records import Consent, Conversation, StoredMessage
 
 #: The meta key of the dropped count.
 DROPPED_KEY: Final = "requests_dropped"
@@ -39,21 +39,9 @@ _HELD_FILES = f"""
 _BY_SENDER = " AND c.peer_inbox_id = ?"
 
 
-def message_bytes(m: IncomingMessage) -> int:
+def message_bytes(m: StoredMessage) -> int:
     """What a message counts against the budget: as `_HELD` measures it once stored."""
-    fields = (
-        m.id,
-        m.conversation_id,
-        m.sender_inbox_id,
-        m.content_type,
-        m.text,
-        m.data_json,
-        m.reply_to,
-        m.fallback,
-        m.unreadable,
-        m.reaction_json,
-        m.content_json,
-    )
+    fields = (getattr(m, c) for c in inbox.SIZED)
     size = inbox.MESSAGE_OVERHEAD_BYTES + sum(len(f.encode()) for f in fields if f)
     for a in m.attachments:
         size += len(a.data or b"") + len((a.remote_json or "").encode())
@@ -79,8 +67,8 @@ def usage(conn: Connection, sender: str | None = None) -> tuple[int, int]:
 
 
 def admit(
-    conn: Connection, conv: Conversation, rows: Sequence[IncomingMessage], budget: RequestBudget
-) -> tuple[list[IncomingMessage], list[str]]:
+    conn: Connection, conv: Conversation, rows: Sequence[StoredMessage], budget: RequestBudget
+) -> tuple[list[StoredMessage], list[str]]:
     """The rows a conversation may store now, in their order, and the ids of those
     dropped (remembered as read and counted). An accepted conversation stores all."""
     if conv.consent is Consent.ACCEPTED or not rows:
@@ -89,7 +77,7 @@ def admit(
     # Counting is cheap; the bytes of all requests are summed only when one may enter.
     full = sender_count >= budget.sender_messages or count(conn) >= budget.total_messages
     total_count, total_size = (0, 0) if full else usage(conn)
-    kept: list[IncomingMessage] = []
+    kept: list[StoredMessage] = []
     dropped: list[str] = []
     for row in rows:
         size = message_bytes(row)

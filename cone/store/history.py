@@ -62,7 +62,7 @@ _OWN = (
     " {bounds} ORDER BY created_ns {order}, message_id {order} {limit}"
 )
 # Where inbox.ROW keeps a message's id and sent time (its history position).
-_ID, _SENT = 1, 5
+_ID, _SENT = inbox.ROW_NAMES.index("id"), inbox.ROW_NAMES.index("sent_at_ns")
 
 
 def _bounded(

@@ -6,18 +6,19 @@ Every function takes an open connection inside the caller's transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from dataclasses import replace
+from enum import Enum
+from typing import Any, Final, get_args, get_type_hints
 
 from cone import limits
 from cone.errors import NotFound
 from cone.store import _acked, attachments
 from cone.store._db import Connection, limit_clause
 from cone.store.records import (
-    AttachmentsKind,
+    MESSAGE_COLUMNS,
+    STORE_ONLY_FIELDS,
     Consent,
-    IncomingMessage,
     Kind,
-    Removed,
     StoredAttachment,
     StoredMessage,
 )
@@ -37,21 +38,28 @@ _PENDING = f"""
       AND NOT EXISTS (SELECT 1 FROM blocked_inboxes b WHERE b.inbox_id = m.sender_inbox_id)
 """
 
-# A message's size for the receive budget: every stored field as UTF-8 bytes, plus
-# room for the field names, numbers and time that travel with it. Every column a
-# message carries to a consumer belongs in this sum.
+# A message's size for the receive budget: every text it carries to a consumer (each
+# text column of the record but those never handed out) as UTF-8 bytes, plus room for
+# the field names, numbers and time that travel with it.
 MESSAGE_OVERHEAD_BYTES: Final = 256
-MESSAGE_SIZE: Final = f"""(
-    {MESSAGE_OVERHEAD_BYTES} + octet_length(m.id) + octet_length(m.conversation_id)
-    + octet_length(m.sender_inbox_id) + octet_length(m.content_type)
-    + coalesce(octet_length(m.text), 0) + coalesce(octet_length(m.data_json), 0)
-    + coalesce(octet_length(m.reply_to), 0) + coalesce(octet_length(m.fallback), 0)
-    + coalesce(octet_length(m.unreadable), 0) + coalesce(octet_length(m.reaction_json), 0)
-    + coalesce(octet_length(m.content_json), 0)
-)"""
+_HINTS: Final = get_type_hints(StoredMessage)
+SIZED: Final = tuple(
+    c for c in MESSAGE_COLUMNS if _HINTS[c] in (str, str | None) and c not in STORE_ONLY_FIELDS
+)
+MESSAGE_SIZE: Final = (
+    f"({MESSAGE_OVERHEAD_BYTES} + "
+    + " + ".join(f"coalesce(octet_length(m.{c}), 0)" for c in SIZED)
+    + ")"
+)
+# The columns ingest writes: all of the record's but the inbox's order, which it gives.
+_INSERT: Final = tuple(c for c in MESSAGE_COLUMNS if c != "seq")
+_INSERT_SQL: Final = (
+    f"INSERT OR IGNORE INTO messages ({', '.join(_INSERT)})"
+    f" VALUES ({', '.join('?' * len(_INSERT))})"
+)
 
 
-def insert_messages(conn: Connection, messages: Iterable[IncomingMessage]) -> list[str]:
+def insert_messages(conn: Connection, messages: Iterable[StoredMessage]) -> list[str]:
     """Insert messages not yet in the inbox; returns the ids that were new.
 
     A repeat of an XMTP id is dropped; so is a repeat of a (sender, send key) pair,
@@ -59,28 +67,7 @@ def insert_messages(conn: Connection, messages: Iterable[IncomingMessage]) -> li
     """
     new: list[str] = []
     for m in messages:
-        cur = conn.execute(
-            "INSERT OR IGNORE INTO messages (id, conversation_id, sender_inbox_id, sent_at_ns,"
-            " content_type, text, data_json, reply_to, fallback, send_key, unreadable,"
-            " reaction_json, content_json, attachments_kind)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                m.id,
-                m.conversation_id,
-                m.sender_inbox_id,
-                m.sent_at_ns,
-                m.content_type,
-                m.text,
-                m.data_json,
-                m.reply_to,
-                m.fallback,
-                m.send_key,
-                m.unreadable,
-                m.reaction_json,
-                m.content_json,
-                m.attachments_kind,
-            ),
-        )
+        cur = conn.execute(_INSERT_SQL, [getattr(m, c) for c in _INSERT])
         if cur.rowcount:
             new.append(m.id)
             attachments.insert(conn, m.id, m.attachments)
@@ -180,7 +167,7 @@ def take_pending(
         return [], more
     # The rows `_fitting` counted, and only those: the same filter up to the last one.
     rows = conn.execute(
-        f"SELECT {_COLUMNS}, coalesce(r.deliveries, 0) + 1, {_EXTRA}"
+        f"SELECT {_row('coalesce(r.deliveries, 0) + 1')}"
         f" {_PENDING}{exclusion} AND m.seq <= :last ORDER BY m.seq",
         {**params, "last": last},
     ).fetchall()
@@ -188,17 +175,36 @@ def take_pending(
     conn.executemany(
         "INSERT INTO receipts (consumer, seq, deliveries) VALUES (?, ?, ?)"
         " ON CONFLICT (consumer, seq) DO UPDATE SET deliveries = excluded.deliveries",
-        [(consumer, row[0], row[11]) for row in rows],
+        [(consumer, row[_SEQ], row[_DELIVERIES]) for row in rows],
     )
     return _stored_batch(conn, rows, total), more
 
 
-_COLUMNS: Final = (
-    "m.seq, m.id, m.conversation_id, c.type, m.sender_inbox_id, m.sent_at_ns,"
-    " m.content_type, m.text, m.data_json, m.reply_to, m.fallback"
+#: The names of a message row's values, in order: the record's columns, then what a
+#: read adds from the conversation and the consumer's receipt.
+ROW_NAMES: Final = (*MESSAGE_COLUMNS, "kind", "deliveries")
+_SEQ, _ID, _DELIVERIES = (ROW_NAMES.index(n) for n in ("seq", "id", "deliveries"))
+_FILES = ROW_NAMES.index("attachments_kind")
+
+
+def _row(deliveries: str) -> str:
+    """The select list of a message row (`ROW_NAMES`), the delivery count given."""
+    return ", ".join((*(f"m.{c}" for c in MESSAGE_COLUMNS), "c.type", deliveries))
+
+
+def _enum(hint: Any) -> Any:
+    """The enum a field's type names (`Kind | None`: Kind), or None."""
+    for t in (hint, *get_args(hint)):
+        if isinstance(t, type) and issubclass(t, Enum):
+            return t
+    return None
+
+
+# The fields read as an enum from their column's value, each with its members by value
+# (a lookup: calling the enum costs ten times as much).
+_ENUMS: Final = tuple(
+    (n, {m.value: m for m in enum}) for n in ROW_NAMES if (enum := _enum(_HINTS[n])) is not None
 )
-# After the delivery count: the columns of later schema versions.
-_EXTRA: Final = "m.unreadable, m.reaction_json, m.content_json, m.attachments_kind, m.removed"
 
 
 def _fitting(
@@ -240,8 +246,7 @@ def peek(
     if not taken:
         return [], more, int(head)
     rows = conn.execute(
-        f"SELECT {_COLUMNS}, coalesce(r.deliveries, 0), {_EXTRA}"
-        f" {source} AND m.seq <= :last ORDER BY m.seq",
+        f"SELECT {_row('coalesce(r.deliveries, 0)')} {source} AND m.seq <= :last ORDER BY m.seq",
         {**params, "last": last},
     ).fetchall()
     return _stored_batch(conn, rows, total), more, int(head)
@@ -253,37 +258,24 @@ def _stored_batch(conn: Connection, rows: list[Any], message_bytes: int) -> list
     budget = max(
         0, min(limits.RECEIVE_INLINE_BUDGET_BYTES, limits.RECEIVE_BATCH_BYTES - message_bytes)
     )
-    files = attachments.for_batch(conn, [row[1] for row in rows if row[15] is not None], budget)
-    return [_stored(row, tuple(files.get(row[1], ()))) for row in rows]
+    ids = [row[_ID] for row in rows if row[_FILES] is not None]
+    files = attachments.for_batch(conn, ids, budget)
+    return [_stored(row, tuple(files.get(row[_ID], ()))) for row in rows]
 
 
 def _stored(row: Any, files: tuple[StoredAttachment, ...]) -> StoredMessage:
-    """The one mapping from a message row (`_COLUMNS`, deliveries, `_EXTRA`) to its record."""
-    return StoredMessage(
-        seq=row[0],
-        id=row[1],
-        conversation_id=row[2],
-        kind=Kind(row[3]),
-        sender_inbox_id=row[4],
-        sent_at_ns=row[5],
-        content_type=row[6],
-        text=row[7],
-        data_json=row[8],
-        reply_to=row[9],
-        fallback=row[10],
-        deliveries=row[11],
-        unreadable=row[12],
-        reaction_json=row[13],
-        content_json=row[14],
-        attachments=files,
-        attachments_kind=None if row[15] is None else AttachmentsKind(row[15]),
-        removed=None if row[16] is None else Removed(row[16]),
-    )
+    """The record of a message row (`ROW_NAMES`), each value by its column's name."""
+    values = dict(zip(ROW_NAMES, row, strict=True))
+    for name, members in _ENUMS:
+        value = values[name]
+        if value is not None:
+            values[name] = members[value]
+    return StoredMessage(**values, attachments=files)
 
 
 #: A message row as Receive hands it out without counting a delivery (deliveries 0),
 #: from `messages m JOIN conversations c`; `records` maps such rows.
-ROW: Final = f"{_COLUMNS}, 0, {_EXTRA}"
+ROW: Final = _row("0")
 
 
 def records(conn: Connection, rows: list[Any]) -> list[StoredMessage]:
@@ -293,40 +285,21 @@ def records(conn: Connection, rows: list[Any]) -> list[StoredMessage]:
     return _stored_batch(conn, rows, 0)
 
 
-def as_stored(m: IncomingMessage, kind: Kind, *, own: bool, budget: int) -> StoredMessage:
+def as_stored(m: StoredMessage, kind: Kind, *, own: bool, budget: int) -> StoredMessage:
     """A message that is not in the inbox (this identity's own, decoded from the
-    outbox) in the record the inbox would hand out for it: files with their size and
-    digest as `attachments.insert` records them, bytes inline as `for_batch` gives
-    them (each file at most `limits.ATTACHMENT_INLINE_MAX_BYTES`, `budget` in all)."""
+    outbox) as the inbox would hand it out: files with their size and digest as
+    `attachments.insert` records them, bytes inline as `for_batch` gives them (each
+    file at most `limits.ATTACHMENT_INLINE_MAX_BYTES`, `budget` in all)."""
     files = []
-    for i, a in enumerate(m.attachments):
+    for a in m.attachments:
         size, digest = attachments.size_and_digest(a)
         inline = a.data
         if inline is not None and len(inline) <= min(limits.ATTACHMENT_INLINE_MAX_BYTES, budget):
             budget -= len(inline)
         else:
             inline = None
-        files.append(StoredAttachment(i, a.filename, a.mime_type, size, digest, inline, None))
-    return StoredMessage(
-        seq=0,
-        id=m.id,
-        conversation_id=m.conversation_id,
-        kind=kind,
-        sender_inbox_id=m.sender_inbox_id,
-        sent_at_ns=m.sent_at_ns,
-        content_type=m.content_type,
-        text=m.text,
-        data_json=m.data_json,
-        reply_to=m.reply_to,
-        fallback=m.fallback,
-        deliveries=0,
-        unreadable=m.unreadable,
-        reaction_json=m.reaction_json,
-        content_json=m.content_json,
-        attachments=tuple(files),
-        attachments_kind=m.attachments_kind,
-        own=own,
-    )
+        files.append(StoredAttachment(a.index, a.filename, a.mime_type, size, digest, inline))
+    return replace(m, kind=kind, own=own, attachments=tuple(files))
 
 
 def ack(conn: Connection, consumer: str, message_ids: Sequence[str], now_ns: int) -> int:

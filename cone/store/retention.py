@@ -1,8 +1,8 @@
 """Deletions and disappearing messages: taking content out of cone's store.
 
 A removed message keeps its row (its id stays known to ingest, so it is never taken
-in again, and a consumer that holds it can still ack it); its text, data and
-fallback are cleared and `removed` says why: `deleted` (its sender deleted it) or
+in again, and a consumer that holds it can still ack it); its content columns
+(`CONTENT` in cone/store/records.py) are cleared and `removed` says why: `deleted` (its sender deleted it) or
 `expired` (its conversation's disappearing setting). The store runs with
 `secure_delete`, so cleared content is overwritten, and `checkpoint` folds the
 write-ahead log back so that no older copy of a page stays in it.
@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cone.store._db import Connection
-from cone.store.records import Removed
+from cone.store.records import CONTENT_COLUMNS, Removed
 
 # Everything a message carries of its content (its files are in `attachments`).
-_CLEAR = "text = NULL, data_json = NULL, fallback = NULL, reaction_json = NULL, content_json = NULL"
+_CLEAR = ", ".join(f"{column} = NULL" for column in CONTENT_COLUMNS)
 
 
 def _drop_files(conn: Connection, conversation_id: str) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cone.config import Paths
 from cone.core.intake.reconciliation import WHOLE_AGAIN_NS
-from cone.store import Connection, IncomingMessage, Store, inbox, load_db_key
+from cone.store import Connection, Store, StoredMessage, inbox, load_db_key
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
@@ -280,7 +280,7 @@ async def test_the_full_reconciliation_pages_a_long_history_each_message_once(
         store.write_now(
             inbox.insert_messages,
             [
-                IncomingMessage(
+                StoredMessage(
                     id=bytes(r[0]).hex(),
                     conversation_id=bytes(gid).hex(),
                     sender_inbox_id=sender,

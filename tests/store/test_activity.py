@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from cone.store import Consent, IncomingMessage, Kind, Store, conversations, history, inbox
+from cone.store import Consent, Kind, Store, StoredMessage, conversations, history, inbox
 from cone.store._db import Connection
 from cone.store._migrations import MIGRATIONS
 
@@ -32,8 +32,8 @@ def _listed(store: Store, limit: int = 10) -> list[str]:
             return out
 
 
-def _message(i: int, conv: str, sent_at_ns: int) -> IncomingMessage:
-    return IncomingMessage(
+def _message(i: int, conv: str, sent_at_ns: int) -> StoredMessage:
+    return StoredMessage(
         id=f"m{i:04d}",
         conversation_id=conv,
         sender_inbox_id="peer",

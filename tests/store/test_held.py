@@ -9,12 +9,12 @@ import pytest
 
 from cone.limits import RequestBudget
 from cone.store import (
-    AttachmentRow,
     Connection,
     Consent,
-    IncomingMessage,
     Kind,
     Store,
+    StoredAttachment,
+    StoredMessage,
     conversations,
     held,
     inbox,
@@ -38,9 +38,9 @@ def _message(
     text: str = "hi",
     *,
     fallback: str | None = None,
-    files: tuple[AttachmentRow, ...] = (),
-) -> IncomingMessage:
-    return IncomingMessage(
+    files: tuple[StoredAttachment, ...] = (),
+) -> StoredMessage:
+    return StoredMessage(
         id=f"{conversation_id}{i:060x}",
         conversation_id=conversation_id,
         sender_inbox_id="whoever",
@@ -52,7 +52,7 @@ def _message(
     )
 
 
-def _admit(store: Store, cid: str, rows: list[IncomingMessage], budget: RequestBudget) -> int:
+def _admit(store: Store, cid: str, rows: list[StoredMessage], budget: RequestBudget) -> int:
     """Admit and insert as the commit does; returns how many were kept."""
 
     def run(conn: Connection) -> int:
@@ -66,7 +66,7 @@ def _admit(store: Store, cid: str, rows: list[IncomingMessage], budget: RequestB
 
 def test_a_held_message_counts_what_the_store_measures_of_it(store: Store) -> None:
     store.write_now(conversations.ensure, "aa", Kind.DM, "x", Consent.REQUESTED, 1)
-    files = (AttachmentRow("a.bin", "application/octet-stream", b"\1" * 5000),)
+    files = (StoredAttachment(0, "a.bin", "application/octet-stream", data=b"\1" * 5000),)
     rows = [_message("aa", 0, "héllo"), _message("aa", 1, files=files, fallback="f")]
     _admit(store, "aa", rows, RequestBudget())
     assert store.read_now(held.usage, "x") == (2, sum(held.message_bytes(r) for r in rows))

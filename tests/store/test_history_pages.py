@@ -11,10 +11,10 @@ import pytest
 from cone.store import (
     Connection,
     Consent,
-    IncomingMessage,
     Kind,
     OwnMessage,
     Store,
+    StoredMessage,
     conversations,
     history,
     inbox,
@@ -39,7 +39,7 @@ def _fill(conn: Connection) -> list[str]:
                 (f"k{i}", CID, CID, mid, t, 5 if i == 20 else None),
             )
         else:
-            received.append(IncomingMessage(mid, CID, "peer", t, "xmtp.org/text:1.0", text=f"m{i}"))
+            received.append(StoredMessage(mid, CID, "peer", t, "xmtp.org/text:1.0", text=f"m{i}"))
         if i != 20:  # expired: not in history
             order.append((t, mid))
     inbox.insert_messages(conn, received)

@@ -9,20 +9,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cone import limits
-from cone.store import Consent, IncomingMessage, Kind, Store, conversations, inbox
+from cone.store import Consent, Kind, Store, StoredMessage, conversations, inbox
 
 KEY = bytes(range(32))
 
 
-def _size(m: IncomingMessage) -> int:
+def _size(m: StoredMessage) -> int:
     """The size the store charges a message (MESSAGE_SIZE, computed here by hand)."""
     fields = [m.id, m.conversation_id, m.sender_inbox_id, m.content_type, m.text, m.data_json]
     fields += [m.reply_to, m.fallback]
     return inbox.MESSAGE_OVERHEAD_BYTES + sum(len(f.encode()) for f in fields if f is not None)
 
 
-def _message(i: int, text: str) -> IncomingMessage:
-    return IncomingMessage(
+def _message(i: int, text: str) -> StoredMessage:
+    return StoredMessage(
         id=f"{i:064x}",
         conversation_id="c1",
         sender_inbox_id="peer",

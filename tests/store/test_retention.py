@@ -10,7 +10,6 @@ import pytest
 
 from cone.store import (
     Consent,
-    IncomingMessage,
     Kind,
     Store,
     StoredMessage,
@@ -23,8 +22,8 @@ from cone.store import retention as r
 KEY = bytes(range(32))
 
 
-def _msg(i: int, sender: str = "peer", sent_at_ns: int | None = None) -> IncomingMessage:
-    return IncomingMessage(
+def _msg(i: int, sender: str = "peer", sent_at_ns: int | None = None) -> StoredMessage:
+    return StoredMessage(
         id=f"{i:04x}",
         conversation_id="c1",
         sender_inbox_id=sender,
@@ -110,9 +109,9 @@ def test_expiry_follows_the_setting_and_only_from_when_it_was_set(store: Store) 
 def test_removal_takes_reactions_structured_content_and_files_too(store: Store) -> None:
     from dataclasses import replace
 
-    from cone.store import AttachmentRow, attachments
+    from cone.store import StoredAttachment, attachments
 
-    file = AttachmentRow(filename="a.txt", mime_type="text/plain", size=5, data=b"bytes")
+    file = StoredAttachment(0, filename="a.txt", mime_type="text/plain", size=5, data=b"bytes")
     with_file = replace(_msg(0), text=None, attachments=(file,), attachments_kind=1)
     reaction = replace(_msg(1), text=None, reaction_json='{"emoji":"x"}')
     structured = replace(_msg(2), text=None, content_json='{"amount":1}')

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from cone.errors import NotFound, StateError
-from cone.store import Consent, IncomingMessage, Kind, Store, _acked, conversations, history, inbox
+from cone.store import Consent, Kind, Store, StoredMessage, _acked, conversations, history, inbox
 from cone.store._db import Connection
 from cone.store._migrations import MIGRATIONS
 
 KEY = bytes(range(32))
 
 
-def _msg(i: int, conv: str = "c1", sender: str = "peer", key: str | None = None) -> IncomingMessage:
-    return IncomingMessage(
+def _msg(i: int, conv: str = "c1", sender: str = "peer", key: str | None = None) -> StoredMessage:
+    return StoredMessage(
         id=f"m{i:04d}",
         conversation_id=conv,
         sender_inbox_id=sender,

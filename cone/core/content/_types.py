@@ -120,7 +120,9 @@ class Outgoing:
 
 @dataclass(frozen=True)
 class Decoded:
-    """What cone keeps of one incoming message's content."""
+    """What cone keeps of one incoming message's content: each field goes to the
+    message's record field of the same name (cone/core/intake/arrivals.py, which encodes
+    the few the store keeps otherwise)."""
 
     content_type: str
     text: str | None = None

@@ -1,13 +1,23 @@
 """What a message from libxmtp becomes in cone's store: the one mapping from decoded
-content to an inbox row, and a new conversation's first consent."""
+content to the message's record, and a new conversation's first consent."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import fields
+from typing import Final
 
 from cone.core import content
 from cone.engine.port import ConversationInfo, RawMessage, XmtpConsent
-from cone.store import AttachmentRow, AttachmentsKind, Consent, IncomingMessage
+from cone.store import AttachmentsKind, Consent, StoredAttachment, StoredMessage
+from cone.store.records import MESSAGE_COLUMNS
+
+# The decoded content's fields the record keeps as they are, each in the column of
+# its name; `record` encodes the rest (`ENCODED`).
+_CARRIED: Final = tuple(f.name for f in fields(content.Decoded) if f.name in MESSAGE_COLUMNS)
+#: The decoded content's fields the record keeps in an encoding of the store's (or,
+#: for `protocol_only`, not at all: such a message is never stored).
+ENCODED: Final = frozenset({"reaction", "attachments", "multi", "protocol_only"})
 
 
 def initial_consent(info: ConversationInfo, inbox_consent: XmtpConsent) -> Consent:
@@ -34,8 +44,8 @@ def decided(consent: XmtpConsent) -> Consent | None:
     return Consent.ACCEPTED if consent is XmtpConsent.ALLOWED else Consent.BLOCKED
 
 
-def to_inbox(raw: RawMessage, own_inbox_id: str) -> IncomingMessage | None:
-    """The inbox row for a message from libxmtp, or None when it is not delivered."""
+def to_inbox(raw: RawMessage, own_inbox_id: str) -> StoredMessage | None:
+    """The record of a message from libxmtp, or None when it is not delivered."""
     if not raw.application or raw.sender_inbox_id == own_inbox_id:
         return None
     decoded = content.decode(raw.content)
@@ -57,27 +67,20 @@ def record(
     conversation_id: str,
     sender_inbox_id: str,
     sent_at_ns: int,
-) -> IncomingMessage:
+) -> StoredMessage:
     """The one mapping from decoded content to what the store keeps of a message:
     for the inbox, and for an own message read back from the outbox (history)."""
     kind = None
     if decoded.attachments:
         kind = AttachmentsKind.LIST if decoded.multi else AttachmentsKind.ONE
-    return IncomingMessage(
+    return StoredMessage(
         id=message_id,
         conversation_id=conversation_id,
         sender_inbox_id=sender_inbox_id,
         sent_at_ns=sent_at_ns,
-        content_type=decoded.content_type,
-        text=decoded.text,
-        data_json=decoded.data_json,
-        reply_to=decoded.reply_to,
-        fallback=decoded.fallback,
-        send_key=decoded.send_key,
-        unreadable=decoded.unreadable,
+        **{name: getattr(decoded, name) for name in _CARRIED},
         reaction_json=_reaction_json(decoded.reaction),
-        content_json=decoded.content_json,
-        attachments=tuple(_attachment_row(a) for a in decoded.attachments),
+        attachments=tuple(_attachment(i, a) for i, a in enumerate(decoded.attachments)),
         attachments_kind=kind,
     )
 
@@ -96,7 +99,7 @@ def _reaction_json(r: content.Reaction | None) -> str | None:
     )
 
 
-def _attachment_row(a: content.AttachmentPart) -> AttachmentRow:
+def _attachment(index: int, a: content.AttachmentPart) -> StoredAttachment:
     remote = None
     if a.remote is not None:
         r = a.remote
@@ -112,12 +115,12 @@ def _attachment_row(a: content.AttachmentPart) -> AttachmentRow:
             }
         )
     size = a.remote.content_length if a.remote is not None else None
-    return AttachmentRow(a.filename, a.mime_type, a.data, remote, size)
+    return StoredAttachment(index, a.filename, a.mime_type, size, data=a.data, remote_json=remote)
 
 
-def bare(row: IncomingMessage, reason: str) -> IncomingMessage:
+def bare(row: StoredMessage, reason: str) -> StoredMessage:
     """The row's metadata only, marked unreadable: what is kept when the row will not store."""
-    return IncomingMessage(
+    return StoredMessage(
         id=row.id,
         conversation_id=row.conversation_id,
         sender_inbox_id=row.sender_inbox_id,
@@ -127,4 +130,4 @@ def bare(row: IncomingMessage, reason: str) -> IncomingMessage:
     )
 
 
-__all__ = ["bare", "initial_consent", "record", "to_inbox"]
+__all__ = ["ENCODED", "bare", "initial_consent", "record", "to_inbox"]

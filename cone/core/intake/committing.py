@@ -16,7 +16,7 @@ from cone.core.intake.arrivals import bare, to_inbox
 from cone.core.intake.waiters import Batch, Waiter, Waiters, hand_out, take_for
 from cone.engine.port import RawMessage
 from cone.limits import REQUEST_BUDGET, RequestBudget
-from cone.store import Connection, IncomingMessage, Store, conversations, details, held, inbox
+from cone.store import Connection, Store, StoredMessage, conversations, details, held, inbox
 
 # The ingest's logger: `-v` shows each arrival as `cone.core.ingest` (docs/cli.md).
 log = logging.getLogger("cone.core.ingest")
@@ -78,7 +78,7 @@ class Committer:
         batches taken in it; returns how many entered. None when cone does not record
         the conversation yet, or the batch would not store as a whole: the caller's
         full path takes it then."""
-        rows: list[IncomingMessage] = []
+        rows: list[StoredMessage] = []
         skipped: list[str] = []
         updates = {raw.id for raw in held if not raw.application}
         for raw in sorted(held, key=_conversation_order):
@@ -110,7 +110,7 @@ class Committer:
     async def _commit_unread(
         self, cid: str, unread: list[RawMessage], floor_ns: int | None
     ) -> list[str]:
-        rows: list[IncomingMessage] = []
+        rows: list[StoredMessage] = []
         skipped: list[str] = []
         # The conversation's order, as its members see it.
         for raw in sorted(unread, key=_conversation_order):
@@ -138,7 +138,7 @@ class Committer:
             _count_arrivals(rows, committed)
             return committed
         new: list[str] = []
-        stored: list[IncomingMessage] = []
+        stored: list[StoredMessage] = []
         for row in rows:
             try:
                 new += await self._store.write(
@@ -158,7 +158,7 @@ class Committer:
         return new
 
 
-def _log_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
+def _log_arrivals(rows: list[StoredMessage], new: list[str]) -> None:
     """`-v`: one line per message that entered the inbox (ids, never content)."""
     if new and log.isEnabledFor(logging.DEBUG):
         fresh = set(new)
@@ -173,7 +173,7 @@ def _log_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
                 )
 
 
-def _count_arrivals(rows: list[IncomingMessage], new: list[str]) -> None:
+def _count_arrivals(rows: list[StoredMessage], new: list[str]) -> None:
     """`/metrics`: messages that entered the inbox, and how many of them are unreadable."""
     fresh = set(new)
     metrics.INGESTED.inc(len(fresh))
@@ -187,7 +187,7 @@ def _conversation_order(raw: RawMessage) -> tuple[int, str]:
 def _commit_if_recorded(
     conn: Connection,
     conversation_id: str,
-    rows: list[IncomingMessage],
+    rows: list[StoredMessage],
     skipped: list[str],
     updates: Set[str],
     waiting: list[Waiter],
@@ -211,7 +211,7 @@ def _commit_if_recorded(
 def _commit_rows(
     conn: Connection,
     conversation_id: str,
-    rows: list[IncomingMessage],
+    rows: list[StoredMessage],
     skipped: list[str],
     floor_ns: int | None,
     *,
