@@ -71,12 +71,14 @@ _E2E_NAMES = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the end-to-end tier `e2e` (docs/development.md, "Tests in tiers"): the
     rest, logic on typed fakes and the store in process, is the fast tier
-    (`pytest -m "not e2e"`)."""
+    (`pytest -m "not e2e"`). Tests marked `slow` go first: pytest-xdist hands tests
+    out in this order, and a long one started last would hold the run's end."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         module = getattr(item, "module", None)
         if fixtures & _E2E_FIXTURES or any(hasattr(module, n) for n in _E2E_NAMES):
             item.add_marker(pytest.mark.e2e)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
