@@ -12,7 +12,8 @@ new for each test), so its conversations are its own; the daemon is started once
 per backend, started again if a test left it killed, and the devnet's faults are
 cleared after each test. What a test keeps must not collide with another's on the
 daemon: its send keys are its own, and what it leaves pending it does not read as
-its own (a new peer's conversation, a consumer of its own).
+its own (a new peer's conversation, a consumer of its own). A test that damages the
+daemon's state directory takes `own_daemon` instead.
 """
 
 from __future__ import annotations
@@ -120,9 +121,21 @@ async def _left_clean(daemon: DaemonProcess) -> None:
 
 
 @pytest_asyncio.fixture(loop_scope="module")
+async def own_daemon(shared_devnet_node: Devnet) -> AsyncIterator[DaemonProcess]:
+    """A daemon of the test's own on the module's devnet, for a test that damages its
+    state directory."""
+    home = short_home()
+    try:
+        async with DaemonProcess(home, shared_devnet_node.url) as started:
+            yield started
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
 async def alice(devnet: str, tmp_path: Path, backend: str) -> Peer:
     """A new raw libxmtp peer on the module's devnet, on the daemon's backend."""
     return await Peer.create(devnet, tmp_path, "alice", d14n=backend == "d14n")
 
 
-__all__ = ["alice", "daemon", "daemons", "devnet_node", "shared_devnet_node"]
+__all__ = ["alice", "daemon", "daemons", "devnet_node", "own_daemon", "shared_devnet_node"]
