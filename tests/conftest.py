@@ -43,6 +43,8 @@ def pytest_configure(config: pytest.Config) -> None:
 _E2E_FIXTURES = frozenset({"devnet_node", "shared_devnet_node", "nats_server"})
 _E2E_NAMES = (
     "DaemonProcess",
+    "DevnetProcess",
+    "ServeProcess",
     "run_cone",
     "cone_cli",
     "NodePeer",
