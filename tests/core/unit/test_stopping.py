@@ -21,12 +21,13 @@ STOP_S = 5.0
 _WORKER = FollowUps._worker.__code__
 
 
-def _named(name: str) -> asyncio.Task[None]:
+def _named(name: str) -> asyncio.Task[object]:
     (task,) = [t for t in asyncio.all_tasks() if t.get_name() == name]
-    return task  # type: ignore[return-value]
+    return task
 
 
 async def _idle(core: Core) -> None:
+    """Start the core; each test then waits until its worker idles until woken."""
     await core.start()
     await core.started()
 
