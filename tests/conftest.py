@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -15,21 +14,7 @@ from cone.devnet import Devnet
 from support import peers
 from support.daemons import short_home
 from support.peers import Peer
-
-# Ports of the devnets this test session has started. libxmtp clients of finished
-# tests live on in this process and keep reconnecting to their devnet's port; a later
-# devnet on the same port would take their traffic, so no port is used twice.
-_USED_PORTS: set[int] = set()
-
-
-def _fresh_port() -> int:
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = int(probe.getsockname()[1])
-        if port not in _USED_PORTS:
-            _USED_PORTS.add(port)
-            return port
+from support.ports import fresh_port
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,9 +40,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 #: What makes a test end to end: a fixture that starts a devnet (every peer and
 #: daemon fixture depends on it), or a module that starts real processes.
-_E2E_FIXTURES = frozenset({"devnet_node", "nats_server"})
+_E2E_FIXTURES = frozenset({"devnet_node", "shared_devnet_node", "nats_server"})
 _E2E_NAMES = (
     "DaemonProcess",
+    "DevnetProcess",
+    "ServeProcess",
     "run_cone",
     "cone_cli",
     "NodePeer",
@@ -71,12 +58,14 @@ _E2E_NAMES = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the end-to-end tier `e2e` (docs/development.md, "Tests in tiers"): the
     rest, logic on typed fakes and the store in process, is the fast tier
-    (`pytest -m "not e2e"`)."""
+    (`pytest -m "not e2e"`). Tests marked `slow` go first: pytest-xdist hands tests
+    out in this order, and a long one started last would hold the run's end."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         module = getattr(item, "module", None)
         if fixtures & _E2E_FIXTURES or any(hasattr(module, n) for n in _E2E_NAMES):
             item.add_marker(pytest.mark.e2e)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +80,7 @@ def _close_peers() -> Iterator[None]:
 async def devnet_node() -> AsyncIterator[Devnet]:
     """An in-process devnet in memory on a port no earlier test used, started;
     `.faults` injects faults."""
-    node = Devnet(port=_fresh_port())
+    node = Devnet(port=fresh_port())
     async with node:
         yield node
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -67,6 +68,7 @@ class Faults:
         self._failures: dict[str, _Failure] = {}
         self._group_failures: dict[bytes, _Failure] = {}
         self._latency_s: dict[str, float] = {}
+        self._held: Counter[str] = Counter()
         self._cutover_ns = NO_CUTOVER_NS
         self._cutover_timer: asyncio.TimerHandle | None = None
 
@@ -203,6 +205,22 @@ class Faults:
     def latency(self, method: str) -> float:
         """The delay to apply to a call of the method, in seconds."""
         return self._latency_s.get(method, 0.0)
+
+    async def delay(self, method: str) -> None:
+        """Wait out the latency injected into a call of the method, if any."""
+        seconds = self.latency(method)
+        if not seconds:
+            return
+        self._held[method] += 1
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self._held[method] -= 1
+
+    def held(self, method: str) -> int:
+        """How many calls of the method wait out their injected latency now (a test
+        waits on it, not on a guess of when a call has reached the node)."""
+        return self._held[self.resolve(method)]
 
     def take_failure(self, method: str) -> tuple[grpc.StatusCode, str] | None:
         """Consume one pending failure of the method, if any."""

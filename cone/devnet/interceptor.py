@@ -7,7 +7,6 @@ subclasses for bad requests; this is the one place they become gRPC statuses.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -93,9 +92,7 @@ class DevnetInterceptor(grpc.aio.ServerInterceptor):
 
         async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             if faults:
-                delay = injected.latency(method)
-                if delay:
-                    await asyncio.sleep(delay)
+                await injected.delay(method)
                 failure = injected.take_failure(method)
                 if failure is None and method in (SEND_GROUP_MESSAGES, PUBLISH_CLIENT_ENVELOPES):
                     failure = injected.take_group_failure(_group_ids(method, request))

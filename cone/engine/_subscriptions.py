@@ -40,7 +40,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from xmtp_bindings import xmtpv3 as ffi
 
@@ -204,6 +204,18 @@ def supervised_streams(
     ]
 
 
+class _Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    """What a renewal's timing reads: the running loop, or a test's own clock."""
+
+    def time(self) -> float: ...
+
+    def call_later(self, delay: float, callback: Callable[[], object], /) -> _Timer: ...
+
+
 class Regrouping:
     """Moves conversations between the message streams after their consent changed,
     at most once per `interval_s` (libxmtp reads a stream's conversations only when
@@ -220,13 +232,15 @@ class Regrouping:
         streams: Callable[[], Iterable[SupervisedStream]],
         interval_s: float | None = None,
         limit: int | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._streams = streams
+        self._clock = clock  # None: the running loop
         # None: the module's setting, read at each use.
         self._interval_s = interval_s
         self._limit = limit
         self._last: float | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: _Timer | None = None
         #: Conversations allowed since "messages" last subscribed again, oldest first.
         self.recent: dict[str, None] = {}
         #: Conversations this engine made, or "messages" handed a message of while
@@ -298,14 +312,14 @@ class Regrouping:
     def _soon(self) -> None:
         if self._timer is not None:
             return  # the renewal already waiting covers this change too
-        loop = asyncio.get_running_loop()
+        clock = self._clock or asyncio.get_running_loop()
         interval = REGROUP_S if self._interval_s is None else self._interval_s
-        wait = 0.0 if self._last is None else max(0.0, self._last + interval - loop.time())
-        self._timer = loop.call_later(wait, self._renew)
+        wait = 0.0 if self._last is None else max(0.0, self._last + interval - clock.time())
+        self._timer = clock.call_later(wait, self._renew)
 
     def _renew(self) -> None:
         self._timer = None
-        self._last = asyncio.get_running_loop().time()
+        self._last = (self._clock or asyncio.get_running_loop()).time()
         renewing = {"accepted"}
         if self._requests_due:
             renewing.add("requests")

@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 #: How long `stop` waits for the check's thread once it has interrupted it (SQLite
 #: looks at the interruption between pages: it ends at once).
 STOP_WAIT_S = 5.0
+#: SQLite's steps between two looks at `stop` during the check.
+PROGRESS_STEPS = 10_000
 #: At most this many of quick_check's findings go into the error.
 FINDINGS_SHOWN = 3
 
@@ -102,6 +104,9 @@ class PageCheck:
                 return err
             raise
         try:
+            # `interrupt` is lost when it comes before the statement runs: the
+            # handler ends the check at its next steps once `stop` has been called.
+            conn.set_progress_handler(lambda: self._stopped, PROGRESS_STEPS)
             with self._lock:
                 if self._stopped:
                     return None
@@ -112,6 +117,7 @@ class PageCheck:
                 if is_damage(exc):
                     return corrupt(self._path, str(exc))
                 if self._stopped:
+                    log.info("cone's store check was stopped before it finished")
                     return None
                 raise
             if findings != ["ok"]:

@@ -276,7 +276,12 @@ async def test_a_backup_in_a_busy_minute_restores_without_a_loss_or_a_double(
         await asyncio.sleep(random.uniform(0.5, seconds - 1.0))  # the random moment
         code, err = await run_cone(["backup", str(file), "--home", str(original)], _env())
         assert code == 0, err.decode()
-        await asyncio.sleep(1.0)  # the original goes on after the backup
+        backed_up = len(sent)
+
+        async def went_on() -> bool:  # the original goes on after the backup
+            return len(sent) >= backed_up + 3
+
+        await until(went_on)
         stop.set()
         await asyncio.gather(*traffic)
         await until(lambda: _all_settled(d), timeout=30)

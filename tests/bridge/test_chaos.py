@@ -16,7 +16,7 @@ from .conftest import Agent, BridgeProcess
 # Answers every message of the turn in one reply; dawdles a little so kills land mid-turn.
 COVERING = """\
 import random
-time.sleep(random.uniform(0, 0.05))
+time.sleep(random.uniform(0, 0.05))  # the input: an agent of uneven speed
 note("end")
 print("re: " + ",".join(m["text"] for m in turn["messages"]))
 """

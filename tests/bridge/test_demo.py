@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # the whole demo, in a process of its own
+
 
 async def test_cone_demo_runs_to_completion_and_shows_the_conversation() -> None:
     proc = await asyncio.create_subprocess_exec(

@@ -49,7 +49,7 @@ class _Core:
             )
             return pb.ReceiveResponse(messages=[message])
         if rpc == "Receive":
-            await asyncio.sleep(request.wait_ms / 1000)
+            await asyncio.sleep(request.wait_ms / 1000)  # a long poll that finds nothing
             return pb.ReceiveResponse()
         if rpc == "Ack" and request.consumer == "bridge":
             if self.ack_errors:

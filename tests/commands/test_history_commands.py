@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conepb.v1 import cone_pb2 as pb
 from support.cli import cone_cli
 from support.daemons import DaemonProcess
@@ -12,6 +14,7 @@ from support.peers import Peer
 from support.waiting import receive_n
 
 
+@pytest.mark.slow
 async def test_an_operator_reads_history_manages_a_group_and_unblocks_from_the_shell(
     home: Path, alice: Peer, devnet: str, tmp_path: Path
 ) -> None:

@@ -246,7 +246,7 @@ async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(
 
     async def slow() -> SyncSummary | None:
         start = time.monotonic()
-        await asyncio.sleep(FLOOR_S)
+        await asyncio.sleep(FLOOR_S)  # the input: every sync this much longer
         try:
             return await synced()
         finally:

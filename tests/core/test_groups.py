@@ -16,8 +16,13 @@ from cone.store import Consent, conversations, details
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import BACKENDS, DaemonProcess
 from support.peers import Peer
+from support.shared import *  # noqa: F403 (the fixtures that share a devnet and daemons)
 from support.state import open_store, open_xmtp
 from support.waiting import receive_n, until
+
+# One devnet and one daemon per backend for the module (tests/support/shared.py); the
+# crash tests start daemons of their own on it.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def _create(daemon: DaemonProcess, members: list[str], key: str, **kw: Any) -> Any:
@@ -199,7 +204,7 @@ async def _summary(daemon: DaemonProcess, gid: str) -> pb.ConversationSummary:
 
 
 async def test_a_listing_follows_a_peer_s_changes_to_a_group(
-    daemon: DaemonProcess, home: Path, alice: Peer, devnet: str, tmp_path: Path
+    daemon: DaemonProcess, alice: Peer, devnet: str, tmp_path: Path
 ) -> None:
     """cone keeps a group's details for listings and reads them from libxmtp again
     when it takes in a group update: a peer's rename, a member added, this identity
@@ -220,7 +225,7 @@ async def test_a_listing_follows_a_peer_s_changes_to_a_group(
 
     await until(changed)
     await daemon.stop()
-    store = open_store(home)
+    store = open_store(daemon.home)
     try:
         _, known = store.read_now(
             lambda c: details.from_row(

@@ -18,7 +18,12 @@ from cone.grpc_errors import from_rpc_error
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import BACKENDS, DaemonProcess, run_cone
 from support.peers import Peer
+from support.shared import *  # noqa: F403 (the fixtures that share a devnet and daemons)
 from support.waiting import until
+
+# One devnet and one daemon per backend for the module (tests/support/shared.py);
+# a test that damages the state directory has a daemon of its own.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -84,11 +89,11 @@ async def test_a_wrong_database_key_is_refused_and_changes_nothing(
 
 
 async def test_a_missing_libxmtp_database_is_refused_not_reregistered(
-    daemon: DaemonProcess,
+    own_daemon: DaemonProcess,
 ) -> None:
-    await daemon.stop()
-    (daemon.home / "xmtp.db3").unlink()
-    code, err = await run_cone(daemon.args())
+    await own_daemon.stop()
+    (own_daemon.home / "xmtp.db3").unlink()
+    code, err = await run_cone(own_daemon.args())
     assert code == 6
     assert b"new XMTP installation" in err
 
@@ -155,11 +160,11 @@ async def test_reflection_lists_the_services_on_the_socket_as_v1_and_v1alpha(
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
 async def test_the_socket_refuses_another_user_even_when_files_allow_it(
-    daemon: DaemonProcess,
+    own_daemon: DaemonProcess,
 ) -> None:
     # Open the file permissions on purpose: the peer-credential check must still refuse.
-    daemon.home.chmod(0o711)
-    daemon.socket.chmod(0o666)
+    own_daemon.home.chmod(0o711)
+    own_daemon.socket.chmod(0o666)
     probe = (
         "import os, socket, sys\n"
         "os.setgid(65534); os.setuid(65534)\n"
@@ -171,13 +176,13 @@ async def test_the_socket_refuses_another_user_even_when_files_allow_it(
         "    print(\"b''\")  # closed before the request was even read\n"
     )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", probe, str(daemon.socket),
+        sys.executable, "-c", probe, str(own_daemon.socket),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0, err.decode()
     assert out.decode().strip() == "b''"  # closed without an answer
-    assert (await daemon.client.identity()).protocol == 1
+    assert (await own_daemon.client.identity()).protocol == 1
 
 
 async def test_a_connection_that_stops_part_way_through_the_http2_preface_is_closed(

@@ -8,6 +8,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
+
 from cone.config import Paths
 from cone.core.intake.reconciliation import WHOLE_AGAIN_NS
 from cone.store import Connection, Store, StoredMessage, inbox, load_db_key
@@ -43,6 +45,7 @@ async def _accepted_dm(daemon: DaemonProcess, peer: Peer) -> object:
     return peer.conversation(bytes.fromhex(contact.conversation_id))
 
 
+@pytest.mark.slow
 async def test_the_installed_libxmtp_stamps_inserts_ahead_of_the_clock(
     devnet: str, tmp_path: Path, alice: Peer
 ) -> None:
@@ -63,6 +66,7 @@ async def test_the_installed_libxmtp_stamps_inserts_ahead_of_the_clock(
     assert second - 1 < ahead_s < second + (after - before) / 1e9 + 1, (ahead_s, second)
 
 
+@pytest.mark.slow
 async def test_a_message_early_in_a_minute_after_one_late_in_the_last_arrives(
     daemon: DaemonProcess, alice: Peer
 ) -> None:
@@ -165,6 +169,7 @@ async def test_the_first_start_heals_messages_an_earlier_release_skipped(
     assert status.ingest_healed == 2
 
 
+@pytest.mark.slow
 async def test_a_catch_up_heals_a_gap_while_the_daemon_runs(
     daemon: DaemonProcess, alice: Peer
 ) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -48,9 +47,7 @@ async def test_a_registered_identity_starts_offline_and_catches_up_when_the_node
         assert await node.stop() == 0
 
     # The node is down: the registered identity starts anyway, from its store.
-    started = time.monotonic()
     await daemon.start()
-    assert time.monotonic() - started < 20
     try:
         assert await daemon.client.identity() == identity
         status = await daemon.status()
@@ -101,9 +98,7 @@ async def test_a_registered_identity_starts_offline_and_catches_up_when_the_node
 
 async def test_a_first_start_without_the_node_fails_with_one_clear_line(home: Path) -> None:
     # Nothing listens on port 1 (privileged, unused): a connection is refused at once.
-    started = time.monotonic()
     code, err = await run_cone(["daemon", "--home", str(home), "--api-url", "http://127.0.0.1:1"])
-    assert time.monotonic() - started < 15
     assert code == 5  # Unavailable, as cone.errors' table says
     lines = [line for line in err.decode().splitlines() if line.startswith("cone daemon:")]
     assert lines == [

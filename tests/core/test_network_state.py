@@ -26,6 +26,7 @@ def _gateway(backend: str, url: str) -> str | None:
     return url if backend == "d14n" else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_status_says_unreachable_as_soon_as_the_node_stops_and_reachable_when_back(
     home: Path, tmp_path: Path, backend: str
@@ -148,6 +149,7 @@ async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sen
         await node.stop()
 
 
+@pytest.mark.slow
 async def test_a_one_shot_command_with_the_node_down_prints_its_answer_and_no_log(
     home: Path, tmp_path: Path
 ) -> None:

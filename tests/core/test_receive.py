@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -11,7 +10,30 @@ from cone.errors import FailedPrecondition, NotFound
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import BACKENDS, DaemonProcess
 from support.peers import Peer
+from support.shared import *  # noqa: F403 (the fixtures that share a devnet and daemons)
 from support.waiting import receive_n, until
+
+# One devnet and one daemon per backend for the module (tests/support/shared.py). A
+# consumer other than the default one sees what earlier tests left it: a test reads
+# its own conversation's messages.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def _pending_in(
+    daemon: DaemonProcess, conversation_id: str, n: int, consumer: str = ""
+) -> list[pb.Message]:
+    """Long-poll until `n` messages of the conversation are pending for the consumer."""
+
+    async def mine() -> list[pb.Message]:
+        batch = await daemon.client.receive(consumer=consumer, limit=1000, wait_ms=1000)
+        got = [m for m in batch.messages if m.conversation_id == conversation_id]
+        return got if len(got) >= n else []
+
+    return await until(mine)
+
+
+def _texts_in(conversation_id: str, batch: pb.ReceiveResponse) -> list[str]:
+    return [m.text for m in batch.messages if m.conversation_id == conversation_id]
 
 
 async def _dm_from(peer: Peer, daemon: DaemonProcess) -> object:
@@ -39,7 +61,11 @@ async def test_a_strangers_dm_is_a_request_until_accepted(
 
     async def held() -> list[pb.ConversationRequest]:
         # The conversation is recorded when its welcome arrives, its message just after.
-        return [r for r in await _requests(daemon) if r.pending_messages]
+        return [
+            r
+            for r in await _requests(daemon)
+            if r.pending_messages and r.peer_inbox_id == alice.inbox_id
+        ]
 
     requests = await until(held)
     assert len(requests) == 1
@@ -60,7 +86,7 @@ async def test_a_strangers_dm_is_a_request_until_accepted(
     assert msg.text == "hello from a stranger"
     assert msg.sender_inbox_id == alice.inbox_id
     assert msg.conversation_type == pb.CONVERSATION_TYPE_DM
-    assert await _requests(daemon) == []
+    assert [r for r in await _requests(daemon) if r.peer_inbox_id == alice.inbox_id] == []
 
 
 async def _accepted_dm(daemon: DaemonProcess, peer: Peer) -> tuple[object, str]:
@@ -73,41 +99,51 @@ async def _accepted_dm(daemon: DaemonProcess, peer: Peer) -> tuple[object, str]:
 async def test_consumers_are_independent_and_acks_idempotent(
     daemon: DaemonProcess, alice: Peer
 ) -> None:
-    dm, _ = await _accepted_dm(daemon, alice)
+    dm, cid = await _accepted_dm(daemon, alice)
     for i in range(3):
         await alice.send(dm, f"m{i}")
-    a = await receive_n(daemon.client, 3, consumer="a")
+    a = await _pending_in(daemon, cid, 3, consumer="a")
     assert [m.text for m in a] == ["m0", "m1", "m2"]
     ids = [m.message_id for m in a]
     assert await daemon.client.ack(ids[:2], consumer="a") == 2
     assert await daemon.client.ack(ids[:2], consumer="a") == 2
-    assert [m.text for m in (await daemon.client.receive(consumer="a")).messages] == ["m2"]
-    b = (await daemon.client.receive(consumer="b")).messages
+    assert _texts_in(cid, await daemon.client.receive(consumer="a", limit=1000)) == ["m2"]
+    b = [
+        m
+        for m in (await daemon.client.receive(consumer="b", limit=1000)).messages
+        if m.conversation_id == cid
+    ]
     assert [m.text for m in b] == ["m0", "m1", "m2"] and b[0].deliveries == 1
     with pytest.raises(NotFound):
         await daemon.client.ack(["ab" * 16], consumer="a")
 
 
+async def _taken_in(daemon: DaemonProcess) -> None:
+    """Wait until the daemon has taken in the call made before on this connection
+    (its handlers start in the order the calls came): it has once a later one is
+    answered."""
+    await daemon.client.identity()
+
+
 async def test_a_long_poll_wakes_when_a_message_arrives(daemon: DaemonProcess, alice: Peer) -> None:
     dm, _ = await _accepted_dm(daemon, alice)
     poll = asyncio.create_task(daemon.client.receive(wait_ms=30000))
-    await asyncio.sleep(0.5)  # let the poll start waiting; the assertion is on wake time
-    started = time.monotonic()
+    await _taken_in(daemon)
     await alice.send(dm, "wake up")
+    # Woken by the message: a poll that slept to its deadline would answer empty.
     batch = await poll
     assert [m.text for m in batch.messages] == ["wake up"]
-    assert time.monotonic() - started < 10
 
 
 async def test_a_cancelled_receive_leaves_messages_pending(
     daemon: DaemonProcess, alice: Peer
 ) -> None:
-    dm, _ = await _accepted_dm(daemon, alice)
+    dm, cid = await _accepted_dm(daemon, alice)
     poll = asyncio.create_task(daemon.client.receive(wait_ms=30000, consumer="c"))
-    await asyncio.sleep(0.2)
+    await _taken_in(daemon)
     poll.cancel()
     await alice.send(dm, "still here")
-    (msg,) = await receive_n(daemon.client, 1, consumer="c")
+    (msg,) = await _pending_in(daemon, cid, 1, consumer="c")
     assert msg.text == "still here"
 
 
@@ -130,8 +166,12 @@ async def test_blocked_members_messages_never_appear_in_groups(
         ),
     )  # fmt: skip
     group_id = bytes(group.id()).hex()
-    reqs = await until(lambda: _requests(daemon))
-    assert [r.conversation_id for r in reqs] == [group_id]
+    ours = {alice.inbox_id, mallory.inbox_id}
+
+    async def requested() -> list[str]:
+        return [r.conversation_id for r in await _requests(daemon) if r.peer_inbox_id in ours]
+
+    assert await until(requested) == [group_id]
     await daemon.client.call("Accept", pb.AcceptRequest(conversation_id=group_id))
     await mallory.sync()
     await mallory.send(mallory.conversation(bytes(group.id())), "spam from mallory")

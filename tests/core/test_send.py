@@ -16,7 +16,12 @@ from cone.errors import ConeError, Conflict, FailedPrecondition, InvalidArgument
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import BACKENDS, DaemonProcess
 from support.peers import Peer
+from support.shared import *  # noqa: F403 (the fixtures that share a devnet and daemons)
 from support.waiting import receive_n, until
+
+# One devnet and one daemon per backend for the module (tests/support/shared.py):
+# each test has its own peers, keys and conversations.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def _send(daemon: DaemonProcess, **kw: object) -> pb.SendResponse:
@@ -46,12 +51,12 @@ async def test_reusing_a_key_for_another_destination_or_kind_fails(
     from pathlib import Path
 
     bob = await Peer.create(devnet, Path(str(tmp_path)), "bob")
-    await _send(daemon, to=alice.address, text="hi", key="k")
+    await _send(daemon, to=alice.address, text="hi", key="reused")
     with pytest.raises(Conflict) as err:
-        await _send(daemon, to=bob.address, text="hi", key="k")
+        await _send(daemon, to=bob.address, text="hi", key="reused")
     assert err.value.reason == "key_conflict"
     with pytest.raises(Conflict):
-        await _send(daemon, to=alice.address, data_json='{"a": 1}', key="k")
+        await _send(daemon, to=alice.address, data_json='{"a": 1}', key="reused")
     with pytest.raises(InvalidArgument) as bad:
         await _send(daemon, to=alice.address, text="hi", key="")
     assert bad.value.field == "key"
@@ -165,15 +170,16 @@ async def test_a_kill9_mid_send_delivers_the_key_exactly_once_with_its_first_pay
 async def test_a_settled_key_still_deduplicates_after_the_conversation_is_blocked(
     daemon: DaemonProcess, alice: Peer
 ) -> None:
-    first = await _send(daemon, to=alice.address, text="before the block", key="b1")
+    first = await _send(daemon, to=alice.address, text="before the block", key="blocked-1")
     await daemon.client.call("Block", pb.BlockRequest(conversation_id=first.conversation_id))
     again = await daemon.client.call(
-        "Reply", pb.ReplyRequest(conversation_id=first.conversation_id, text="x", key="b1")
+        "Reply", pb.ReplyRequest(conversation_id=first.conversation_id, text="x", key="blocked-1")
     )
     assert (again.message_id, again.deduplicated) == (first.message_id, True)
     with pytest.raises(FailedPrecondition) as err:
         await daemon.client.call(
-            "Reply", pb.ReplyRequest(conversation_id=first.conversation_id, text="x", key="b2")
+            "Reply",
+            pb.ReplyRequest(conversation_id=first.conversation_id, text="x", key="blocked-2"),
         )
     assert err.value.reason == "not_accepted"
 
@@ -192,7 +198,7 @@ async def test_a_failing_conversation_never_holds_back_another(
     )
     # The other conversation sends and receives as usual meanwhile.
     for i in range(3):
-        sent = await _send(daemon, to=to_bob.conversation_id, text=f"to bob {i}", key=f"b{i}")
+        sent = await _send(daemon, to=to_bob.conversation_id, text=f"to bob {i}", key=f"to-bob-{i}")
         assert sent.published
     assert not (await stuck).published
     await bob.sync()

@@ -7,7 +7,6 @@ resubscription that a big store pays is forced with the node's latency.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -100,7 +99,11 @@ async def test_a_burst_of_requests_does_not_hold_back_an_accepted_conversation(
         return set(made) <= heard.conversations
 
     await until(welcomed)
-    await asyncio.sleep(0.5)  # the message streams see the welcomes, and start taking them in
+
+    async def taking_them_in() -> bool:  # a fresh subscription for them waits at the node
+        return devnet_node.faults.held(subscribed) > 0
+
+    await until(taking_them_in)
     sent = await alice.send(alice.conversation(bytes.fromhex(dm.id)), "while strangers knock")
 
     async def delivered() -> bool:
@@ -224,7 +227,6 @@ async def test_past_the_limit_the_message_stream_takes_the_accepted_conversation
             return cid in heard.consent
 
         await until(echoed)
-        await asyncio.sleep(0.6)  # the fresh subscriptions ready; past the interval
 
     await accept(0)  # "requests" without it, "accepted" with it
     assert list(engine._regrouping.recent) == [dms[0][1]]
@@ -276,7 +278,11 @@ async def test_a_renewal_holds_nothing_back_while_the_node_is_slow_to_subscribe(
     await engine.set_consent(
         conversation_id=to_accept, allowed=True, peer_inbox_id=welcome.inbox_id
     )
-    await asyncio.sleep(0.3)  # the renewal has begun: fresh subscriptions wait at the node
+
+    async def renewing() -> bool:  # the renewal has begun: a fresh subscription waits
+        return devnet_node.faults.held(subscribed) > 0
+
+    await until(renewing)
     second = await knocking.send(waiting, "second")
     await until(lambda: came(second))
     # The old subscription carried it while the fresh one was held back at the node.
@@ -327,7 +333,13 @@ async def test_a_conversation_this_engine_makes_comes_on_one_stream_from_its_sta
         return all(heard.has(m) for m in sent)
 
     await until(all_came)
-    await asyncio.sleep(0.5)  # a second copy would be on its way
+    # One more, once those are in: a second copy of theirs would be on its way by then.
+    last = await alice.send(theirs, "the last")
+
+    async def last_came() -> bool:
+        return heard.has(last)
+
+    await until(last_came)
     ids = [m.id for m in heard.messages]
     assert [ids.count(m.hex()) for m in sent] == [1, 1, 1]
     assert _health(engine, "accepted").last_event_ns is None

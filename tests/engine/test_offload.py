@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 import pytest
 
@@ -27,20 +26,19 @@ async def test_a_call_that_blocks_its_thread_leaves_the_loop_free_and_is_bounded
         ran_on.append(threading.get_ident())
         release.wait(30)
 
-    started = time.monotonic()
     call = asyncio.ensure_future(offload.run_sync(stuck, 0.5, "a stuck call"))
-    # The loop keeps running while the call blocks its worker.
-    ticks = 0
-    while not call.done():
-        await asyncio.sleep(0.01)
-        ticks += 1
+
+    async def blocked() -> bool:
+        return bool(ran_on)  # in `stuck`, which holds its worker until the release below
+
+    # The loop runs (this wait is on it) while the call blocks its worker.
+    await until(blocked, timeout=10)
+    # The bound ends the call: it is not left waiting for its release.
     with pytest.raises(Unavailable, match="a stuck call did not finish"):
-        call.result()
-    assert ticks > 10
-    assert time.monotonic() - started < 5
+        await call
     assert ran_on and ran_on[0] != loop_thread
     # Another call gets another worker while the first is still stuck.
-    assert await offload.run_sync(lambda: 42, 1, "a quick call") == 42
+    assert await offload.run_sync(lambda: 42, 10, "a quick call") == 42
     release.set()
 
 
@@ -82,10 +80,9 @@ async def test_async_calls_share_one_lane_until_a_call_blocks_it_then_go_around_
     stuck = asyncio.ensure_future(offload.run(blocks, 0.3, "a blocking call"))
     with pytest.raises(Unavailable, match="a blocking call did not finish"):
         await stuck
-    # The lane is stuck: a new call runs on a thread of its own, within its bound.
-    started = time.monotonic()
-    assert await offload.run(thread_name, 1, "a call around it") == "cone-xmtp"
-    assert time.monotonic() - started < 1
+    # The lane is stuck (until the release below): a new call runs on a thread of
+    # its own, else it would wait there past its bound.
+    assert await offload.run(thread_name, 10, "a call around it") == "cone-xmtp"
     release.set()
 
     async def back_on_the_lane() -> bool:

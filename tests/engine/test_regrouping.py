@@ -7,66 +7,72 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from cone.engine._subscriptions import Regrouping
 from cone.engine.port import XmtpConsent
 from cone.engine.streams import StreamHandle, SupervisedStream
+from support.clock import ManualClock
 from support.waiting import until
 
 
 class _Stream:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, clock: ManualClock) -> None:
         self.name = name
         self.renewals: list[float] = []
+        self._clock = clock
 
     def renew(self) -> None:
-        self.renewals.append(asyncio.get_running_loop().time())
+        self.renewals.append(self._clock.time())
 
 
-def _streams() -> dict[str, _Stream]:
-    return {n: _Stream(n) for n in ("messages", "requests", "accepted", "conversations")}
+def _streams(clock: ManualClock) -> dict[str, _Stream]:
+    return {n: _Stream(n, clock) for n in ("messages", "requests", "accepted", "conversations")}
 
 
-async def test_changes_close_together_renew_the_message_streams_once_per_interval() -> None:
-    streams = _streams()
-    regrouping = Regrouping(lambda: streams.values(), interval_s=0.3)  # type: ignore[arg-type,return-value]
-    loop = asyncio.get_running_loop()
+def _regrouping(
+    streams: dict[str, _Stream], clock: ManualClock, interval_s: float, limit: int | None = None
+) -> Regrouping:
+    return Regrouping(lambda: streams.values(), interval_s, limit, clock)  # type: ignore[arg-type,return-value]
+
+
+def test_changes_close_together_renew_the_message_streams_once_per_interval() -> None:
+    clock = ManualClock()
+    streams = _streams(clock)
+    regrouping = _regrouping(streams, clock, interval_s=0.3)
     regrouping.changed("aa", XmtpConsent.ALLOWED)
     regrouping.changed("bb", XmtpConsent.DENIED)
-    await asyncio.sleep(0.05)
+    clock.advance()
     accepted, requests = streams["accepted"], streams["requests"]
-    assert len(accepted.renewals) == len(requests.renewals) == 1  # at once, and once
+    assert accepted.renewals == requests.renewals == [0.0]  # at once, and once
     # "messages" is not renewed for one conversation; nor is a stream of conversations.
     assert streams["messages"].renewals == streams["conversations"].renewals == []
-    first = accepted.renewals[0]
 
+    clock.advance(0.1)
     regrouping.changed("cc", XmtpConsent.ALLOWED)  # a change soon after: waits out the interval
     regrouping.changed("dd", XmtpConsent.UNKNOWN)
-    await asyncio.sleep(0.05)
+    clock.advance(0.19)
     assert len(accepted.renewals) == 1
+    clock.advance(0.01)
+    assert accepted.renewals == requests.renewals == [0.0, pytest.approx(0.3)]
 
-    async def renewed_again() -> bool:
-        return len(accepted.renewals) == 2
-
-    await until(renewed_again)
-    assert accepted.renewals[1] - first >= 0.3
-    assert len(requests.renewals) == 2
-
-    await asyncio.sleep(0.35)  # quiet for longer than the interval: the next is at once
-    asked = loop.time()
+    clock.advance(0.35)  # quiet for longer than the interval: the next is at once
+    asked = clock.time()
     regrouping.changed("ee", XmtpConsent.DENIED)
-    await until(lambda: _at_least(requests, 3))
-    assert requests.renewals[2] - asked < 0.3
+    clock.advance()
+    assert requests.renewals[2] == asked
     assert len(accepted.renewals) == 2  # "ee" was never on it: not renewed for it
 
     regrouping.changed("ff", XmtpConsent.ALLOWED)
     regrouping.cancel()  # stopping: the renewal still waiting is dropped
-    await asyncio.sleep(0.4)
+    clock.advance(1.0)
     assert len(requests.renewals) == 3
 
 
-async def test_accepted_carries_allowed_conversations_until_messages_takes_them() -> None:
-    streams = _streams()
-    regrouping = Regrouping(lambda: streams.values(), interval_s=0.01, limit=2)  # type: ignore[arg-type,return-value]
+def test_accepted_carries_allowed_conversations_until_messages_takes_them() -> None:
+    clock = ManualClock()
+    streams = _streams(clock)
+    regrouping = _regrouping(streams, clock, interval_s=0.01, limit=2)
     regrouping.changed("aa", XmtpConsent.ALLOWED)
     regrouping.changed("bb", XmtpConsent.ALLOWED)
     regrouping.changed("cc", XmtpConsent.DENIED)  # never allowed: on no subscription of its own
@@ -74,21 +80,20 @@ async def test_accepted_carries_allowed_conversations_until_messages_takes_them(
     regrouping.changed("aa", XmtpConsent.UNKNOWN)  # reset: off "accepted" again
     regrouping.changed("aa", XmtpConsent.DENIED)
     assert list(regrouping.recent) == ["bb"]
-    await until(lambda: _at_least(streams["accepted"], 1))
+    clock.advance()
+    assert len(streams["accepted"].renewals) == 1
     regrouping.changed("dd", XmtpConsent.ALLOWED)
-    await until(lambda: _at_least(streams["accepted"], 2))
+    clock.advance(0.01)
+    assert len(streams["accepted"].renewals) == 2
     assert list(regrouping.recent) == ["bb", "dd"]  # at the limit, not above it
     assert streams["messages"].renewals == []
 
     regrouping.changed("ee", XmtpConsent.ALLOWED)  # one more: "messages" takes them all
-    await until(lambda: _at_least(streams["messages"], 1))
+    clock.advance(0.01)
+    assert len(streams["messages"].renewals) == 1
     assert list(regrouping.recent) == []
     assert len(streams["accepted"].renewals) == len(streams["requests"].renewals) == 3
     assert streams["conversations"].renewals == []
-
-
-async def _at_least(stream: _Stream, n: int) -> bool:
-    return len(stream.renewals) >= n
 
 
 class _Subscriptions:
@@ -214,23 +219,26 @@ async def _has(items: list[Any], item: Any) -> bool:
     return item in items
 
 
-async def test_a_conversation_messages_carries_leaves_accepted_and_never_joins_it() -> None:
-    streams = _streams()
-    regrouping = Regrouping(lambda: streams.values(), interval_s=0.01, limit=2)  # type: ignore[arg-type,return-value]
+def test_a_conversation_messages_carries_leaves_accepted_and_never_joins_it() -> None:
+    clock = ManualClock()
+    streams = _streams(clock)
+    regrouping = _regrouping(streams, clock, interval_s=0.01, limit=2)
     accepted, requests = streams["accepted"], streams["requests"]
     regrouping.changed("aa", XmtpConsent.ALLOWED)
-    await until(lambda: _at_least(accepted, 1))
+    clock.advance()
+    assert len(accepted.renewals) == 1
     assert list(regrouping.recent) == ["aa"]
 
     regrouping.carried_by_messages("aa")  # "messages" handed over one of its messages
     assert list(regrouping.recent) == []
-    await until(lambda: _at_least(accepted, 2))  # without it
+    clock.advance(0.01)
+    assert len(accepted.renewals) == 2  # without it
     assert len(requests.renewals) == 1  # no consent changed: "requests" stays as it is
 
     regrouping.carried_by_messages("bb")  # carried, and never on "accepted"
     regrouping.changed("bb", XmtpConsent.ALLOWED)  # its consent set afterwards
     assert list(regrouping.recent) == []
-    await asyncio.sleep(0.05)
+    clock.advance(1.0)
     # Nothing to move: "messages" took it in allowed, so "requests" never had it.
     assert len(requests.renewals) == 1 and len(accepted.renewals) == 2
 
@@ -241,13 +249,15 @@ async def test_a_conversation_messages_carries_leaves_accepted_and_never_joins_i
 
     for cid in ("cc", "dd"):  # past the limit: "messages" takes them all
         regrouping.changed(cid, XmtpConsent.ALLOWED)
-    await until(lambda: _at_least(streams["messages"], 1))
+    clock.advance()
+    assert len(streams["messages"].renewals) == 1
     assert regrouping.carried == set()  # its fresh subscription carries what is allowed now
 
 
-async def test_what_the_engine_makes_stays_off_accepted_and_changes_meanwhile_wait() -> None:
-    streams = _streams()
-    regrouping = Regrouping(lambda: streams.values(), interval_s=0.01)  # type: ignore[arg-type,return-value]
+def test_what_the_engine_makes_stays_off_accepted_and_changes_meanwhile_wait() -> None:
+    clock = ManualClock()
+    streams = _streams(clock)
+    regrouping = _regrouping(streams, clock, interval_s=0.01)
     with regrouping.creating() as made:
         # libxmtp tells the consent stream of the conversation it makes, during the call.
         regrouping.changed("new", XmtpConsent.ALLOWED)
@@ -261,11 +271,11 @@ async def test_what_the_engine_makes_stays_off_accepted_and_changes_meanwhile_wa
     # The one it made is carried by "messages"; the others come in their order.
     assert regrouping.carried == {"new"}
     assert list(regrouping.recent) == ["third"]
-    await until(lambda: _at_least(streams["accepted"], 1))
-    await asyncio.sleep(0.05)
+    clock.advance(1.0)
+    assert len(streams["accepted"].renewals) == 1
     assert len(streams["requests"].renewals) == 1  # for "other" and "third"
     regrouping.changed("new", XmtpConsent.ALLOWED)  # told again: nothing to move
-    await asyncio.sleep(0.05)
+    clock.advance(1.0)
     assert list(regrouping.recent) == ["third"]
     assert len(streams["accepted"].renewals) == len(streams["requests"].renewals) == 1
     # Blocked and allowed again, it joins "accepted": a fresh subscription of
@@ -275,9 +285,9 @@ async def test_what_the_engine_makes_stays_off_accepted_and_changes_meanwhile_wa
     assert list(regrouping.recent) == ["third", "new"]
 
 
-async def test_a_call_that_made_nothing_holds_changes_only_while_it_runs() -> None:
-    streams = _streams()
-    regrouping = Regrouping(lambda: streams.values(), interval_s=0.01)  # type: ignore[arg-type,return-value]
+def test_a_call_that_made_nothing_holds_changes_only_while_it_runs() -> None:
+    clock = ManualClock()
+    regrouping = _regrouping(_streams(clock), clock, interval_s=0.01)
     try:
         with regrouping.creating():
             regrouping.changed("aa", XmtpConsent.ALLOWED)

@@ -25,6 +25,7 @@ from cone.engine import _client, streams
 from cone.engine.engine import Engine
 from cone.store import xmtp_database
 from support.devnet_process import DevnetProcess
+from support.peers import Peer
 from support.waiting import until
 
 WAIT_S = 60.0
@@ -156,9 +157,18 @@ async def test_a_subscription_given_up_on_while_it_opens_is_ended_with_its_engin
         return len(made) == 8
 
     await until(reopening)
-    await asyncio.sleep(0.5)  # the subscriptions reach the node, and wait there
+
+    async def held_at_the_node() -> bool:
+        faults = devnet_node.faults
+        return faults.held("SubscribeGroupMessages") + faults.held("SubscribeWelcomeMessages") >= 3
+
+    await until(held_at_the_node)
     await engine.close()
     closed = True
+    # A peer's stream, open when the node stops, tells when libxmtp has seen the end
+    # of the node's streams (the held calls keep the latency they started with).
+    devnet_node.faults.clear()
+    witness = await (await Peer.create(devnet_node.url, tmp_path, "witness")).stream_all()
     await devnet_node.stop()  # a subscription still held would end now, and call back
-    await asyncio.sleep(2)
+    await until(witness.closed.wait)
     assert heard == []

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +41,10 @@ async def test_a_huge_batch_is_refused_whole_and_another_client_is_answered_mean
         ]
         a_writer.write(huge + b"".join(full))
         await a_writer.drain()
-        started = time.monotonic()
         b_writer.write(b'{"jsonrpc":"2.0","id":"b","method":"identity"}\n')
         await b_writer.drain()
         (b_answer,) = await asyncio.wait_for(_answers(b_reader, 1), ANSWER_S)
         assert b_answer["id"] == "b" and b_answer["result"]["protocol"] == 1
-        assert time.monotonic() - started < ANSWER_S
 
         a_answers = await _answers(a_reader, 1 + len(full))
         refused = a_answers[0]  # lines are read in order; the refusal needs no call

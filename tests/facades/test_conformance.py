@@ -11,7 +11,6 @@ import pty
 import signal
 import socket
 import sys
-import time
 import tty
 from pathlib import Path
 from typing import Any
@@ -200,9 +199,8 @@ async def test_closing_stdin_ends_long_polls_and_releases_the_identity(
         serve.request("receive", {"waitMs": 30000})
         serve.request("identity")
         await serve.next_answers(2)
-        started = time.monotonic()
         assert await serve.close() == 0
-        assert time.monotonic() - started < 10
+        # The poll was ended unanswered: one that ran out its 30 s would be a third.
         assert len(serve.answers) == 2
     assert not StateLock(home / "cone.lock").held_by_other()
     # The identity is free again: a daemon takes it.

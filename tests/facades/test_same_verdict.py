@@ -347,6 +347,7 @@ async def _mcp(session: ClientSession, case: Case) -> Verdict:
     return (True, found["field"])
 
 
+@pytest.mark.slow
 async def test_grpc_json_rpc_and_mcp_give_the_same_verdict(home: Path, devnet: str) -> None:
     cases = all_cases()
     async with ServeProcess(home, devnet) as serve:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from cone.client import ConeClient
 from conepb.v1 import cone_pb2 as pb
@@ -21,6 +21,27 @@ async def until(probe: Callable[[], Awaitable[T]], timeout: float = WAIT_S) -> T
             if value:
                 return value
             await asyncio.sleep(0.05)
+
+
+def parked(task: asyncio.Task[Any]) -> bool:
+    """Whether `task` is waiting on an `asyncio.Event` (a worker between its turns),
+    read from the chain of coroutines it awaits."""
+    coro: Any = task.get_coro()
+    while coro is not None:
+        code = getattr(coro, "cr_code", None)
+        if code is asyncio.Event.wait.__code__:
+            return True
+        coro = getattr(coro, "cr_await", None)
+    return False
+
+
+async def until_parked(*tasks: asyncio.Task[Any], timeout: float = WAIT_S) -> None:
+    """Wait until every task waits on an event: each worker idle until woken."""
+
+    async def all_parked() -> bool:
+        return all(parked(t) for t in tasks)
+
+    await until(all_parked, timeout)
 
 
 async def receive_n(

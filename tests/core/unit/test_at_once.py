@@ -18,7 +18,7 @@ async def test_each_item_is_worked_once_by_at_most_so_many_workers() -> None:
         nonlocal running, most
         running += 1
         most = max(most, running)
-        await asyncio.sleep(0.001 * (item % 3))
+        await asyncio.sleep(0.001 * (item % 3))  # the input: items of uneven length
         done.append(item)
         running -= 1
 
@@ -36,7 +36,7 @@ async def test_a_failure_stops_the_other_workers_before_the_caller_sees_it() -> 
         if item == 1:
             raise ValueError("item 1")
         try:
-            await asyncio.sleep(10)
+            await asyncio.sleep(10)  # the input: work the first failure must cut short
         except asyncio.CancelledError:
             cancelled.append(item)
             raise

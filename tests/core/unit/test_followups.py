@@ -7,7 +7,7 @@ from collections import Counter
 
 from cone.core.intake.followups import FollowUps
 from cone.errors import Unavailable
-from support.waiting import until
+from support.waiting import until, until_parked
 
 
 async def test_a_burst_is_synced_by_one_task_each_conversation_once_per_step_a_few_at_once() -> (
@@ -88,8 +88,7 @@ async def test_caught_up_waits_until_no_more_wait_than_the_workers_take_at_most_
     follow.add("ef")
     assert not await follow.caught_up(0.05)  # one more, and the syncs are held
     waiting = asyncio.create_task(follow.caught_up(10.0))
-    await asyncio.sleep(0.01)
-    assert not waiting.done()
+    await until_parked(waiting)  # it waits for the held syncs
     release.set()
     assert await waiting  # caught up before the limit
     for cid in ("gh", "ij", "kl"):

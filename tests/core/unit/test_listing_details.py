@@ -163,8 +163,10 @@ async def test_cone_s_own_changes_have_the_details_read_again_even_when_they_fai
     # locally and fails to publish it.
     update = engine.groups.update
     go = asyncio.get_running_loop().create_future()
+    making = asyncio.Event()
 
     async def applied_then_failed(conversation_id: str, **kw: str | None) -> None:
+        making.set()
         await go
         await update(conversation_id, **kw)
         raise Unavailable("the node went away", reason="network")
@@ -173,7 +175,7 @@ async def test_cone_s_own_changes_have_the_details_read_again_even_when_they_fai
     changing = asyncio.create_task(
         core.groups.update(cid, name="half done", description=None, image_url=None)
     )
-    await asyncio.sleep(0.05)
+    await making.wait()
     assert (await _listed(core))[cid].name == "mine"
     go.set_result(None)
     with pytest.raises(Unavailable):

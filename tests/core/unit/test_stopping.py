@@ -13,15 +13,23 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from cone.core.intake.followups import FollowUps
 from cone.core.service import Core
+from support.waiting import parked, until, until_parked
 
 STOP_S = 5.0
+_WORKER = FollowUps._worker.__code__
+
+
+def _named(name: str) -> asyncio.Task[object]:
+    (task,) = [t for t in asyncio.all_tasks() if t.get_name() == name]
+    return task
 
 
 async def _idle(core: Core) -> None:
+    """Start the core; each test then waits until its worker idles until woken."""
     await core.start()
     await core.started()
-    await asyncio.sleep(0.3)  # every worker is waiting for its next wake-up
 
 
 async def _stops(wake: Callable[[], None], stop: Callable[[], Awaitable[None]]) -> None:
@@ -32,12 +40,14 @@ async def _stops(wake: Callable[[], None], stop: Callable[[], Awaitable[None]]) 
 
 async def test_the_catch_up_woken_as_it_stops_stops(core: Core) -> None:
     await _idle(core)
+    await until_parked(_named("catch-up"))  # waiting for its next period
     await _stops(core.intake.catch_up.now, core.intake.catch_up.stop)
     await core.stop()
 
 
 async def test_the_expiry_worker_woken_as_it_stops_stops(core: Core) -> None:
     await _idle(core)
+    await until_parked(_named("expiry"))  # waiting for its next expiry
     await _stops(core.retention._wake.set, core.retention.stop)  # its wake-up, as a hook sets it
     await core.stop()
 
@@ -45,7 +55,14 @@ async def test_the_expiry_worker_woken_as_it_stops_stops(core: Core) -> None:
 async def test_the_follow_ups_woken_as_they_stop_stop(core: Core) -> None:
     await _idle(core)
     follow_ups = core.intake._follow_ups
-    follow_ups.add("00" * 16)  # a first sync due in a second: the worker waits for it
-    await asyncio.sleep(0.05)
+    follow_ups.add("00" * 16)  # a first sync due in a second: the workers wait for it
+
+    async def workers_waiting() -> bool:
+        workers = [
+            t for t in asyncio.all_tasks() if getattr(t.get_coro(), "cr_code", None) is _WORKER
+        ]
+        return bool(workers) and all(parked(t) for t in workers)
+
+    await until(workers_waiting)
     await _stops(lambda: follow_ups.add("11" * 16), follow_ups.stop)
     await core.stop()

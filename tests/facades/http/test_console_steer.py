@@ -198,6 +198,7 @@ async def test_console_sends_markdown_reactions_and_files_once_pages_back_and_st
     )
 
 
+@pytest.mark.slow
 async def test_console_makes_and_changes_a_group_and_shows_an_outbox_failure(
     daemon: HttpDaemon, alice: Peer, devnet: str, devnet_node: Devnet, browser: Any, tmp_path: Path
 ) -> None:
