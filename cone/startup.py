@@ -39,8 +39,7 @@ from cone.errors import ConeError, NoIdentity, StateError, Unavailable
 from cone.facades._pool import ChannelPool
 
 if TYPE_CHECKING:
-    from cone.daemon.runtime import Running
-    from cone.daemon.socket_front import JsonHandler
+    from cone.daemon.runtime import JsonRpc, Running
     from cone.facades.http.options import HttpOptions
 
 log = logging.getLogger(__name__)
@@ -116,7 +115,7 @@ async def host_core(
     settings: Settings,
     *,
     create: bool,
-    json_handler: JsonHandler | None = None,
+    json_rpc: JsonRpc | None = None,
     announce: str | None = None,
     http: HttpOptions | None = None,
 ) -> AsyncIterator[Running]:
@@ -124,9 +123,7 @@ async def host_core(
     with `http`, serve the HTTP front too (cone.facades.http)."""
     from cone.daemon.runtime import running_core
 
-    async with running_core(
-        settings, json_handler=json_handler, create=create, http=http
-    ) as running:
+    async with running_core(settings, json_rpc=json_rpc, create=create, http=http) as running:
         if announce:
             announce_created(announce, running)
         yield running
@@ -184,7 +181,7 @@ async def reach_core(
                 host_core(
                     settings,
                     create=create,
-                    json_handler=JsonRpcOnSocket(pool),
+                    json_rpc=JsonRpcOnSocket,
                     announce=announce,
                     http=http,
                 )
