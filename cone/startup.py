@@ -7,8 +7,9 @@ Each entry point (the operator's commands, `cone daemon`, `serve`, `mcp`, `bridg
   to its `cone.sock` (`reach_core` relays).
 - Otherwise the core starts in this process (`cone.daemon.runtime.running_core`),
   takes the lock and serves `cone.sock` (gRPC, and JSON-RPC through the facades) so
-  that others can relay to it; calls then go through that same socket. Leaving the
-  block stops the core and releases the lock.
+  that others can relay to it; this process's own calls run the same handlers in
+  process (`cone.daemon.in_process`). Leaving the block stops the core and releases
+  the lock.
 
 The identity gate lives here too: only `cone init` and the long-running hosts
 (`create=True`) may create an identity; every other command given a state directory
@@ -41,6 +42,7 @@ from cone.facades._pool import ChannelPool
 if TYPE_CHECKING:
     from cone.daemon.runtime import JsonRpc, Running
     from cone.facades.http.options import HttpOptions
+    from cone.facades.jsonrpc import Caller
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +135,8 @@ async def host_core(
 class Reached:
     """How this process reaches the core; `created` when it registered a new identity."""
 
-    pool: ChannelPool
+    #: Where calls go: the holder's socket, or this process's core.
+    calls: Caller
     embedded: bool
     created: bool = False
 
@@ -202,7 +205,7 @@ async def reach_core(
                 # before, and stops with nothing of the start in flight; a long-running
                 # host answers from the store meanwhile.
                 await running.core.started()
-            yield Reached(pool, embedded=True, created=running.created)
+            yield Reached(running.calls, embedded=True, created=running.created)
 
 
 def _no_http_when_relaying(http: HttpOptions | None) -> None:
@@ -232,7 +235,7 @@ class LateCore:
     """A Caller whose calls wait until the core is reached, or fail as reaching it did."""
 
     def __init__(self) -> None:
-        self._pool: asyncio.Future[ChannelPool] = asyncio.get_running_loop().create_future()
+        self._pool: asyncio.Future[Caller] = asyncio.get_running_loop().create_future()
         self.failure: ConeError | None = None
 
     async def call(
@@ -242,7 +245,7 @@ class LateCore:
         pool = await asyncio.shield(self._pool)
         return await pool.call(rpc, request, timeout, long_poll=long_poll)
 
-    def _reached(self, pool: ChannelPool) -> None:
+    def _reached(self, pool: Caller) -> None:
         self._pool.set_result(pool)
 
     def _failed(self, failure: ConeError, *, fatal: bool = True) -> None:
@@ -277,7 +280,7 @@ async def core_in_background(
     async def hold() -> None:
         try:
             async with reach_core(settings, create=True, announce=command, http=http) as reached:
-                late._reached(reached.pool)
+                late._reached(reached.calls)
                 await done.wait()
         except ConeError as err:
             late._failed(err)

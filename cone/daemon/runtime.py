@@ -75,6 +75,8 @@ class Running:
 
     core: Core
     socket: Path
+    #: ConeService called in this process (the host's own calls need no socket).
+    calls: InProcess
     #: Whether this start registered a new identity (a new wallet, or one a start
     #: that could not reach the node left unregistered).
     created: bool = False
@@ -371,10 +373,11 @@ async def _hosting(
             await front.start()
             try:
                 async with _http_front(http, http_sock, paths.home, in_process):
-                    yield Running(core, paths.socket, created)
+                    yield Running(core, paths.socket, in_process, created)
             finally:
                 _heap.release()
                 await front.close()
+                await in_process.close()
                 await server.stop(grace=1.0)
                 grpc_socket.unlink(missing_ok=True)
                 await core.stop()

@@ -12,7 +12,7 @@ import pytest
 from cone import metrics
 from cone.daemon.edge import edge
 from cone.daemon.in_process import InProcess
-from cone.errors import ConeError, Internal, InvalidArgument, NotFound
+from cone.errors import ConeError, Internal, InvalidArgument, NotFound, Unavailable
 from cone.grpc_errors import from_code, to_status
 from conepb.v1 import cone_pb2 as pb
 
@@ -143,3 +143,42 @@ async def test_a_method_that_is_not_served_is_an_internal_error() -> None:
 
     with pytest.raises(Internal, match="Sned"):
         await _caller(send).call("Sned", _request())
+
+
+async def test_a_caller_that_goes_away_cancels_its_call() -> None:
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def send(request: pb.SendRequest, context: Any) -> pb.SendResponse:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        raise AssertionError("unreachable")
+
+    call = asyncio.create_task(_caller(send).call("Send", _request()))
+    await started.wait()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await asyncio.wait_for(cancelled.wait(), 5)
+
+
+async def test_closing_ends_the_calls_running_and_refuses_new_ones() -> None:
+    started = asyncio.Event()
+
+    async def send(request: pb.SendRequest, context: Any) -> pb.SendResponse:
+        started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    caller = _caller(send)
+    running = asyncio.create_task(caller.call("Send", _request()))
+    await started.wait()
+    await caller.close()
+    with pytest.raises(Unavailable) as raised:
+        await running
+    assert raised.value.reason == "daemon_unavailable"
+    with pytest.raises(Unavailable):
+        await caller.call("Send", _request())
