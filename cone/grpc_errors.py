@@ -30,14 +30,32 @@ def to_status(err: ConeError) -> grpc.Status:
 def from_rpc_error(exc: grpc.RpcError) -> ConeError:
     """The ConeError a failed call carries (facades and clients use this)."""
     code: grpc.StatusCode = exc.code()
-    message: str = exc.details() or code.name
-    reason: str | None = None
-    field: str | None = None
-    retry: int | None = None
     try:
         status = rpc_status.from_call(exc)
     except ValueError:
         status = None
+    return _cone_error(code, exc.details() or code.name, status)
+
+
+def from_status(status: grpc.Status) -> ConeError:
+    """The ConeError a client would raise for `status` (a call answered in process)."""
+    details = dict(status.trailing_metadata or ()).get(_DETAILS_KEY)
+    proto = status_pb2.Status.FromString(details) if isinstance(details, bytes) else None
+    return _cone_error(status.code, status.details or status.code.name, proto)
+
+
+def from_code(code: grpc.StatusCode, message: str) -> ConeError:
+    """The ConeError a client raises for a status gRPC itself gave (no details)."""
+    return _cone_error(code, message, None)
+
+
+_DETAILS_KEY = "grpc-status-details-bin"
+
+
+def _cone_error(code: grpc.StatusCode, message: str, status: status_pb2.Status | None) -> ConeError:
+    reason: str | None = None
+    field: str | None = None
+    retry: int | None = None
     if status is not None:
         for detail in status.details:
             info = error_details_pb2.ErrorInfo()

@@ -7,8 +7,9 @@ Each entry point (the operator's commands, `cone daemon`, `serve`, `mcp`, `bridg
   to its `cone.sock` (`reach_core` relays).
 - Otherwise the core starts in this process (`cone.daemon.runtime.running_core`),
   takes the lock and serves `cone.sock` (gRPC, and JSON-RPC through the facades) so
-  that others can relay to it; calls then go through that same socket. Leaving the
-  block stops the core and releases the lock.
+  that others can relay to it; this process's own calls run the same handlers in
+  process (`cone.daemon.in_process`). Leaving the block stops the core and releases
+  the lock.
 
 The identity gate lives here too: only `cone init` and the long-running hosts
 (`create=True`) may create an identity; every other command given a state directory
@@ -39,9 +40,9 @@ from cone.errors import ConeError, NoIdentity, StateError, Unavailable
 from cone.facades._pool import ChannelPool
 
 if TYPE_CHECKING:
-    from cone.daemon.runtime import Running
-    from cone.daemon.socket_front import JsonHandler
+    from cone.daemon.runtime import JsonRpc, Running
     from cone.facades.http.options import HttpOptions
+    from cone.facades.jsonrpc import Caller
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ async def host_core(
     settings: Settings,
     *,
     create: bool,
-    json_handler: JsonHandler | None = None,
+    json_rpc: JsonRpc | None = None,
     announce: str | None = None,
     http: HttpOptions | None = None,
 ) -> AsyncIterator[Running]:
@@ -124,9 +125,7 @@ async def host_core(
     with `http`, serve the HTTP front too (cone.facades.http)."""
     from cone.daemon.runtime import running_core
 
-    async with running_core(
-        settings, json_handler=json_handler, create=create, http=http
-    ) as running:
+    async with running_core(settings, json_rpc=json_rpc, create=create, http=http) as running:
         if announce:
             announce_created(announce, running)
         yield running
@@ -136,7 +135,8 @@ async def host_core(
 class Reached:
     """How this process reaches the core; `created` when it registered a new identity."""
 
-    pool: ChannelPool
+    #: Where calls go: the holder's socket, or this process's core.
+    calls: Caller
     embedded: bool
     created: bool = False
 
@@ -184,7 +184,7 @@ async def reach_core(
                 host_core(
                     settings,
                     create=create,
-                    json_handler=JsonRpcOnSocket(pool),
+                    json_rpc=JsonRpcOnSocket,
                     announce=announce,
                     http=http,
                 )
@@ -205,7 +205,7 @@ async def reach_core(
                 # before, and stops with nothing of the start in flight; a long-running
                 # host answers from the store meanwhile.
                 await running.core.started()
-            yield Reached(pool, embedded=True, created=running.created)
+            yield Reached(running.calls, embedded=True, created=running.created)
 
 
 def _no_http_when_relaying(http: HttpOptions | None) -> None:
@@ -235,7 +235,7 @@ class LateCore:
     """A Caller whose calls wait until the core is reached, or fail as reaching it did."""
 
     def __init__(self) -> None:
-        self._pool: asyncio.Future[ChannelPool] = asyncio.get_running_loop().create_future()
+        self._pool: asyncio.Future[Caller] = asyncio.get_running_loop().create_future()
         self.failure: ConeError | None = None
 
     async def call(
@@ -245,7 +245,7 @@ class LateCore:
         pool = await asyncio.shield(self._pool)
         return await pool.call(rpc, request, timeout, long_poll=long_poll)
 
-    def _reached(self, pool: ChannelPool) -> None:
+    def _reached(self, pool: Caller) -> None:
         self._pool.set_result(pool)
 
     def _failed(self, failure: ConeError, *, fatal: bool = True) -> None:
@@ -280,7 +280,7 @@ async def core_in_background(
     async def hold() -> None:
         try:
             async with reach_core(settings, create=True, announce=command, http=http) as reached:
-                late._reached(reached.pool)
+                late._reached(reached.calls)
                 await done.wait()
         except ConeError as err:
             late._failed(err)

@@ -114,7 +114,7 @@ async def _main(args: argparse.Namespace, settings: Settings) -> None:
         journal = Journal(settings.paths.home, args.consumer)
         journal.acquire()
         try:
-            ident = await reached.pool.call("Identity", pb.IdentityRequest(), timeout=30)
+            ident = await reached.calls.call("Identity", pb.IdentityRequest(), timeout=30)
             how = "hosting the core on" if reached.embedded else "relaying to"
             print(
                 f"cone bridge: inbox {ident.inbox_id} ({ident.address}) on {ident.network}, "
@@ -125,7 +125,7 @@ async def _main(args: argparse.Namespace, settings: Settings) -> None:
             if args.alias is None:
                 log.warning("no --alias: group messages never start a turn (DMs do)")
             identity = message_to_json(ident)
-            bridge = Bridge(reached.pool, config, journal, identity)
+            bridge = Bridge(reached.calls, config, journal, identity)
             await bridge.run(stop)
         finally:
             journal.release()

@@ -171,7 +171,7 @@ async def _call(ctx: Context, method: str, params: JsonObject, *, host: bool = T
         # Only `cone init` creates an identity; every other command needs one there.
         create = ctx.args.command == "init"
         ctx.reached = await ctx.stack.enter_async_context(reach_core(ctx.settings, create=create))
-    response = await ctx.reached.pool.call(
+    response = await ctx.reached.calls.call(
         spec.rpc, request, timeout=spec.timeout(request), long_poll=spec.long_poll
     )
     return spec.to_result(response)

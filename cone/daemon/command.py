@@ -20,17 +20,16 @@ async def _main(
     settings: Settings, http: HttpOptions | None = None, jetstream: JetStreamOptions | None = None
 ) -> None:
     from cone._shutdown import Shutdown
-    from cone.facades.jsonrpc import json_handler_for
+    from cone.facades.jsonrpc import JsonRpcOnSocket
     from cone.startup import host_core
 
     # Signals are watched from the first moment: starting the core can wait on the
     # network for minutes, and a SIGTERM then must not wait for it.
     async with Shutdown("daemon") as shutdown, AsyncExitStack() as stack:
-        json_handler = await stack.enter_async_context(json_handler_for(settings.paths.socket))
         running = await shutdown.unless_requested(
             stack.enter_async_context(
                 host_core(
-                    settings, create=True, json_handler=json_handler, announce="daemon", http=http
+                    settings, create=True, json_rpc=JsonRpcOnSocket, announce="daemon", http=http
                 )
             )
         )

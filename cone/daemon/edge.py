@@ -61,11 +61,15 @@ class _Edged(grpc.GenericRpcHandler):
 
 class EdgeServer:
     """Registers handlers on `server` through `edge` (pass it where the generated
-    code wants a server). It has no other method: a way of registering it does not
-    know fails loudly rather than registering a handler without its checks."""
+    code wants a server), and keeps ConeService's. It has no other way of
+    registering: one it does not know fails loudly rather than registering a handler
+    without its checks."""
 
     def __init__(self, server: grpc.aio.Server) -> None:
         self._server = server
+        #: ConeService's unary handlers as registered, by method name (`Send`): what
+        #: a call in the daemon's own process runs (cone/daemon/in_process.py).
+        self.cone_unary: dict[str, grpc.RpcMethodHandler] = {}
 
     def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
         self._server.add_generic_rpc_handlers(tuple(_Edged(h) for h in handlers))
@@ -75,6 +79,8 @@ class EdgeServer:
     ) -> None:
         built = {name: edge(f"/{service}/{name}", h) for name, h in handlers.items()}
         self._server.add_registered_method_handlers(service, built)
+        if f"/{service}/".startswith(CONE_PREFIX):
+            self.cone_unary.update((n, h) for n, h in built.items() if h.unary_unary is not None)
 
 
 __all__ = ["CONE_PREFIX", "EdgeServer", "edge"]

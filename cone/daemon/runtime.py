@@ -17,7 +17,7 @@ import os
 import secrets
 import socket as socketlib
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +32,14 @@ from cone.config import Paths, Settings, secret
 from cone.core.service import BACKEND_KEY, Core
 from cone.daemon import reflection
 from cone.daemon.edge import EdgeServer
+from cone.daemon.in_process import InProcess
 from cone.daemon.lock import StateLock
 from cone.daemon.servicer import ConeServicer
 from cone.daemon.socket_front import JsonHandler, SocketFront
 from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.errors import NoIdentity, StateError, Unavailable
+from cone.facades._pool import CALLS, LONG_POLLS
 from cone.facades.http.options import HttpOptions
 from cone.jetstream import state as jetstream_state
 from cone.store import Connection, PageCheck, Store, load_db_key, meta, xmtp_database
@@ -73,6 +75,8 @@ class Running:
 
     core: Core
     socket: Path
+    #: ConeService called in this process (the host's own calls need no socket).
+    calls: InProcess
     #: Whether this start registered a new identity (a new wallet, or one a start
     #: that could not reach the node left unregistered).
     created: bool = False
@@ -225,7 +229,7 @@ async def _open_identity(settings: Settings, store: Store, *, create: bool) -> t
 
 def _grpc_server(
     core: Core, grpc_socket: Path
-) -> tuple[grpc.aio.Server, health.aio.HealthServicer]:
+) -> tuple[grpc.aio.Server, health.aio.HealthServicer, InProcess]:
     server = grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -242,7 +246,7 @@ def _grpc_server(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, edged)
     reflection.enable([SERVICE_NAME, health.SERVICE_NAME], edged)
     server.add_insecure_port(f"unix:{grpc_socket}")
-    return server, health_servicer
+    return server, health_servicer, InProcess(edged.cone_unary, long_polls=LONG_POLLS, calls=CALLS)
 
 
 def _key_source_said(exc: StateError, settings: Settings) -> StateError:
@@ -272,27 +276,33 @@ def _http_port(http: HttpOptions | None) -> socketlib.socket | None:
 
 @asynccontextmanager
 async def _http_front(
-    http: HttpOptions | None, sock: socketlib.socket | None, home: Path, socket: Path
+    http: HttpOptions | None, sock: socketlib.socket | None, home: Path, caller: InProcess
 ) -> AsyncIterator[None]:
     if http is None or sock is None:
         yield
         return
     from cone.facades.http.server import serving
 
-    async with serving(http, home, socket, sock=sock):
+    async with serving(http, home, caller, sock=sock):
         yield
+
+
+#: Makes the JSON-RPC handler of `cone.sock` from the calls into this process's core
+#: (cone.facades.jsonrpc's `JsonRpcOnSocket`: the daemon does not import the facade).
+JsonRpc = Callable[[InProcess], JsonHandler]
 
 
 @asynccontextmanager
 async def running_core(
     settings: Settings,
     *,
-    json_handler: JsonHandler | None = None,
+    json_rpc: JsonRpc | None = None,
     create: bool = True,
     http: HttpOptions | None = None,
 ) -> AsyncIterator[Running]:
     """Host the core for `settings` until the block exits. Without `create`, a state
     directory without a registered identity raises NoIdentity and is left as it was.
+    With `json_rpc`, `cone.sock` serves JSON-RPC clients too.
     With `http`, the HTTP front (cone.facades.http) runs too, started after `cone.sock`
     and stopped before it."""
     paths = settings.paths
@@ -300,7 +310,7 @@ async def running_core(
         raise NoIdentity.of(paths.home)
     http_sock = _http_port(http)
     try:
-        async with _hosting(settings, paths, json_handler, create, http, http_sock) as running:
+        async with _hosting(settings, paths, json_rpc, create, http, http_sock) as running:
             yield running
     finally:
         if http_sock is not None:
@@ -311,7 +321,7 @@ async def running_core(
 async def _hosting(
     settings: Settings,
     paths: Paths,
-    json_handler: JsonHandler | None,
+    json_rpc: JsonRpc | None,
     create: bool,
     http: HttpOptions | None,
     http_sock: socketlib.socket | None,
@@ -350,7 +360,7 @@ async def _hosting(
             grpc_socket.unlink(missing_ok=True)
             old = os.umask(0o177)
             try:
-                server, health_servicer = _grpc_server(core, grpc_socket)
+                server, health_servicer, in_process = _grpc_server(core, grpc_socket)
                 await server.start()
             finally:
                 os.umask(old)
@@ -359,14 +369,16 @@ async def _hosting(
             # Before the first call can arrive (cone.sock does not listen yet): what lives
             # now lives on, out of the garbage collector's full walks (cone/_heap.py).
             _heap.settle()
+            json_handler = json_rpc(in_process) if json_rpc is not None else None
             front = SocketFront(paths.socket, grpc_socket, json_handler)
             await front.start()
             try:
-                async with _http_front(http, http_sock, paths.home, paths.socket):
-                    yield Running(core, paths.socket, created)
+                async with _http_front(http, http_sock, paths.home, in_process):
+                    yield Running(core, paths.socket, in_process, created)
             finally:
                 _heap.release()
                 await front.close()
+                await in_process.close()
                 await server.stop(grace=1.0)
                 grpc_socket.unlink(missing_ok=True)
                 await core.stop()

@@ -19,7 +19,8 @@
 //   {"cmd":"streamed"}                             -> [text...] of others, received so far
 //   {"cmd":"sendTexts","conversationIds":[ID...],"each":N} -> {seconds, cpuSeconds, latenciesMs}
 //       N texts into each conversation with `sendText`, one after another in each, all
-//       conversations at once (the send bench, bench/send.py); timed here, in the SDK
+//       conversations at once (the send bench, bench/send.py); timed here, in the SDK;
+//       with "loops":L, L senders at once share the conversations instead (bench/burst.py)
 //   {"cmd":"encrypt","attachment":{filename,mimeType,content}} -> the encrypted attachment
 //   {"cmd":"stop"}
 import { createInterface } from "node:readline";
@@ -200,15 +201,26 @@ async function run(command) {
       const latenciesMs = [];
       const cpu = process.cpuUsage();
       const start = performance.now();
-      await Promise.all(
-        conversations.map(async (conversation, lane) => {
-          for (let i = 0; i < command.each; i++) {
-            const t = performance.now();
-            await conversation.sendText(`sdk ${lane}.${i}`);
-            latenciesMs.push(performance.now() - t);
+      const sendAll = async (conversation, lane) => {
+        for (let i = 0; i < command.each; i++) {
+          const t = performance.now();
+          await conversation.sendText(`sdk ${lane}.${i}`);
+          latenciesMs.push(performance.now() - t);
+        }
+      };
+      if (command.loops) {
+        // `loops` senders share the conversations, each taking the next one left.
+        let next = 0;
+        const loop = async () => {
+          while (next < conversations.length) {
+            const lane = next++;
+            await sendAll(conversations[lane], lane);
           }
-        }),
-      );
+        };
+        await Promise.all(Array.from({ length: command.loops }, loop));
+      } else {
+        await Promise.all(conversations.map(sendAll));
+      }
       const seconds = (performance.now() - start) / 1000;
       const used = process.cpuUsage(cpu);
       return { seconds, cpuSeconds: (used.user + used.system) / 1e6, latenciesMs };

@@ -2,9 +2,10 @@
 
 `bind(options)` takes the port first, before anything of the identity is made (a
 busy port fails in one line, `address_in_use`, leaving a fresh home as it was);
-`serving(options, home, socket, sock=...)` serves on it until the block exits, then closes
-every connection. Calls go through a channel pool on `socket`, as the JSON-RPC facade
-on `cone.sock` does, so the gRPC edge checks and counts them like any other.
+`serving(options, home, caller, sock=...)` serves on it until the block exits, then closes
+every connection. Calls go through `caller`: the daemon's in-process calls into the
+handlers its gRPC server runs (cone/daemon/in_process.py), as JSON-RPC on `cone.sock`
+does, so the gRPC edge checks and counts them like any other.
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ from pathlib import Path
 from aiohttp import web
 
 from cone.errors import os_failure
-from cone.facades._pool import ChannelPool
 from cone.facades.http import _guard
 from cone.facades.http._connections import Connections
 from cone.facades.http._guard import Policy
 from cone.facades.http._routes import Routes
 from cone.facades.http._token import TOKEN_FILE, forget_url, load_or_create, login_url, write_url
 from cone.facades.http.options import HttpOptions
-from cone.facades.jsonrpc import Relay
+from cone.facades.jsonrpc import Caller, Relay
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +71,9 @@ def bind(options: HttpOptions) -> socketlib.socket:
 
 @asynccontextmanager
 async def serving(
-    options: HttpOptions, home: Path, socket: Path, *, sock: socketlib.socket | None = None
+    options: HttpOptions, home: Path, caller: Caller, *, sock: socketlib.socket | None = None
 ) -> AsyncIterator[Serving]:
-    """Serve the HTTP front for the core on `socket` until the block exits, on `sock`
+    """Serve the HTTP front for the core `caller` calls until the block exits, on `sock`
     (from `bind`, closed here) or on the port `options` name."""
     if sock is None:
         sock = bind(options)
@@ -85,8 +85,7 @@ async def serving(
         raise
     port = int(sock.getsockname()[1])
     policy = Policy(options, port, token)
-    pool = ChannelPool(socket)
-    relay = Relay(pool)
+    relay = Relay(caller)
     app = web.Application(client_max_size=_guard.MAX_BODY_BYTES)
     runner = web.AppRunner(
         app,
@@ -137,7 +136,6 @@ async def serving(
         sock.close()
         await connections.close()
         await runner.cleanup()
-        await pool.aclose()
 
 
 __all__ = ["Serving", "bind", "serving"]

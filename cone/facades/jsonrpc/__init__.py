@@ -21,7 +21,7 @@ from cone.facades.jsonrpc._errors import (
 from cone.facades.jsonrpc._framing import MAX_LINE_BYTES, LineWriter, read_lines
 from cone.facades.jsonrpc._relay import Caller, Relay
 from cone.facades.jsonrpc._session import run_session
-from cone.facades.jsonrpc._socket import JsonRpcOnSocket, json_handler_for
+from cone.facades.jsonrpc._socket import JsonRpcOnSocket
 
 __all__ = [
     "ANSWER_MAX_BYTES",
@@ -39,7 +39,6 @@ __all__ = [
     "MethodNotFound",
     "ParseError",
     "Relay",
-    "json_handler_for",
     "read_lines",
     "run_session",
 ]

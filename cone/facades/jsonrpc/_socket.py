@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 
-from cone.facades._pool import ChannelPool
 from cone.facades.jsonrpc._framing import LineWriter
 from cone.facades.jsonrpc._relay import Caller, Relay
 from cone.facades.jsonrpc._session import run_session
 
 
 class JsonRpcOnSocket:
-    """A `json_handler` for `running_core`: one JSON-RPC session per connection.
+    """A `json_handler` for the socket front: one JSON-RPC session per connection.
 
-    Calls are relayed through `caller` (a pool on the same socket), so a client on
-    the socket sees exactly what `cone serve` answers.
+    Calls go through `caller`: the daemon's in-process calls (cone/daemon/in_process.py,
+    the handlers its gRPC server runs), so a client on the socket sees exactly what a
+    gRPC client and `cone serve` see.
     """
 
     def __init__(self, caller: Caller) -> None:
@@ -35,11 +32,4 @@ class JsonRpcOnSocket:
         )
 
 
-@asynccontextmanager
-async def json_handler_for(socket: Path) -> AsyncIterator[JsonRpcOnSocket]:
-    """The JSON-RPC handler for the core served on `socket`, with its channel pool."""
-    async with ChannelPool(socket) as pool:
-        yield JsonRpcOnSocket(pool)
-
-
-__all__ = ["JsonRpcOnSocket", "json_handler_for"]
+__all__ = ["JsonRpcOnSocket"]

@@ -20,7 +20,7 @@ from cone.facades.http.options import HttpOptions
 from cone.facades.http.server import Serving, serving
 from support.waiting import until
 
-from .test_guard import _tls_files
+from .test_guard import NO_CORE, _tls_files
 
 LIMIT = 8
 Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -37,7 +37,7 @@ def _small_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
 async def tls_front(tmp_path: Path) -> AsyncIterator[tuple[Serving, ssl.SSLContext]]:
     cert, key = _tls_files(tmp_path)
     options = HttpOptions(host="127.0.0.1", cert=cert, key=key)
-    async with serving(options, tmp_path, tmp_path / "absent.sock") as s:
+    async with serving(options, tmp_path, NO_CORE) as s:
         yield s, ssl.create_default_context(cafile=str(cert))
 
 
@@ -119,7 +119,7 @@ async def slowloris(port: int, stop: asyncio.Event, opened: list[int]) -> None:
 
 
 async def test_slowloris_does_not_starve_an_authenticated_client(tmp_path: Path) -> None:
-    async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as front:
+    async with serving(HttpOptions(), tmp_path, NO_CORE) as front:
         stop, opened = asyncio.Event(), []
         attackers = [asyncio.create_task(slowloris(front.port, stop, opened)) for _ in range(LIMIT)]
         try:
@@ -140,7 +140,7 @@ async def test_past_the_bound_a_connection_is_closed_at_once_when_every_slot_run
 ) -> None:
     """Every slot runs a request (an authenticated POST whose body is slow): a new
     connection is closed at once, not queued."""
-    async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as front:
+    async with serving(HttpOptions(), tmp_path, NO_CORE) as front:
         running: list[Stream] = []
         try:
             for _ in range(LIMIT):

@@ -16,6 +16,7 @@ import ssl
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -24,18 +25,31 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from cone.errors import InvalidArgument
+from cone.errors import InvalidArgument, Unavailable
 from cone.facades.http import _guard
 from cone.facades.http.options import HttpOptions
 from cone.facades.http.server import Serving, serving
 from support.daemons import run_cone
+
+
+class _NoCore:
+    """The core behind a front these tests call nothing of: every call says it is gone."""
+
+    async def call(
+        self, rpc: str, request: Any, timeout: float | None = None, *, long_poll: bool = False
+    ) -> Any:
+        raise Unavailable("no core in this test", reason="daemon_unavailable")
+
+
+NO_CORE = _NoCore()
+
 
 RPC = {"jsonrpc": "2.0", "id": 1, "method": "identity"}
 
 
 @pytest.fixture
 async def front(tmp_path: Path) -> AsyncIterator[Serving]:
-    async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as s:
+    async with serving(HttpOptions(), tmp_path, NO_CORE) as s:
         yield s
 
 
@@ -75,9 +89,9 @@ async def test_the_token_is_made_once_private_and_required(front: Serving) -> No
 
 
 async def test_the_token_survives_a_restart(tmp_path: Path) -> None:
-    async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as first:
+    async with serving(HttpOptions(), tmp_path, NO_CORE) as first:
         token = first.token_file.read_text()
-    async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as second:
+    async with serving(HttpOptions(), tmp_path, NO_CORE) as second:
         assert second.token_file.read_text() == token
 
 
@@ -100,7 +114,7 @@ async def test_a_foreign_host_header_is_refused(front: Serving) -> None:
 
 async def test_configured_host_names_pass_the_host_check(tmp_path: Path) -> None:
     options = HttpOptions(host_names=("cone.internal",))
-    async with serving(options, tmp_path, tmp_path / "absent.sock") as s:
+    async with serving(options, tmp_path, NO_CORE) as s:
         assert (await _post(s, {**_auth(s), "Host": f"cone.internal:{s.port}"}))[0] == 200
         assert (await _post(s, {**_auth(s), "Host": f"other.internal:{s.port}"}))[0] == 421
 
@@ -126,7 +140,7 @@ async def test_a_cross_origin_post_is_refused_and_no_cors_is_offered(front: Serv
 async def test_cors_answers_only_a_configured_origin(tmp_path: Path) -> None:
     options = HttpOptions(cors_origins=("https://app.example",))
     async with (
-        serving(options, tmp_path, tmp_path / "absent.sock") as s,
+        serving(options, tmp_path, NO_CORE) as s,
         aiohttp.ClientSession() as session,
     ):
         for origin, allowed in (("https://app.example", True), ("https://evil.example", False)):
@@ -175,7 +189,7 @@ async def test_slow_clients_hold_nothing(tmp_path: Path, monkeypatch: pytest.Mon
     bound of connections new ones are refused rather than queued."""
     monkeypatch.setattr(_guard, "HEADER_TIMEOUT_S", 1.0)
     monkeypatch.setattr(_guard, "MAX_CONNECTIONS", 4)
-    async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as s:
+    async with serving(HttpOptions(), tmp_path, NO_CORE) as s:
         slow = [await _half_request(s.port) for _ in range(4)]
         # Over the bound: closed at once.
         reader, writer = await asyncio.open_connection("127.0.0.1", s.port)
@@ -196,7 +210,7 @@ async def test_a_body_that_does_not_arrive_in_time_is_answered_408(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_guard, "BODY_TIMEOUT_S", 0.5)
-    async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as s:
+    async with serving(HttpOptions(), tmp_path, NO_CORE) as s:
         reader, writer = await asyncio.open_connection("127.0.0.1", s.port)
         token = s.token_file.read_text().strip()
         writer.write(
@@ -225,7 +239,7 @@ async def test_insecure_on_the_network_says_so_at_start(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     options = HttpOptions(host="0.0.0.0", insecure=True)
-    async with serving(options, tmp_path, tmp_path / "absent.sock"):
+    async with serving(options, tmp_path, NO_CORE):
         pass
     assert "WARNING: plain HTTP on a non-loopback address" in capsys.readouterr().err
 
@@ -264,7 +278,7 @@ def _tls_files(tmp_path: Path) -> tuple[Path, Path]:
 async def test_tls_serves_https_only(tmp_path: Path) -> None:
     cert, key = _tls_files(tmp_path)
     options = HttpOptions(host="127.0.0.1", cert=cert, key=key)
-    async with serving(options, tmp_path, tmp_path / "absent.sock") as s:
+    async with serving(options, tmp_path, NO_CORE) as s:
         assert s.url.startswith("https://")
         trust = ssl.create_default_context(cafile=str(cert))
         url = f"https://localhost:{s.port}/api/v1/health"
@@ -293,7 +307,7 @@ async def test_an_idle_keep_alive_connection_closes_without_a_default_log_line(
     closed by the header deadline: ordinary, so logged at debug only."""
     monkeypatch.setattr(_guard, "HEADER_TIMEOUT_S", 0.3)
     caplog.set_level(logging.DEBUG, logger="cone.facades.http")
-    async with serving(HttpOptions(), tmp_path, tmp_path / "absent.sock") as s:
+    async with serving(HttpOptions(), tmp_path, NO_CORE) as s:
         reader, writer = await asyncio.open_connection("127.0.0.1", s.port)
         writer.write(f"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n\r\n".encode())
         await writer.drain()
