@@ -27,7 +27,8 @@ log = logging.getLogger("cone.bridge")
 
 
 class Caller(Protocol):
-    """What the bridge calls the core through (a ChannelPool)."""
+    """What the bridge calls the core through (its socket's channel pool, or the core
+    in process when the bridge hosts it)."""
 
     async def call(self, rpc: str, request: Any, timeout: float | None = None) -> Any: ...
 

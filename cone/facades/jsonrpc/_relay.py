@@ -13,7 +13,8 @@ from cone.schema import JsonObject, methods
 
 
 class Caller(Protocol):
-    """What the relay calls through: a ChannelPool, or a fake in unit tests."""
+    """What the relay calls through: a ChannelPool, the core in process
+    (cone/daemon/in_process.py), or a fake in unit tests."""
 
     async def call(
         self, rpc: str, request: Any, timeout: float | None = None, *, long_poll: bool = False
