@@ -6,7 +6,7 @@ Every enum's table between the core and the proto lives here, both ways. A messa
 (`message_to_pb`): each proto field is filled from the record's field of the same
 name, a Timestamp `x` from `x_ns`; only the fields in `RENAMED` and `DERIVED` say
 otherwise. A new message field is the proto's field, the record's field and a store
-migration (docs/development.md); `tests/daemon/test_message_pb.py` holds that every
+migration (docs/architecture.md); `tests/daemon/test_message_pb.py` holds that every
 field of either side is accounted for.
 """
 

@@ -82,7 +82,7 @@ READ: Final = MappingProxyType({"read": True})
 @dataclass(frozen=True)
 class StoredMessage:
     """A message as cone keeps it: what ingest takes in and what Receive, Peek and
-    Messages hand out, the one record of a message (docs/development.md).
+    Messages hand out, the one record of a message (docs/architecture.md).
 
     Every field not marked `READ` is the column of `messages` of the same name,
     written and read by that name (cone/store/inbox.py); the proto's Message is
