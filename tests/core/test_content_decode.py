@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,6 +79,17 @@ def test_every_content_type_decodes_any_bytes_without_raising(
     decoded = content.decode(_envelope(kind, body, params))
     assert decoded.fallback == "what it is"
     _carried(decoded)
+
+
+@pytest.mark.parametrize("length", ["²", "١٢", "12x", "-1", "9" * 19])
+def test_a_remote_attachments_length_not_in_ascii_digits_is_read_as_absent(
+    length: str,
+) -> None:
+    kind = ("xmtp.org", "remoteStaticAttachment", 1)
+    url = b"https://example.com/f"
+    decoded = content.decode(_envelope(kind, url, {"contentLength": length}))
+    assert decoded == content.decode(_envelope(kind, url, {}))
+    assert decoded.fallback == "what it is"
 
 
 def test_a_reaction_v1_in_json_is_read_like_v2() -> None:

@@ -159,7 +159,8 @@ def _remote_attachment(env: content_pb2.EncodedContent) -> AttachmentPart:
         salt=_hex_param(env, "salt"),
         nonce=_hex_param(env, "nonce"),
         scheme=p.get("scheme", ""),
-        length=int(length) if length.isdigit() and len(length) < 19 else None,
+        # ASCII digits only: "²" is a digit to str.isdigit, not to int().
+        length=int(length) if length.isascii() and length.isdigit() and len(length) < 19 else None,
         filename=p.get("filename", ""),
     )
 
