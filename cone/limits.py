@@ -23,6 +23,11 @@ MESSAGE_MAX_BYTES: Final = CONTENT_MAX_BYTES + 64 * 1024
 #: per control character, 13 through MCP's text-plus-structured result) a batch stays
 #: under 16 MiB on every wire, and under gRPC's default 4 MiB receive limit.
 RECEIVE_BATCH_BYTES: Final = 1024 * 1024
+#: Calls into the core a client keeps in flight at once (more wait their turn): long
+#: polls (`receive`) and the rest each have their own room, so waiting receives never
+#: delay an `identity` (cone.facades._pool over gRPC, cone.daemon.in_process in process).
+LONG_POLLS_IN_FLIGHT: Final = 768
+CALLS_IN_FLIGHT: Final = 256
 #: The consumer when none is given.
 DEFAULT_CONSUMER: Final = "default"
 # Receive hands a file's bytes inline when it is at most this large and the batch's

@@ -11,8 +11,8 @@ the socket's splice and the gRPC server (2.2 ms of a 9.5 ms send, docs/bench.md)
 A host that embeds the core (`cone serve`, `mcp`, `bridge`, a one-shot command with
 no daemon running) calls it this way too (`cone.startup.reach_core`).
 
-Calls in flight are bounded as the channel pool bounds them (`cone.facades._pool`):
-long polls (`receive`) and the rest each have their own room, so a thousand waiting
+Calls in flight are bounded as the channel pool bounds them (`cone.limits`): long
+polls (`receive`) and the rest each have their own room, so a thousand waiting
 receives never delay an `identity`. When the host stops, `close` ends the calls still
 running as the gRPC server's stop ends its own: each fails `daemon_unavailable`.
 """
@@ -27,6 +27,7 @@ import grpc
 
 from cone.errors import Internal, Unavailable
 from cone.grpc_errors import from_code, from_status
+from cone.limits import CALLS_IN_FLIGHT, LONG_POLLS_IN_FLIGHT
 
 
 class _Aborted(Exception):
@@ -54,7 +55,11 @@ class InProcess:
     `ChannelPool.call` (raises the ConeError a gRPC client would), in process."""
 
     def __init__(
-        self, handlers: Mapping[str, grpc.RpcMethodHandler], *, long_polls: int, calls: int
+        self,
+        handlers: Mapping[str, grpc.RpcMethodHandler],
+        *,
+        long_polls: int = LONG_POLLS_IN_FLIGHT,
+        calls: int = CALLS_IN_FLIGHT,
     ) -> None:
         self._handlers = handlers
         self._long = asyncio.Semaphore(long_polls)

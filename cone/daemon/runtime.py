@@ -39,7 +39,6 @@ from cone.daemon.socket_front import JsonHandler, SocketFront
 from cone.engine import _client
 from cone.engine.engine import Engine
 from cone.errors import NoIdentity, StateError, Unavailable
-from cone.facades._pool import CALLS, LONG_POLLS
 from cone.facades.http.options import HttpOptions
 from cone.jetstream import state as jetstream_state
 from cone.store import Connection, PageCheck, Store, load_db_key, meta, xmtp_database
@@ -246,7 +245,7 @@ def _grpc_server(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, edged)
     reflection.enable([SERVICE_NAME, health.SERVICE_NAME], edged)
     server.add_insecure_port(f"unix:{grpc_socket}")
-    return server, health_servicer, InProcess(edged.cone_unary, long_polls=LONG_POLLS, calls=CALLS)
+    return server, health_servicer, InProcess(edged.cone_unary)
 
 
 def _key_source_said(exc: StateError, settings: Settings) -> StateError:

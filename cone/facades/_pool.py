@@ -21,11 +21,12 @@ from typing import Any, Final
 
 from cone.client import ConeClient
 from cone.errors import ConeError
+from cone.limits import CALLS_IN_FLIGHT, LONG_POLLS_IN_FLIGHT
 
 log = logging.getLogger(__name__)
 
-LONG_POLLS: Final = 768
-CALLS: Final = 256
+LONG_POLLS: Final = LONG_POLLS_IN_FLIGHT
+CALLS: Final = CALLS_IN_FLIGHT
 PER_CHANNEL: Final = 512
 
 
