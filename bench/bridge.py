@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import shutil
 import stat
@@ -49,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from xmtp_bindings import xmtpv3 as ffi
 
+from bench._against_sdk import figures_only
 from cone.devnet import Devnet
 from cone.engine import _client
 from conepb.v1 import cone_pb2 as pb
@@ -259,10 +259,4 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--idle-ms", type=int, default=50)
     args = parser.parse_args(argv)
-    # libxmtp logs on fd 1: keep stdout for the figures, send the rest to stderr.
-    sys.stdout.flush()
-    figures = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    with contextlib.redirect_stdout(figures):
-        asyncio.run(_main(args.turns, args.concurrency, args.idle_ms / 1000))
-    figures.close()
+    figures_only(lambda: asyncio.run(_main(args.turns, args.concurrency, args.idle_ms / 1000)))

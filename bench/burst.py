@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
 import shutil
 import stat
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from xmtp_bindings import xmtpv3 as ffi
 
+from bench._against_sdk import against_sdk
 from bench.bridge import _stream
 from cone.engine import _client
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, short_home
-from support.devnet_process import DevnetProcess
-from support.node_peer import NodePeer, sdk_available
+from support.node_peer import NodePeer
 from support.peers import Peer
 
 GOAL = 1.2
@@ -180,32 +177,9 @@ def _report(
     print(f"  cone / SDK (medians): {ratio:.2f}x (goal ≤ {GOAL}x)")
 
 
-async def _main(args: argparse.Namespace) -> None:
-    print("load average at the start: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
-    with tempfile.TemporaryDirectory() as d:
-        work = Path(d)
-        node = await DevnetProcess.start(work)
-        try:
-            if sdk_available():
-                async with NodePeer.start(node.url, work) as sdk:
-                    await run(args, node.url, work, sdk)
-            else:
-                await run(args, node.url, work, None)
-        finally:
-            await node.stop()
-    print("load average at the end: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
-
-
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench burst", description=__doc__)
     parser.add_argument("--peers", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args(argv)
-    # libxmtp logs on fd 1: keep stdout for the figures, send the rest to stderr.
-    sys.stdout.flush()
-    figures = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    with contextlib.redirect_stdout(figures):
-        asyncio.run(_main(args))
-    figures.close()
+    against_sdk(run, parser.parse_args(argv))

@@ -31,7 +31,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -39,10 +38,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from bench._against_sdk import SKIPPED, against_sdk
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, short_home
-from support.devnet_process import DevnetProcess
-from support.node_peer import NodePeer, sdk_available
+from support.node_peer import NodePeer
 from support.peers import Peer
 
 # The daemon's default catch-up period (tests shorten it to 2 s).
@@ -239,25 +238,7 @@ def _report(
             against.insert(0, f"{c.rate() / sdk_side.rate():.2f}x the Node SDK (goal {goal}x)")
         print(f"  {c.name}: {', '.join(against)}")
     if sdk is None:
-        print(
-            "  Node SDK: skipped (no node, or tests/node not installed: npm ci --prefix tests/node)"
-        )
-
-
-async def _main(args: argparse.Namespace) -> None:
-    print("load average at the start: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
-    with tempfile.TemporaryDirectory() as d:
-        work = Path(d)
-        node = await DevnetProcess.start(work)
-        try:
-            if sdk_available():
-                async with NodePeer.start(node.url, work) as sdk:
-                    await run(args, node.url, work, sdk)
-            else:
-                await run(args, node.url, work, None)
-        finally:
-            await node.stop()
-    print("load average at the end: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+        print(SKIPPED)
 
 
 def main(argv: list[str]) -> None:
@@ -266,4 +247,4 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--parallel", type=int, default=8)
     parser.add_argument("--each", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=4)
-    asyncio.run(_main(parser.parse_args(argv)))
+    against_sdk(run, parser.parse_args(argv))
