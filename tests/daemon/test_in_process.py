@@ -32,6 +32,22 @@ def _request() -> pb.SendRequest:
     return pb.SendRequest(to="0x" + "ab" * 20, text="hi", key="k1")
 
 
+class _Waits:
+    """A handler that waits until cancelled, saying when it started and ended."""
+
+    def __init__(self) -> None:
+        self.started, self.cancelled = asyncio.Event(), asyncio.Event()
+
+    async def __call__(self, request: pb.SendRequest, context: Any) -> pb.SendResponse:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        raise AssertionError("unreachable")
+
+
 async def test_an_answer_comes_back_as_the_servicer_made_it() -> None:
     async def send(request: pb.SendRequest, context: Any) -> pb.SendResponse:
         return pb.SendResponse(message_id="m" + request.key, published=True)
@@ -68,22 +84,13 @@ async def test_the_protos_rules_run_before_the_servicer() -> None:
 
 
 async def test_a_call_past_its_timeout_fails_as_a_deadline_and_is_cancelled() -> None:
-    cancelled = asyncio.Event()
-
-    async def send(request: pb.SendRequest, context: Any) -> pb.SendResponse:
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        raise AssertionError("unreachable")
-
+    send = _Waits()
     with pytest.raises(ConeError) as raised:
         await _caller(send).call("Send", _request(), timeout=0.01)
     expected = from_code(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
     assert type(raised.value) is type(expected)
     assert raised.value.reason == expected.reason
-    assert cancelled.is_set()
+    assert send.cancelled.is_set()
 
 
 async def test_a_timeout_inside_the_handler_is_not_taken_for_the_deadline() -> None:
@@ -146,36 +153,20 @@ async def test_a_method_that_is_not_served_is_an_internal_error() -> None:
 
 
 async def test_a_caller_that_goes_away_cancels_its_call() -> None:
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    async def send(request: pb.SendRequest, context: Any) -> pb.SendResponse:
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        raise AssertionError("unreachable")
-
+    send = _Waits()
     call = asyncio.create_task(_caller(send).call("Send", _request()))
-    await started.wait()
+    await send.started.wait()
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
-    await asyncio.wait_for(cancelled.wait(), 5)
+    await asyncio.wait_for(send.cancelled.wait(), 5)
 
 
 async def test_closing_ends_the_calls_running_and_refuses_new_ones() -> None:
-    started = asyncio.Event()
-
-    async def send(request: pb.SendRequest, context: Any) -> pb.SendResponse:
-        started.set()
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
+    send = _Waits()
     caller = _caller(send)
     running = asyncio.create_task(caller.call("Send", _request()))
-    await started.wait()
+    await send.started.wait()
     await caller.close()
     with pytest.raises(Unavailable) as raised:
         await running
