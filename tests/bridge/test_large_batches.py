@@ -1,10 +1,12 @@
-"""Seventy-two messages of 1,000,000 bytes pending: gRPC, JSON-RPC (`cone serve`) and
+"""Twenty-four messages of 1,000,000 bytes pending: gRPC, JSON-RPC (`cone serve`) and
 the bridge each receive all of them, in batches bounded by bytes, none lost or repeated.
 
-Before receive batches had a byte budget, a `receive` of 100 here was over gRPC's
-64 MiB and failed with RESOURCE_EXHAUSTED; the bridge retried it forever.
+Before receive batches had a byte budget, a `receive` of 100 of them (72 then) was
+over gRPC's 64 MiB and failed with RESOURCE_EXHAUSTED; the bridge retried it forever.
+Twenty-four are 24 MB: over gRPC's default 4 MiB and JSON-RPC's 16 MiB answer in
+one batch, so every batch below that bound is the budget at work.
 
-The messages come from four peers, 18 each: libxmtp fetches a conversation 100
+The messages come from four peers, 6 each: libxmtp fetches a conversation 100
 messages a page and refuses a page over 25 MiB, so more than 25 unsynced messages of
 1 MB in one conversation cannot be synced at all (neither from the devnet, which pages
 as the node does, nor, presumably, from the network).
@@ -30,7 +32,7 @@ from support.waiting import until
 from .conftest import BridgeProcess
 
 SENDERS = 4
-EACH = 18
+EACH = 6
 COUNT = SENDERS * EACH
 SIZE = 1_000_000  # within XMTP's limit, and within cone's stored-message cap
 #: Seconds for the whole test's waits: 70 MB pass through MLS twice on a shared machine.
