@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from facades.test_boundaries import PACKAGE, _imports
+from facades.test_boundaries import PACKAGE
+
+from support.imports import imported
 
 # The commands a user runs; each reaches the core, or resolves its settings, only
 # through cone.startup.
@@ -22,10 +24,10 @@ BELOW = ("daemon", "facades", "core", "store", "engine", "config.py", "errors.py
 
 def test_every_entry_point_starts_through_cone_startup() -> None:
     for name in ENTRY_POINTS:
-        imported = _imports(PACKAGE / name)
-        assert "cone.startup" in imported, name
-        assert "cone.daemon.runtime" not in imported, f"{name} hosts the core itself"
-        assert "cone.facades._host" not in imported, name
+        names = imported(PACKAGE / name)
+        assert "cone.startup" in names, name
+        assert "cone.daemon.runtime" not in names, f"{name} hosts the core itself"
+        assert "cone.facades._host" not in names, name
 
 
 def test_nothing_below_start_up_imports_it() -> None:
@@ -35,4 +37,4 @@ def test_nothing_below_start_up_imports_it() -> None:
         for source in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             if source in entry_points:
                 continue  # a command: above start-up, only filed beside what it runs
-            assert "cone.startup" not in _imports(source), source.relative_to(PACKAGE.parent)
+            assert "cone.startup" not in imported(source), source.relative_to(PACKAGE.parent)

@@ -12,6 +12,7 @@ import pytest
 
 import cone.daemon.convert
 import cone.daemon.servicer
+from support.imports import imported
 
 SOURCES = [Path(m.__file__) for m in (cone.daemon.servicer, cone.daemon.convert)]
 # cone.daemon.fill compiles a proto message's fill from its descriptor: it imports no
@@ -30,13 +31,7 @@ ALLOWED = (
 def test_the_servicer_imports_only_the_core_errors_and_the_generated_stubs(
     source: Path,
 ) -> None:
-    imported = []
-    for node in ast.walk(ast.parse(source.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            imported.append(node.module)
-        elif isinstance(node, ast.Import):
-            imported += [alias.name for alias in node.names]
-    ours = [name for name in imported if name.startswith(("cone", "conepb"))]
+    ours = [name for name in imported(source) if name.startswith(("cone", "conepb"))]
     assert ours, "the servicer imports the core"
     assert [name for name in ours if not name.startswith(ALLOWED)] == []
 

@@ -5,52 +5,37 @@ of the store). grpc comes with cone.errors, so the roles load it too."""
 
 from __future__ import annotations
 
-import ast
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import cone
+from support.imports import imported, loaded_by
 
 PACKAGE = Path(cone.__file__).parent
 CORE_MAY = ("cone.engine.port", "cone.engine.values", "cone.engine.roles")
 
 
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
-
-
 def test_the_core_imports_only_the_engines_roles_and_values() -> None:
     for path in sorted((PACKAGE / "core").rglob("*.py")):
-        engine = {n for n in _imports(path) if n.startswith("cone.engine")}
+        engine = {n for n in imported(path) if n.startswith("cone.engine")}
         bad = sorted(n for n in engine if not n.startswith(CORE_MAY))
         assert not bad, f"{path.relative_to(PACKAGE.parent)} imports {bad}"
 
 
 def test_the_engine_imports_neither_the_core_nor_the_store() -> None:
     for path in sorted((PACKAGE / "engine").rglob("*.py")):
-        bad = sorted(n for n in _imports(path) if n.startswith(("cone.core", "cone.store")))
+        bad = sorted(n for n in imported(path) if n.startswith(("cone.core", "cone.store")))
         assert not bad, f"{path.relative_to(PACKAGE.parent)} imports {bad}"
 
 
 def test_the_roles_and_their_fakes_load_neither_libxmtp_nor_http_nor_the_store() -> None:
-    probe = (
-        "import sys, json, pkgutil, importlib\n"
+    loaded = loaded_by(
+        "import pkgutil, importlib\n"
         "import cone.engine.roles as r, cone.engine.port\n"
-        "for m in pkgutil.iter_modules(r.__path__): importlib.import_module(r.__name__ + '.' + m.name)\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
+        "for m in pkgutil.iter_modules(r.__path__): importlib.import_module(r.__name__ + '.' + m.name)"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True, text=True)
     heavy = [
         m
-        for m in json.loads(out.stdout)
+        for m in loaded
         if m.split(".")[0] in ("xmtp_bindings", "aiohttp", "sqlcipher3")
         or m.startswith(("cone.core", "cone.store"))
     ]

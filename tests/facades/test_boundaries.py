@@ -3,44 +3,27 @@ relay path of `cone serve` loads neither the core nor uvloop (a fast cold start)
 
 from __future__ import annotations
 
-import ast
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import cone
+from support.imports import imported, loaded_by
 
 PACKAGE = Path(cone.__file__).parent
 FORBIDDEN = ("cone.store", "cone.core", "cone.engine")
 
 
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
-
-
 def test_facades_and_the_schema_never_import_store_core_or_engine() -> None:
     files = [*sorted((PACKAGE / "facades").rglob("*.py")), PACKAGE / "schema.py"]
     for path in files:
-        bad = sorted(n for n in _imports(path) if n.startswith(FORBIDDEN))
+        bad = sorted(n for n in imported(path) if n.startswith(FORBIDDEN))
         assert not bad, f"{path.relative_to(PACKAGE.parent)} imports {bad}"
 
 
 def test_the_relay_path_loads_neither_the_core_nor_uvloop_nor_mcp() -> None:
-    probe = (
-        "import sys, json\n"
+    loaded = loaded_by(
         "import cone.cli, cone.facades.jsonrpc.command, cone.startup, cone.facades._stdio\n"
-        "import cone.facades.jsonrpc, cone.daemon.command\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
+        "import cone.facades.jsonrpc, cone.daemon.command"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True, text=True)
-    loaded = json.loads(out.stdout)
     heavy = [
         m
         for m in loaded
