@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from cone.limits import RequestBudget
@@ -19,17 +16,6 @@ from cone.store import (
     held,
     inbox,
 )
-
-KEY = bytes(range(32))
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(tmp_path / "cone.db", KEY)
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def _message(

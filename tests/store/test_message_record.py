@@ -5,11 +5,7 @@ the record's field and a migration's column, and nothing else in the store."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from dataclasses import fields
-from pathlib import Path
-
-import pytest
 
 from cone.store import (
     AttachmentsKind,
@@ -25,17 +21,6 @@ from cone.store import (
     retention,
 )
 from cone.store.records import CONTENT_COLUMNS, MESSAGE_COLUMNS
-
-KEY = bytes(range(32))
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(tmp_path / "cone.db", KEY)
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def test_the_records_columns_are_the_columns_of_the_messages_table(store: Store) -> None:
