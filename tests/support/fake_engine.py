@@ -7,8 +7,9 @@ conversations with their messages, XMTP's consent records), so it is the whole
 xmtp-bindings. Tests steer it directly: `peer` puts an identity on the network,
 `incoming` stores a peer's text message, `online = False` takes the network down,
 `fail_publish`/`fail_prepare` queue errors, and `crash_after_prepare` makes the next
-publish die as a process would. Its publishing stores the message in the
-conversation (as libxmtp does), which `MemoryPublishing` alone does not.
+publish die as a process would; `send` is those two steps (`InTwoSteps`). Its
+publishing stores the message in the conversation (as libxmtp does), which
+`MemoryPublishing` alone does not.
 
 Only the core's logic is under test with it: libxmtp's own behaviour is covered by
 the end-to-end tests on the devnet.
@@ -28,6 +29,7 @@ from cone.engine.roles.directory import MemoryDirectory
 from cone.engine.roles.groups import MemoryGroups, MemoryInstallations
 from cone.engine.roles.memory import conversation_id, hex_id
 from cone.engine.roles.probe import MemoryNode, Probe
+from cone.engine.roles.publishing import InTwoSteps
 from cone.engine.roles.reads import MemoryReads
 from cone.engine.roles.streams import MemoryStreams
 from cone.engine.roles.sync import MemorySync
@@ -42,7 +44,9 @@ def _nothing() -> None:
     pass
 
 
-class FakeEngine(MemoryReads, MemorySync, MemoryDirectory, MemoryConsents, MemoryStreams):
+class FakeEngine(
+    MemoryReads, MemorySync, MemoryDirectory, MemoryConsents, MemoryStreams, InTwoSteps
+):
     """An in-memory `EnginePort`."""
 
     def __init__(self, name: str = "me") -> None:
@@ -89,18 +93,6 @@ class FakeEngine(MemoryReads, MemorySync, MemoryDirectory, MemoryConsents, Memor
         assert any(m.id == message_id for m in self.held[conversation_id].messages)
         self.published.append(message_id)
         seen()  # the node has it: its echo comes before libxmtp's call returns
-
-    async def send(
-        self,
-        conversation_id: str,
-        payload: bytes,
-        prepared: Callable[[str], None],
-        seen: Callable[[], None] = _nothing,
-    ) -> str:
-        message_id = await self.prepare(conversation_id, payload)
-        prepared(message_id)
-        await self.publish(conversation_id, message_id, seen)
-        return message_id
 
     # --- the node, remote files, libxmtp's database: their own fakes ------------------
 

@@ -52,8 +52,33 @@ class Publishing(Protocol):
         ...
 
 
+class InTwoSteps:
+    """`send` as the in-memory fakes make it: their own `prepare`, `prepared` told the
+    id, their own `publish`."""
+
+    async def prepare(self, conversation_id: str, payload: bytes) -> str:
+        raise NotImplementedError
+
+    async def publish(
+        self, conversation_id: str, message_id: str, seen: Callable[[], None] = _nothing
+    ) -> None:
+        raise NotImplementedError
+
+    async def send(
+        self,
+        conversation_id: str,
+        payload: bytes,
+        prepared: Callable[[str], None],
+        seen: Callable[[], None] = _nothing,
+    ) -> str:
+        message_id = await self.prepare(conversation_id, payload)
+        prepared(message_id)
+        await self.publish(conversation_id, message_id, seen)
+        return message_id
+
+
 @dataclass
-class MemoryPublishing:
+class MemoryPublishing(InTwoSteps):
     """An in-memory `Publishing`: messages prepared and published in dicts. `fail`
     publications fail (`Unavailable`) before the node has them; `hold` keeps each
     publication waiting after `seen` until it is set (the read-back still running),
@@ -69,18 +94,6 @@ class MemoryPublishing:
     async def prepare(self, conversation_id: str, payload: bytes) -> str:
         message_id = f"{next(self._ids):064x}"
         self.prepared[message_id] = (conversation_id, payload)
-        return message_id
-
-    async def send(
-        self,
-        conversation_id: str,
-        payload: bytes,
-        prepared: Callable[[str], None],
-        seen: Callable[[], None] = _nothing,
-    ) -> str:
-        message_id = await self.prepare(conversation_id, payload)
-        prepared(message_id)
-        await self.publish(conversation_id, message_id, seen)
         return message_id
 
     async def publish(
@@ -106,4 +119,4 @@ if TYPE_CHECKING:  # each fake is checked against its role
     _0: type[Publishing] = MemoryPublishing
 
 
-__all__ = ["MemoryPublishing", "Publishing"]
+__all__ = ["InTwoSteps", "MemoryPublishing", "Publishing"]
