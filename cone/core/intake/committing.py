@@ -78,15 +78,8 @@ class Committer:
         batches taken in it; returns how many entered. None when cone does not record
         the conversation yet, or the batch would not store as a whole: the caller's
         full path takes it then."""
-        rows: list[StoredMessage] = []
-        skipped: list[str] = []
+        rows, skipped = self._rows(held)
         updates = {raw.id for raw in held if not raw.application}
-        for raw in sorted(held, key=_conversation_order):
-            row = to_inbox(raw, self._inbox_id)
-            if row is None:
-                skipped.append(raw.id)
-            else:
-                rows.append(row)
         waiting = self._waiters.waiting()
         try:
             done = await self._store.write(
@@ -107,18 +100,23 @@ class Committer:
             await self.after_commit(cid, held, held)
         return len(committed)
 
-    async def _commit_unread(
-        self, cid: str, unread: list[RawMessage], floor_ns: int | None
-    ) -> list[str]:
+    def _rows(self, raws: list[RawMessage]) -> tuple[list[StoredMessage], list[str]]:
+        """`raws` in the conversation's order, as its members see it: the inbox's rows,
+        and the ids of those it delivers to no one (its own, protocol messages)."""
         rows: list[StoredMessage] = []
         skipped: list[str] = []
-        # The conversation's order, as its members see it.
-        for raw in sorted(unread, key=_conversation_order):
+        for raw in sorted(raws, key=_conversation_order):
             row = to_inbox(raw, self._inbox_id)
             if row is None:
                 skipped.append(raw.id)
             else:
                 rows.append(row)
+        return rows, skipped
+
+    async def _commit_unread(
+        self, cid: str, unread: list[RawMessage], floor_ns: int | None
+    ) -> list[str]:
+        rows, skipped = self._rows(unread)
         if not rows and not skipped and floor_ns is None:
             return []
         # A group update taken in: the listing reads the group's details again.
