@@ -17,6 +17,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -310,11 +311,15 @@ class Engine:
         def consent(updates: list[ConsentUpdate]) -> None:
             # Another installation's change moves a conversation; this one's own
             # coming back does not again.
+            told = []
             for u in updates:
                 cid = u.conversation_id
-                if cid is not None and not self._consent_echoes.take(cid, u.consent):
+                if cid is not None and self._consent_echoes.take(cid, u.consent):
+                    u = replace(u, own=True)
+                elif cid is not None:
                     self._regrouping.changed(cid, u.consent)
-            on_consent(updates)
+                told.append(u)
+            on_consent(told)
 
         self._streams = supervised_streams(
             self._current,

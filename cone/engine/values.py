@@ -87,11 +87,13 @@ class RawMessage:
 
 @dataclass(frozen=True)
 class ConsentUpdate:
-    """A consent change XMTP reported (from any installation of this inbox)."""
+    """A consent change XMTP reported (from any installation of this inbox). `own`:
+    the echo of a record this engine set, which its core recorded before setting it."""
 
     conversation_id: str | None
     inbox_id: str | None
     consent: XmtpConsent
+    own: bool = False
 
 
 @dataclass

@@ -290,7 +290,9 @@ class Intake:
         now = time.time_ns()
         for u in updates:
             wanted = decided(u.consent)
-            if wanted is None or u.conversation_id is None:
+            # An own record's echo is no news, and a late one would undo a decision
+            # taken since (an "allowed" arriving after a block re-accepted it).
+            if wanted is None or u.conversation_id is None or u.own:
                 continue
             # Not recorded yet: its recording reads XMTP's record again (`Ingestor.record`).
             conv = await self._store.read(conversations.get, u.conversation_id)
