@@ -185,3 +185,23 @@ async def test_consent_from_another_installation_moves_cones_decision(
     )  # unknown and inbox records change nothing
     await core.intake._apply_consent([ConsentUpdate(dm, None, D)])
     assert await consent_of(core, dm) is Consent.BLOCKED
+
+
+async def test_a_late_echo_of_an_own_allow_does_not_undo_a_block(
+    core: Core, engine: FakeEngine
+) -> None:
+    _, stranger = engine.peer("stranger")
+    cid = engine.dm(stranger)
+    engine.incoming(cid, stranger, "hello")
+    await core.intake.ingestor.ingest([cid])
+    await core.consents.accept(cid)
+    await core.consents.block(cid)
+
+    # The consent stream hands back the accept's record after the block (the timing
+    # a busy machine gives): it is this installation's own, and no news.
+    await core.intake._apply_consent([ConsentUpdate(cid, None, A, own=True)])
+    assert await consent_of(core, cid) is Consent.BLOCKED
+
+    # The same record from another installation is a decision taken there.
+    await core.intake._apply_consent([ConsentUpdate(cid, None, A)])
+    assert await consent_of(core, cid) is Consent.ACCEPTED
