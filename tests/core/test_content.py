@@ -18,9 +18,12 @@ from cone.schema import message_to_json, methods
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import BACKENDS, DaemonProcess
 from support.node_peer import NodePeer
+from support.shared import *  # noqa: F403 (the fixtures that share a devnet and daemons)
 from support.waiting import accept_request, receive_n, until
 
-pytestmark = pytest.mark.timeout(180)
+# One devnet and one daemon per backend for the module (tests/support/shared.py): what
+# a test leaves pending is acknowledged after it, and its keys are its own.
+pytestmark = [pytest.mark.timeout(180), pytest.mark.asyncio(loop_scope="module")]
 
 
 async def _send(daemon: DaemonProcess, params: dict[str, Any]) -> pb.SendResponse:
@@ -277,8 +280,8 @@ async def test_a_requests_attachment_is_not_served_until_accepted(
 
         async def held() -> bool:
             await daemon.client.call("Sync", pb.SyncRequest())
-            status = await daemon.client.call("Status", pb.StatusRequest())
-            return status.inbox_messages >= 1
+            requests = await daemon.client.call("Requests", pb.RequestsRequest())
+            return any(r.conversation_id == cid and r.pending_messages for r in requests.requests)
 
         await until(held)
         request = pb.AttachmentRequest(message_id=sent)
@@ -298,17 +301,21 @@ async def test_a_key_stays_bound_to_its_content_kind_and_reply_to_to_text_kinds(
     daemon: DaemonProcess, devnet: str, tmp_path: Path, backend: str
 ) -> None:
     async with NodePeer.start(devnet, tmp_path, d14n=backend == "d14n") as sdk:
-        first = await _send(daemon, {"to": sdk.inbox_id, "markdown": "*one*", "key": "k"})
-        again = await _send(daemon, {"to": sdk.inbox_id, "markdown": "*regenerated*", "key": "k"})
+        first = await _send(daemon, {"to": sdk.inbox_id, "markdown": "*one*", "key": "bound-k"})
+        again = await _send(
+            daemon, {"to": sdk.inbox_id, "markdown": "*regenerated*", "key": "bound-k"}
+        )
         assert (again.message_id, again.deduplicated) == (first.message_id, True)
         with pytest.raises(Conflict) as conflict:
-            await _send(daemon, {"to": sdk.inbox_id, "text": "one", "key": "k"})
+            await _send(daemon, {"to": sdk.inbox_id, "text": "one", "key": "bound-k"})
         assert conflict.value.reason == "key_conflict"
         reaction = {"messageId": first.message_id, "emoji": "👍"}
         with pytest.raises(InvalidArgument) as bad:
             params = {"to": sdk.inbox_id, "reaction": reaction, "replyTo": first.message_id}
-            await _send(daemon, {**params, "key": "r"})
+            await _send(daemon, {**params, "key": "bound-r"})
         assert bad.value.field == "replyTo"
         with pytest.raises(InvalidArgument) as two:
-            await _send(daemon, {"to": sdk.inbox_id, "text": "a", "markdown": "b", "key": "x"})
+            await _send(
+                daemon, {"to": sdk.inbox_id, "text": "a", "markdown": "b", "key": "bound-x"}
+            )
         assert two.value.field == "text"

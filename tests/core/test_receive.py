@@ -19,19 +19,6 @@ from support.waiting import receive_n, until
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-async def _pending_in(
-    daemon: DaemonProcess, conversation_id: str, n: int, consumer: str = ""
-) -> list[pb.Message]:
-    """Long-poll until `n` messages of the conversation are pending for the consumer."""
-
-    async def mine() -> list[pb.Message]:
-        batch = await daemon.client.receive(consumer=consumer, limit=1000, wait_ms=1000)
-        got = [m for m in batch.messages if m.conversation_id == conversation_id]
-        return got if len(got) >= n else []
-
-    return await until(mine)
-
-
 def _texts_in(conversation_id: str, batch: pb.ReceiveResponse) -> list[str]:
     return [m.text for m in batch.messages if m.conversation_id == conversation_id]
 
@@ -102,7 +89,7 @@ async def test_consumers_are_independent_and_acks_idempotent(
     dm, cid = await _accepted_dm(daemon, alice)
     for i in range(3):
         await alice.send(dm, f"m{i}")
-    a = await _pending_in(daemon, cid, 3, consumer="a")
+    a = await receive_n(daemon.client, 3, consumer="a", conversation=cid)
     assert [m.text for m in a] == ["m0", "m1", "m2"]
     ids = [m.message_id for m in a]
     assert await daemon.client.ack(ids[:2], consumer="a") == 2
@@ -143,7 +130,7 @@ async def test_a_cancelled_receive_leaves_messages_pending(
     await _taken_in(daemon)
     poll.cancel()
     await alice.send(dm, "still here")
-    (msg,) = await _pending_in(daemon, cid, 1, consumer="c")
+    (msg,) = await receive_n(daemon.client, 1, consumer="c", conversation=cid)
     assert msg.text == "still here"
 
 

@@ -19,7 +19,12 @@ from cone.errors import ConeError, Conflict, InvalidArgument, NotFound
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.peers import Peer
+from support.shared import *  # noqa: F403 (the fixtures that share a devnet and daemons)
 from support.waiting import receive_n, until
+
+# One devnet and one daemon for the module (tests/support/shared.py): each test reads
+# only its own conversation's messages, for consumers every test uses.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def _asked(daemon: DaemonProcess, peer: Peer, *texts: str) -> tuple[str, list[str]]:
@@ -30,17 +35,18 @@ async def _asked(daemon: DaemonProcess, peer: Peer, *texts: str) -> tuple[str, l
     dm = peer.conversation(bytes.fromhex(contact.conversation_id))
     for text in texts:
         await peer.send(dm, text)
-    got = await receive_n(daemon.client, len(texts), consumer="turns")
-    return contact.conversation_id, [m.message_id for m in got]
+    cid = contact.conversation_id
+    got = await receive_n(daemon.client, len(texts), consumer="turns", conversation=cid)
+    return cid, [m.message_id for m in got]
 
 
 async def _reply(daemon: DaemonProcess, **kw: object) -> pb.ReplyResponse:
     return await daemon.client.call("Reply", pb.ReplyRequest(**kw))
 
 
-async def _pending(daemon: DaemonProcess, consumer: str) -> list[str]:
+async def _pending(daemon: DaemonProcess, consumer: str, conversation_id: str) -> list[str]:
     batch = await daemon.client.receive(consumer=consumer, limit=1000, wait_ms=0)
-    return [m.message_id for m in batch.messages]
+    return [m.message_id for m in batch.messages if m.conversation_id == conversation_id]
 
 
 async def _texts_through(peer: Peer, conversation_id: str, last: str) -> list[str]:
@@ -61,7 +67,7 @@ async def test_a_reply_acknowledges_what_it_answers_and_a_retry_acknowledges_not
     # An empty list acknowledges nothing: a plain reply.
     plain = await _reply(daemon, conversation_id=cid, text="noted", key="plain")
     assert plain.acknowledged == 0
-    assert await _pending(daemon, "turns") == [q1, q2, q3]
+    assert await _pending(daemon, "turns", cid) == [q1, q2, q3]
 
     first = await _reply(
         daemon,
@@ -72,8 +78,8 @@ async def test_a_reply_acknowledges_what_it_answers_and_a_retry_acknowledges_not
         ack_message_ids=[q1, q2, q2],
     )
     assert (first.published, first.deduplicated, first.acknowledged) == (True, False, 2)
-    assert await _pending(daemon, "turns") == [q3]
-    assert await _pending(daemon, "other") == [q1, q2, q3]  # consumers stay independent
+    assert await _pending(daemon, "turns", cid) == [q3]
+    assert await _pending(daemon, "other", cid) == [q1, q2, q3]  # consumers stay independent
 
     # The same key and the same list: the first answer, nothing new sent or acknowledged.
     again = await _reply(
@@ -89,7 +95,7 @@ async def test_a_reply_acknowledges_what_it_answers_and_a_retry_acknowledges_not
         True,
         2,
     )
-    assert await _pending(daemon, "turns") == [q3]
+    assert await _pending(daemon, "turns", cid) == [q3]
     # The same key with another list: still one message; the ids it names are
     # acknowledged as Ack would (a message never handed to a consumer included).
     other = await _reply(
@@ -105,8 +111,8 @@ async def test_a_reply_acknowledges_what_it_answers_and_a_retry_acknowledges_not
         True,
         1,
     )
-    assert await _pending(daemon, "fresh") == [q1, q2]
-    assert await _pending(daemon, "turns") == [q3]
+    assert await _pending(daemon, "fresh", cid) == [q1, q2]
+    assert await _pending(daemon, "turns", cid) == [q3]
 
     last = await _reply(daemon, conversation_id=cid, text="after", key="after")
     texts = await _texts_through(alice, cid, last.message_id)
@@ -118,7 +124,7 @@ async def test_a_refused_reply_acknowledges_nothing(daemon: DaemonProcess, alice
     acks = {"ack_consumer": "turns", "ack_message_ids": [q1, q2]}
 
     async def refused_with(second_id: str) -> None:
-        await _reply(daemon, conversation_id=cid, text="t", key="k", ack_consumer="turns",
+        await _reply(daemon, conversation_id=cid, text="t", key="refused", ack_consumer="turns",
                      ack_message_ids=[q1, second_id])  # fmt: skip
 
     # Refused by the proto's rules at the edge.
@@ -127,23 +133,23 @@ async def test_a_refused_reply_acknowledges_nothing(daemon: DaemonProcess, alice
     assert bad.value.field == "ackMessageIds"
     # Refused by the core before the claim (data that is not JSON, over gRPC).
     with pytest.raises(InvalidArgument):
-        await _reply(daemon, conversation_id=cid, data_json="{not json", key="k", **acks)
+        await _reply(daemon, conversation_id=cid, data_json="{not json", key="refused", **acks)
     # An id never received refuses the whole call: nothing acknowledged, no key claimed.
     with pytest.raises(NotFound) as unknown:
         await refused_with("ab" * 32)
     assert unknown.value.reason == "unknown_message"
-    assert await _pending(daemon, "turns") == [q1, q2]
+    assert await _pending(daemon, "turns", cid) == [q1, q2]
     assert not (await daemon.status()).outbox
     # A key first used for other content is a conflict: nothing acknowledged.
-    await _reply(daemon, conversation_id=cid, text="first", key="used")
+    await _reply(daemon, conversation_id=cid, text="first", key="used-first")
     with pytest.raises(Conflict):
-        await _reply(daemon, conversation_id=cid, data_json='{"a": 1}', key="used", **acks)
-    assert await _pending(daemon, "turns") == [q1, q2]
+        await _reply(daemon, conversation_id=cid, data_json='{"a": 1}', key="used-first", **acks)
+    assert await _pending(daemon, "turns", cid) == [q1, q2]
 
     # The key refused for an unknown id was never claimed: it sends now, once.
-    sent = await _reply(daemon, conversation_id=cid, text="t", key="k", **acks)
+    sent = await _reply(daemon, conversation_id=cid, text="t", key="refused", **acks)
     assert (sent.deduplicated, sent.acknowledged) == (False, 2)
-    assert await _pending(daemon, "turns") == []
+    assert await _pending(daemon, "turns", cid) == []
     texts = await _texts_through(alice, cid, sent.message_id)
     assert texts == ["first", "t"]
 
@@ -164,7 +170,7 @@ async def test_a_reply_waiting_in_the_outbox_still_acknowledges(
     # The claim committed: the reply is durably the outbox's to deliver, so the
     # message it answers is acknowledged though the publication failed.
     assert (waiting.published, waiting.acknowledged) == (False, 1)
-    assert await _pending(daemon, "turns") == []
+    assert await _pending(daemon, "turns", cid) == []
     assert [o.key for o in (await daemon.status()).outbox] == ["reply:q1"]
     devnet_node.faults.clear()
 
@@ -172,7 +178,7 @@ async def test_a_reply_waiting_in_the_outbox_still_acknowledges(
         return not (await daemon.status()).outbox
 
     await until(delivered)
-    last = await _reply(daemon, conversation_id=cid, text="after", key="after")
+    last = await _reply(daemon, conversation_id=cid, text="after", key="after-waiting")
     assert await _texts_through(alice, cid, last.message_id) == ["yes, eventually", "after"]
 
 
@@ -198,8 +204,8 @@ async def test_a_kill9_right_after_the_replys_transaction_keeps_the_reply_and_th
             await task
         await daemon.restart_without_failpoint()
         # Both survived: the messages are not handed out again...
-        assert await _pending(daemon, "turns") == []
-        assert await _pending(daemon, "other") == [q1, q2]
+        assert await _pending(daemon, "turns", cid) == []
+        assert await _pending(daemon, "other", cid) == [q1, q2]
         # ...and the retried call answers as the first would, sending nothing new.
         again = await _reply(
             daemon, conversation_id=cid, text="regenerated", key="reply:q2", **acks

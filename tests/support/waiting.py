@@ -45,14 +45,23 @@ async def until_parked(*tasks: asyncio.Task[Any], timeout: float = WAIT_S) -> No
 
 
 async def receive_n(
-    client: ConeClient, n: int, consumer: str = "", timeout: float = WAIT_S
+    client: ConeClient,
+    n: int,
+    consumer: str = "",
+    timeout: float = WAIT_S,
+    conversation: str = "",
 ) -> list[pb.Message]:
-    """Long-poll until `n` messages are pending for the consumer (without acking)."""
+    """Long-poll until `n` messages are pending for the consumer (without acking);
+    with `conversation`, `n` of that conversation's, and only those (a daemon shared
+    by a module's tests holds the others' too)."""
     async with asyncio.timeout(timeout):
         while True:
             batch = await client.receive(consumer=consumer, limit=1000, wait_ms=2000)
-            if len(batch.messages) >= n:
-                return list(batch.messages)
+            got = [
+                m for m in batch.messages if m.conversation_id == conversation or not conversation
+            ]
+            if len(got) >= n:
+                return got
 
 
 async def accept_request(client: ConeClient, conversation_id: str) -> None:
