@@ -28,7 +28,6 @@ from cone.engine._children import DatabaseChild
 from cone.engine._client import wallet_address
 from cone.engine._cutover import Cutover
 from cone.engine._database import Database
-from cone.engine._download import download
 from cone.engine._echoes import ConsentEchoes, Echoes
 from cone.engine._network import Network
 from cone.engine._node import NodeProbe
@@ -281,6 +280,10 @@ class Engine:
     async def fetch_attachment(self, reference: Mapping[str, Any]) -> bytes:
         """A remote attachment downloaded, checked and decrypted: its envelope
         (cone/engine/_download.py, under the daemon's policy for a peer's URL)."""
+        # Imported here: aiohttp takes ~0.15 s to load, which every start of a daemon
+        # or a one-shot command would pay for the rare remote attachment.
+        from cone.engine._download import download
+
         return await download(reference)
 
     # --- streams ----------------------------------------------------------------
