@@ -122,9 +122,9 @@ class StatusReport:
             )
         if intake.last_sync_error:
             warnings.append(f"the last sync failed: {intake.last_sync_error}")
-        if intake.ingestor.healed:
+        if intake.ingestor.reconciler.healed:
             warnings.append(
-                f"reconciliation has ingested {intake.ingestor.healed} message(s) that ingest "
+                f"reconciliation has ingested {intake.ingestor.reconciler.healed} message(s) that ingest "
                 "had missed (see the log); please report it"
             )
         if self._restore_fence.forked:
@@ -150,7 +150,7 @@ class StatusReport:
             identity_updates=updates,
             outbox=await self._outbox.unsettled(),
             warnings=warnings,
-            ingest_healed=intake.ingestor.healed,
+            ingest_healed=intake.ingestor.reconciler.healed,
             network=network,
             requests_dropped=dropped,
         )

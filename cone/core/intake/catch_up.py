@@ -114,7 +114,9 @@ class CatchUp:
                     if listing is None:  # the failed sync's listing, or a fresh one
                         listing = await self.list(max_age_s=self._interval_s)
                     # A kept listing (`current` false) records no conversation.
-                    await self._ingestor.reconcile(full=False, listing=listing, current=current)
+                    await self._ingestor.reconciler.reconcile(
+                        full=False, listing=listing, current=current
+                    )
             except Exception:  # the loop's boundary: a failed pass must not end catch-up
                 log.exception("catch-up failed unexpectedly; trying again next period")
             took = time.monotonic() - started

@@ -112,7 +112,8 @@ class Ingestor:
         )
         # libxmtp's conversation listing, fresh (the intake's: one listing at a time).
         self.lister = lister or engine.conversations
-        self._reconciler = Reconciler(
+        # What ingest missed, found by comparing with libxmtp (callers use it directly).
+        self.reconciler = Reconciler(
             store,
             engine,
             self._committer,
@@ -122,14 +123,9 @@ class Ingestor:
             on_new=on_new,
         )
 
-    @property
-    def healed(self) -> int:
-        """How many messages reconciliation has ingested that ingest had missed."""
-        return self._reconciler.healed
-
     async def start(self) -> None:
         """Load the healed count and start the worker."""
-        await self._reconciler.load()
+        await self.reconciler.load()
         self._task = asyncio.create_task(self._run(), name="ingest")
 
     async def stop(self) -> None:
@@ -355,25 +351,6 @@ class Ingestor:
             else:
                 new += len(await self._committer.commit(cid, raws, floor_ns=floor_ns))
         return new
-
-    # --- reconciliation (cone/core/intake/reconciliation.py) ------------------------------
-
-    async def reconcile(
-        self,
-        *,
-        full: bool,
-        listing: list[ListedConversation] | None = None,
-        current: bool = True,
-    ) -> int:
-        """Compare libxmtp's messages with what cone has read; ingest and report what
-        is missing (`Reconciler.reconcile`). Returns how many messages were healed."""
-        return await self._reconciler.reconcile(full=full, listing=listing, current=current)
-
-    async def reconcile_all(self, listing: list[ListedConversation] | None = None) -> int:
-        """Every message of every conversation (of `listing`, when the caller has
-        libxmtp's listing) against what cone has read, a page at a time
-        (`Reconciler.reconcile_all`). Returns how many messages were healed."""
-        return await self._reconciler.reconcile_all(listing)
 
 
 __all__ = ["MAX_HELD", "MAX_RETRY_S", "READ_MARGIN_NS", "RETRY_S", "Ingestor"]

@@ -200,7 +200,7 @@ class Intake:
             # conversations is about a second of libxmtp's): a conversation made since
             # is read by ingest as usual, and whole by the next start's pass.
             listing = await self.catch_up.list(max_age_s=RECONCILE_LISTING_AGE_S)
-            await self.ingestor.reconcile_all(listing)
+            await self.ingestor.reconciler.reconcile_all(listing)
         except Exception:  # its boundary: the next start tries again
             log.exception("the full reconciliation failed; the next start runs it again")
 

@@ -99,7 +99,7 @@ async def test_a_group_update_taken_in_has_the_details_read_again_once(
     assert len(asked.asked) == 2
 
     # Read again by the start's full reconciliation, an update counts nothing.
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     await _listed(core)
     assert len(asked.asked) == 2
 

@@ -85,14 +85,14 @@ async def test_the_pass_skips_a_conversation_stored_nothing_in_since_its_mark(
     core: Core, engine: FakeEngine
 ) -> None:
     quiet, busy, _, bob = await _two_read(core, engine)
-    await core.intake.ingestor.reconcile_all()  # no marks: both read whole
+    await core.intake.ingestor.reconciler.reconcile_all()  # no marks: both read whole
     assert sorted(engine.reads) == sorted([quiet, busy])
     first = await core.store.read(reconciled.marks)
     engine.reads.clear()
     engine.incoming(busy, bob, "three")  # stamped now: above the mark
 
     began = time.time_ns()
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     assert engine.reads == [busy]
     assert engine.stamp_reads == 1
     marks = await core.store.read(reconciled.marks)
@@ -111,30 +111,30 @@ async def test_a_gap_in_a_skipped_conversation_waits_for_its_whole_read(
     pass's than it was the pass read from the mark's: the catch-up's count check, or
     the next whole read, finds it. Stamps only say whether a read would find anything."""
     quiet, _, alice, _ = await _two_read(core, engine)
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     missed = engine.incoming(quiet, alice, "missed")
     engine.held[quiet].messages[-1] = dataclasses.replace(missed, inserted_at_ns=1)
     engine.reads.clear()
 
-    assert await core.intake.ingestor.reconcile_all() == 0
+    assert await core.intake.ingestor.reconciler.reconcile_all() == 0
     assert engine.reads == []
     await core.store.write(lambda conn: conn.execute("DELETE FROM reconciled"))
-    assert await core.intake.ingestor.reconcile_all() == 1  # whole: healed
+    assert await core.intake.ingestor.reconciler.reconcile_all() == 1  # whole: healed
 
 
 async def test_without_stamps_the_pass_reads_each_conversation_from_its_mark(
     core: Core, engine: FakeEngine
 ) -> None:
     await _two_read(core, engine)
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     engine.reads.clear()
     engine.stamps_readable = False
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     assert len(engine.reads) == 2
 
 
 async def test_a_first_pass_reads_no_stamps(core: Core, engine: FakeEngine) -> None:
     """Every conversation is read whole the first time: the stamps would skip none."""
     await _two_read(core, engine)
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     assert engine.stamp_reads == 0

@@ -104,7 +104,7 @@ async def test_listings_run_one_at_a_time_and_a_waiting_caller_shares_the_next(
     assert gated.running == 1
     others = [
         asyncio.create_task(core.intake.ingestor.ingest_all()),
-        asyncio.create_task(core.intake.ingestor.reconcile_all()),
+        asyncio.create_task(core.intake.ingestor.reconciler.reconcile_all()),
         asyncio.create_task(core.intake.catch_up.list()),
     ]
     await _settle()  # each has asked for its listing by now
@@ -136,10 +136,10 @@ async def test_the_full_reconciliation_heals_exactly_what_ingest_missed(
     missed = engine.incoming(cid, alice, "missed")
     engine.held[cid].messages[-1] = dataclasses.replace(missed, inserted_at_ns=1)
 
-    assert await core.intake.ingestor.reconcile_all() == 1
+    assert await core.intake.ingestor.reconciler.reconcile_all() == 1
     assert await core.store.read(inbox.known_count, cid) == 6
     assert await core.store.read(inbox.known_ids, [missed.id]) == {missed.id}
-    assert await core.intake.ingestor.reconcile_all() == 0
+    assert await core.intake.ingestor.reconciler.reconcile_all() == 0
 
 
 async def test_a_group_update_has_its_setting_read_when_taken_in_not_when_read_again(
@@ -162,10 +162,10 @@ async def test_a_group_update_has_its_setting_read_when_taken_in_not_when_read_a
     monkeypatch.setattr(engine.groups, "disappearing", disappearing)
     await core.intake.ingestor.ingest_all()
     assert asked == [[cid]]
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     assert asked == [[cid]]
     engine.group_update(cid, alice)  # one ingest missed: the pass takes it
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     assert asked == [[cid], [cid]]
 
 
@@ -191,7 +191,7 @@ async def test_the_full_reconciliation_reads_a_failed_conversation_again(
             yield page
 
     monkeypatch.setattr(engine, "message_pages", overrun_twice)
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     assert reads[flaky] == 3
     assert await core.store.read(inbox.known_count, flaky) == 1
     assert await core.store.read(inbox.known_count, steady) == 1
@@ -224,7 +224,7 @@ async def test_a_conversation_that_keeps_failing_is_left_to_the_next_start(
 
     monkeypatch.setattr(engine, "message_pages", failing)
     began = time.time_ns()
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     assert tries == 2
     assert await core.store.read(inbox.known_count, broken) == 0
     marks = await core.store.read(reconciled.marks)
@@ -233,5 +233,5 @@ async def test_a_conversation_that_keeps_failing_is_left_to_the_next_start(
     assert began <= marks[steady].whole_ns == marks[steady].through_ns + READ_MARGIN_NS
 
     failing_now = False
-    await core.intake.ingestor.reconcile_all()
+    await core.intake.ingestor.reconciler.reconcile_all()
     assert read_from == {broken: 0, steady: marks[steady].through_ns}

@@ -60,7 +60,7 @@ async def test_the_window_check_of_a_big_store_takes_a_message_the_sync_missed_w
         _, peer = engine.peer(name)
         cids.append((engine.dm(peer), peer))
     await core.intake.ingestor.ingest_all()
-    core.intake.ingestor._reconciler._window_turns = WindowTurns(_id, all_up_to=1, rounds=2)
+    core.intake.ingestor.reconciler._window_turns = WindowTurns(_id, all_up_to=1, rounds=2)
     # In libxmtp's database, neither streamed nor read (as a type the listing hides).
     for cid, peer in cids:
         engine.incoming(cid, peer, "late")
@@ -68,7 +68,7 @@ async def test_the_window_check_of_a_big_store_takes_a_message_the_sync_missed_w
     async def known() -> list[int]:
         return [await core.store.read(inbox.known_count, cid) for cid, _ in cids]
 
-    await core.intake.ingestor.reconcile(full=False)
+    await core.intake.ingestor.reconciler.reconcile(full=False)
     assert sorted(await known()) == [0, 1, 1]  # a turn of two of the three
-    await core.intake.ingestor.reconcile(full=False)
+    await core.intake.ingestor.reconciler.reconcile(full=False)
     assert await known() == [1, 1, 1]  # the rest in the next turn, each once
