@@ -8,7 +8,6 @@ circle that only the type checker or a late import keeps working is still a circ
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
 from pathlib import Path
 
 import cone
@@ -162,13 +161,10 @@ def upward(
     return sorted(out)
 
 
-def _within(names: Iterable[str], prefix: str) -> list[str]:
-    return [n for n in names if n == prefix or n.startswith(prefix + ".")]
-
-
-def test_the_core_has_no_import_circle() -> None:
-    core = [c for c in circles(graph()) if _within(c, "cone.core")]
-    assert core == []
+def test_cone_has_no_import_circle() -> None:
+    # Type-only imports count: a module that needs another's type only for an
+    # annotation names a Protocol of what it uses (cone/commands/_tail.py).
+    assert circles(graph()) == []
 
 
 def test_the_core_imports_down_its_floors() -> None:
@@ -178,15 +174,6 @@ def test_the_core_imports_down_its_floors() -> None:
 def test_only_the_daemon_imports_the_host() -> None:
     importers = sorted(a for a, bs in graph().items() if "cone.core.service" in bs)
     assert [a for a in importers if not a.startswith(("cone.daemon.", "cone.startup"))] == []
-
-
-def test_the_circles_known_outside_the_core_are_all_there_are() -> None:
-    # Named, so a new one fails here (they are outside the core's floors).
-    assert circles(graph()) == [
-        ["cone.commands._tail", "cone.commands.command"],
-        ["cone.devnet.control", "cone.devnet.server"],
-        ["cone.devnet.cutover", "cone.devnet.faults"],
-    ]
 
 
 def main() -> None:

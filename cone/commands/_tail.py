@@ -16,13 +16,14 @@ too (a message arriving while tail starts, or taken in by a core tail itself sta
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import IO, Any, Final, Protocol
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -30,8 +31,14 @@ from cone import limits
 from cone.commands import _render
 from cone.errors import Unavailable
 
-if TYPE_CHECKING:
-    from cone.commands.command import Context
+
+class Context(Protocol):
+    """What tailing reads of a command's run (`cone.commands.command.Context`, which
+    calls this module)."""
+
+    args: argparse.Namespace
+    out: IO[str]
+
 
 JsonObject = dict[str, Any]
 Call = Callable[..., Awaitable[JsonObject]]

@@ -12,24 +12,34 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import grpc
 import grpc.aio
 from grpc_reflection.v1alpha import reflection
 
+from cone.devnet.faults import Faults
+from cone.devnet.stats import Stats
 from cone.errors import InvalidArgument, StateError
 from conepb.devnet.v1 import control_pb2 as pb
 from conepb.devnet.v1 import control_pb2_grpc as pb_grpc
 
-if TYPE_CHECKING:
-    from cone.devnet.server import Devnet
+
+class Controlled(Protocol):
+    """What DevnetControl steers and reads of a running devnet (`Devnet`, which
+    serves this module)."""
+
+    faults: Faults
+    stats: Stats
+
+    @property
+    def open_streams(self) -> int: ...
 
 
 class ControlService(pb_grpc.DevnetControlServicer):
     """DevnetControl over one running devnet."""
 
-    def __init__(self, devnet: Devnet) -> None:
+    def __init__(self, devnet: Controlled) -> None:
         self._devnet = devnet
 
     async def DropStreams(
@@ -91,7 +101,7 @@ def status_code(value: int | str) -> grpc.StatusCode:
 
 
 async def serve(
-    path: str, devnet: Devnet, interceptor: grpc.aio.ServerInterceptor
+    path: str, devnet: Controlled, interceptor: grpc.aio.ServerInterceptor
 ) -> grpc.aio.Server:
     """Serve DevnetControl for `devnet` on the Unix socket `path`."""
     _claim(path)

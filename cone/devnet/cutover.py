@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from cone.errors import InvalidArgument
 from conepb.xmtpmigration import migration_pb2, migration_pb2_grpc
 
 if TYPE_CHECKING:
     from google.protobuf import empty_pb2
-
-    from cone.devnet.faults import Faults
 
 #: The cutover time while none is set: the largest signed 64-bit value, as libxmtp's
 #: own local setup starts xmtp-node-go (`--api.d14n-cutover-ns=9223372036854775807`)
@@ -58,10 +56,17 @@ def format_time(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).isoformat().replace("+00:00", "Z")
 
 
+class HoldsCutover(Protocol):
+    """What holds the cutover time (`Faults`, which imports this module)."""
+
+    @property
+    def cutover_ns(self) -> int: ...
+
+
 class MigrationService(migration_pb2_grpc.D14nMigrationApiServicer):
     """`D14nMigrationApi` on the V3 side: the cutover time `Faults` holds."""
 
-    def __init__(self, faults: Faults) -> None:
+    def __init__(self, faults: HoldsCutover) -> None:
         self._faults = faults
 
     async def FetchD14nCutover(
