@@ -15,6 +15,7 @@ environment variable, then the default.
 | remote files   | —                   | `CONE_ATTACHMENT_ALLOW_LOCAL` | off: only public `https://` URLs are downloaded |
 | download bound | —                   | `CONE_ATTACHMENT_TIMEOUT_S` | 60 seconds a remote attachment        |
 | preface bound  | —                   | `CONE_PREFACE_TIMEOUT_S` | 10 seconds for the rest of a begun HTTP/2 preface on `cone.sock` |
+| stop bound     | —                   | `CONE_STOP_BOUND_S` | 10 seconds from the first SIGTERM/SIGINT to a forced exit |
 | request budget | —                   | `CONE_REQUEST_SENDER_MESSAGES`, `CONE_REQUEST_SENDER_BYTES`, `CONE_REQUEST_TOTAL_MESSAGES`, `CONE_REQUEST_TOTAL_BYTES` | 200 messages and 2 MiB per sender, 5,000 and 64 MiB in all (`cone.limits.RequestBudget`) |
 | devnet state   | `cone devnet --db`  | —                  | `devnet/PORT.db` in the XDG state dir's `cone` (`--ephemeral`: memory) |
 
