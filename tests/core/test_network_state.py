@@ -142,13 +142,16 @@ async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sen
                 assert entry.next_attempt_at.ToSeconds() - time.time() > 200  # 5 minutes
             assert [o.key for o in (await daemon.status()).outbox] in ([], ["q1"])  # no new key
 
-            text = await cone_cli(["status", "--home", str(home)])
+            where = ["--home", str(home)]
+            text, as_json, sent = await asyncio.gather(  # independent: side by side
+                cone_cli(["status", *where]),
+                cone_cli(["status", *where, "--json"]),
+                cone_cli(["send", contact.conversation_id, "hi", *where]),
+            )
             assert "IDENTITY UNKNOWN (the node does not know this identity: node reset? " in (
                 text.out
             )
-            doc = (await cone_cli(["status", "--home", str(home), "--json"])).json()
-            assert doc["networkState"] == "identity_unknown"
-            sent = await cone_cli(["send", contact.conversation_id, "hi", "--home", str(home)])
+            assert as_json.json()["networkState"] == "identity_unknown"
             assert sent.code == 4 and "node reset? wrong network?" in sent.err
             assert "ClientError" not in sent.err and "Api Stats" not in sent.err
     finally:
