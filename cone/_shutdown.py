@@ -3,8 +3,8 @@
 The first signal sets `requested` (the command stops cleanly: closes its sessions,
 stops the core, closes the store) and cancels work started with `unless_requested`
 (starting the core, which can wait on the network for minutes). If the process is
-still alive `STOP_BOUND_S` later, it exits at once with `os._exit`, whatever is in
-flight; so does a second signal. A hard exit loses nothing committed: every store
+still alive `STOP_BOUND_S` later (`CONE_STOP_BOUND_S` changes it), it exits at once
+with `os._exit`, whatever is in flight; so does a second signal. A hard exit loses nothing committed: every store
 write is one SQLite transaction with synchronous=FULL, so it is the `kill -9` of the
 durability table (docs/guarantees.md).
 
@@ -33,10 +33,14 @@ from collections.abc import Awaitable
 from types import FrameType, TracebackType
 from typing import Any, Final, TypeVar
 
+from cone.config import seconds_from_environment
+
 T = TypeVar("T")
 
 #: Seconds from the first SIGTERM or SIGINT to the process's exit, at most.
 STOP_BOUND_S: Final = 10.0
+#: The environment variable that changes it (tests shorten it: cone/config.py).
+STOP_BOUND_ENV: Final = "CONE_STOP_BOUND_S"
 SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
 # What the watcher reads for a stop the process asked for (no signal's number).
 _REQUESTED: Final = 0
@@ -72,9 +76,10 @@ def _ignore(signum: int, frame: FrameType | None) -> None:
 class Shutdown:
     """`async with Shutdown("daemon") as shutdown:` around a command's whole run."""
 
-    def __init__(self, command: str, bound_s: float = STOP_BOUND_S) -> None:
+    def __init__(self, command: str, bound_s: float | None = None) -> None:
+        """`bound_s`: the stop bound (None: `CONE_STOP_BOUND_S`, else `STOP_BOUND_S`)."""
         self.command = command
-        self.bound_s = bound_s
+        self.bound_s = bound_s or seconds_from_environment(STOP_BOUND_ENV, STOP_BOUND_S)
         self.requested = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         self._interruptible: set[asyncio.Future[Any]] = set()
@@ -185,4 +190,4 @@ class Shutdown:
         os._exit(self._code)
 
 
-__all__ = ["SIGNALS", "STOP_BOUND_S", "Shutdown", "request_stop"]
+__all__ = ["SIGNALS", "STOP_BOUND_ENV", "STOP_BOUND_S", "Shutdown", "request_stop"]

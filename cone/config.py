@@ -14,6 +14,8 @@ environment variable, then the default.
 | catch-up period| —                   | `CONE_CATCHUP_S`   | 30 seconds between full syncs             |
 | remote files   | —                   | `CONE_ATTACHMENT_ALLOW_LOCAL` | off: only public `https://` URLs are downloaded |
 | download bound | —                   | `CONE_ATTACHMENT_TIMEOUT_S` | 60 seconds a remote attachment        |
+| preface bound  | —                   | `CONE_PREFACE_TIMEOUT_S` | 10 seconds for the rest of a begun HTTP/2 preface on `cone.sock` |
+| stop bound     | —                   | `CONE_STOP_BOUND_S` | 10 seconds from the first SIGTERM/SIGINT to a forced exit |
 | request budget | —                   | `CONE_REQUEST_SENDER_MESSAGES`, `CONE_REQUEST_SENDER_BYTES`, `CONE_REQUEST_TOTAL_MESSAGES`, `CONE_REQUEST_TOTAL_BYTES` | 200 messages and 2 MiB per sender, 5,000 and 64 MiB in all (`cone.limits.RequestBudget`) |
 | devnet state   | `cone devnet --db`  | —                  | `devnet/PORT.db` in the XDG state dir's `cone` (`--ephemeral`: memory) |
 
@@ -269,6 +271,13 @@ class Settings:
         if self.gateway_url:
             return self.gateway_url
         return self.api_url if NETWORKS[self.network].own_gateway else None
+
+
+def seconds_from_environment(name: str, default: float) -> float:
+    """The positive number of seconds the environment variable `name` gives, or
+    `default` when it is unset or empty (InvalidArgument when it is not one)."""
+    text = os.environ.get(name)
+    return _positive(text, name) if text else default
 
 
 def _positive(text: str, name: str) -> float:

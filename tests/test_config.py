@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cone.config import Settings
+from cone.config import Settings, seconds_from_environment
 from cone.errors import InvalidArgument
 from support.daemons import run_cone
 
@@ -76,3 +76,20 @@ async def test_a_first_start_without_its_gateway_names_the_gateway(tmp_path: Pat
         "cannot reach the XMTP gateway at http://127.0.0.1:1 to register this new identity"
         in err.decode()
     )
+
+
+def test_a_bound_from_the_environment_is_a_positive_number_of_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CONE_PREFACE_TIMEOUT_S", raising=False)
+    assert seconds_from_environment("CONE_PREFACE_TIMEOUT_S", 10.0) == 10.0
+    monkeypatch.setenv("CONE_PREFACE_TIMEOUT_S", "")
+    assert seconds_from_environment("CONE_PREFACE_TIMEOUT_S", 10.0) == 10.0
+    monkeypatch.setenv("CONE_PREFACE_TIMEOUT_S", "0.5")
+    assert seconds_from_environment("CONE_PREFACE_TIMEOUT_S", 10.0) == 0.5
+    for bad in ("0", "-1", "ten"):
+        monkeypatch.setenv("CONE_PREFACE_TIMEOUT_S", bad)
+        with pytest.raises(InvalidArgument) as refused:
+            seconds_from_environment("CONE_PREFACE_TIMEOUT_S", 10.0)
+        assert refused.value.field == "CONE_PREFACE_TIMEOUT_S"
+        assert "positive number of seconds" in refused.value.message

@@ -19,6 +19,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import cast
 
+from cone.config import seconds_from_environment
+
 log = logging.getLogger(__name__)
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -28,6 +30,8 @@ _EVERYTHING = 1 << 30
 # a client that stops part-way is closed rather than held forever. (Before its first
 # byte a connection may idle: a JSON-RPC client may open the socket and talk later.)
 PREFACE_TIMEOUT_S = 10.0
+#: The environment variable that changes it (tests shorten it: cone/config.py).
+PREFACE_TIMEOUT_ENV = "CONE_PREFACE_TIMEOUT_S"
 
 JsonHandler = Callable[[bytes, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -97,6 +101,7 @@ class SocketFront:
         self.path = path
         self.grpc_path = grpc_path
         self.json_handler = json_handler
+        self.preface_timeout_s = seconds_from_environment(PREFACE_TIMEOUT_ENV, PREFACE_TIMEOUT_S)
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -133,7 +138,7 @@ class SocketFront:
         if not head:
             return
         try:
-            async with asyncio.timeout(PREFACE_TIMEOUT_S):
+            async with asyncio.timeout(self.preface_timeout_s):
                 while len(head) < len(H2_PREFACE) and H2_PREFACE.startswith(head):
                     chunk = await reader.read(len(H2_PREFACE) - len(head))
                     if not chunk:

@@ -2,7 +2,7 @@
 a long pass stretches the wait before the next.
 
 A real core in this process over a real engine, store and devnet, catching up every
-0.3 s. The engine's `sync_all` and `conversations` are wrapped to note each call in
+0.3 s (0.1 s in the test of a long pass). The engine's `sync_all` and `conversations` are wrapped to note each call in
 order (instrumentation: the real calls run): a period is a sync and what follows it
 up to the next sync (cone/core/intake/relisting.py, docs/guarantees.md path 2).
 """
@@ -36,6 +36,8 @@ from support.peers import Peer, plain_group_options
 from support.waiting import until
 
 PERIOD_S = 0.3
+#: The interval of the test of a long pass's stretched wait.
+STRETCH_PERIOD_S = 0.1
 KEY = bytes(range(32))
 
 
@@ -75,7 +77,13 @@ class _Calls:
 
 
 @pytest.fixture
-async def core(devnet: str, tmp_path: Path, backend: str) -> AsyncIterator[Core]:
+def period_s() -> float:
+    """The core's catch-up interval (a test parametrizes it to change it)."""
+    return PERIOD_S
+
+
+@pytest.fixture
+async def core(devnet: str, tmp_path: Path, backend: str, period_s: float) -> AsyncIterator[Core]:
     """A core on the backend (V3 unless a test parametrizes it), not started."""
     engine = await Engine.open(
         api_url=devnet,
@@ -87,7 +95,7 @@ async def core(devnet: str, tmp_path: Path, backend: str) -> AsyncIterator[Core]
         child=xmtp_database,
     )
     store = Store.open(tmp_path / "cone.db", KEY)
-    core = Core(store, engine, "local", tmp_path / "xmtp.db3", catchup_interval_s=PERIOD_S)
+    core = Core(store, engine, "local", tmp_path / "xmtp.db3", catchup_interval_s=period_s)
     try:
         yield core
     finally:
@@ -234,8 +242,11 @@ async def test_a_conversation_made_while_the_streams_are_down_is_recorded(
     assert grew[1] >= 1  # one more conversation: listed again
 
 
+# A shorter interval: a long pass's wait is capped at 8 intervals, which this test
+# waits out between its passes (0.8 s each, not 2.4 s).
+@pytest.mark.parametrize("period_s", [STRETCH_PERIOD_S])
 async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(
-    core: Core, caplog: pytest.LogCaptureFixture
+    core: Core, caplog: pytest.LogCaptureFixture, period_s: float
 ) -> None:
     """The pacing (cone/core/intake/pacing.py) with the bad timing forced: each sync is held
     1 s longer than it takes, so every pass is long; the log says so once."""
@@ -262,8 +273,8 @@ async def test_a_long_catch_up_pass_stretches_the_wait_before_the_next(
     for (start, end), (after, _) in itertools.pairwise(passes[:3]):
         # The wait began when the pass ended, after its sync: at least the stretched
         # wait for a sync this long (the cap, 8 intervals, at this test's interval).
-        assert after - end >= next_wait(PERIOD_S, end - start) - 0.01
-        assert next_wait(PERIOD_S, end - start) > PERIOD_S
+        assert after - end >= next_wait(period_s, end - start) - 0.01
+        assert next_wait(period_s, end - start) > period_s
     # Said once while the passes stay long (every one of them is).
     said = [r.getMessage() for r in caplog.records[since:] if "catching up" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith("a catch-up took "), said

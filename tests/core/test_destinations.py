@@ -5,6 +5,7 @@ down."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -117,16 +118,22 @@ async def test_a_send_to_a_known_address_queues_while_the_node_is_down(
             await accept_request(daemon.client, bob_cid)
             assert await node.stop() == 0
 
-            offline_alice = await _send(daemon, alice.address, "offline to alice", "o-a")
-            offline_bob = await _send(daemon, bob.address, "offline to bob", "o-b")
+            async def to_a_stranger() -> None:
+                # An address cone has never met still needs the network: said, not queued.
+                with pytest.raises(Unavailable):
+                    await _send(daemon, carol.address, "to a stranger", "o-c")
+
+            # Side by side: each waits out libxmtp's own retries against the stopped node.
+            offline_alice, offline_bob, _ = await asyncio.gather(
+                _send(daemon, alice.address, "offline to alice", "o-a"),
+                _send(daemon, bob.address, "offline to bob", "o-b"),
+                to_a_stranger(),
+            )
             assert (offline_alice.published, offline_bob.published) == (False, False)
             assert offline_alice.conversation_id == to_alice.conversation_id
             assert offline_bob.conversation_id == bob_cid
             status = await daemon.client.call("Status", pb.StatusRequest())
-            assert sorted(o.key for o in status.outbox) == ["o-a", "o-b"]
-            # An address cone has never met still needs the network: said, not queued.
-            with pytest.raises(Unavailable):
-                await _send(daemon, carol.address, "to a stranger", "o-c")
+            assert sorted(o.key for o in status.outbox) == ["o-a", "o-b"]  # not "o-c"
 
             node = await DevnetProcess.start(tmp_path, "--db", db, "--port", str(node.port))
 

@@ -5,6 +5,7 @@ and on D14N alike (there the probe asks the node the gateway names, with D14N re
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -46,20 +47,25 @@ async def test_status_says_unreachable_as_soon_as_the_node_stops_and_reachable_w
             # On D14N the probe asks the gateway for its nodes first (as libxmtp does).
             asked = f"the gateway at {node.url}" if backend == "d14n" else "the node"
             assert f"({asked} does not answer (connection refused))" in warning, warning
-            text = await cone_cli(["status", "--home", str(home)])
+            # The commands side by side: the send waits out libxmtp's retries meanwhile.
+            where = ["--home", str(home)]
+            text, as_json, listed, *shown, sent = await asyncio.gather(
+                cone_cli(["status", *where]),
+                cone_cli(["status", *where, "--json"]),
+                cone_cli(["requests", *where, "--json"]),
+                cone_cli(["requests", *where]),
+                cone_cli(["conversations", *where]),
+                cone_cli(["send", wire.address(), "hi", *where]),
+            )
             assert text.code == 1, text.err  # unhealthy
             assert "network UNREACHABLE (the node does not answer now)" in text.out
             assert "  network     UNREACHABLE" in text.out
-            doc = (await cone_cli(["status", "--home", str(home), "--json"])).json()
-            assert doc["networkState"] == "unreachable"
+            assert as_json.json()["networkState"] == "unreachable"
             # Answers from the store say they may be stale, in JSON and in text.
-            listed = await cone_cli(["requests", "--home", str(home), "--json"])
             assert listed.json() == {"requests": [], "stale": True}
-            for command in (["requests"], ["conversations"]):
-                shown = await cone_cli([*command, "--home", str(home)])
-                assert shown.code == 0 and shown.err == ""
-                assert shown.out.splitlines()[-1] == STALE
-            sent = await cone_cli(["send", wire.address(), "hi", "--home", str(home)])
+            for one in shown:
+                assert one.code == 0 and one.err == ""
+                assert one.out.splitlines()[-1] == STALE
             assert "ClientError" not in sent.out + sent.err
             assert "tcp connect error" not in sent.out + sent.err
 
@@ -136,13 +142,16 @@ async def test_a_node_that_forgot_the_identity_is_named_in_status_and_in_the_sen
                 assert entry.next_attempt_at.ToSeconds() - time.time() > 200  # 5 minutes
             assert [o.key for o in (await daemon.status()).outbox] in ([], ["q1"])  # no new key
 
-            text = await cone_cli(["status", "--home", str(home)])
+            where = ["--home", str(home)]
+            text, as_json, sent = await asyncio.gather(  # independent: side by side
+                cone_cli(["status", *where]),
+                cone_cli(["status", *where, "--json"]),
+                cone_cli(["send", contact.conversation_id, "hi", *where]),
+            )
             assert "IDENTITY UNKNOWN (the node does not know this identity: node reset? " in (
                 text.out
             )
-            doc = (await cone_cli(["status", "--home", str(home), "--json"])).json()
-            assert doc["networkState"] == "identity_unknown"
-            sent = await cone_cli(["send", contact.conversation_id, "hi", "--home", str(home)])
+            assert as_json.json()["networkState"] == "identity_unknown"
             assert sent.code == 4 and "node reset? wrong network?" in sent.err
             assert "ClientError" not in sent.err and "Api Stats" not in sent.err
     finally:

@@ -29,6 +29,8 @@ from cone.errors import ConeError
 from cone.rules import field_rules
 from cone.schema import json_name, methods, tools
 from support.daemons import DaemonProcess
+from support.peers import Peer
+from support.waiting import until
 
 from ._mcp import mcp_session
 from ._serve import RpcError, ServeProcess
@@ -347,11 +349,27 @@ async def _mcp(session: ClientSession, case: Case) -> Verdict:
     return (True, found["field"])
 
 
-@pytest.mark.slow
-async def test_grpc_json_rpc_and_mcp_give_the_same_verdict(home: Path, devnet: str) -> None:
+async def _one_message_pending(serve: ServeProcess, peer: Peer) -> None:
+    """A message from `peer` pending in an accepted conversation: every receive and
+    peek then answers at once, so a wait the rules accept (up to `waitMs` at its
+    maximum) is answered rather than waited out."""
+    contact = (await serve.call("connect", {"to": peer.address}))["contact"]
+    await peer.sync()
+    await peer.send(peer.conversation(bytes.fromhex(contact["conversationId"])), "pending")
+
+    async def arrived() -> bool:
+        return bool((await serve.call("peek"))["messages"])
+
+    await until(arrived)
+
+
+async def test_grpc_json_rpc_and_mcp_give_the_same_verdict(
+    home: Path, devnet: str, alice: Peer
+) -> None:
     cases = all_cases()
     async with ServeProcess(home, devnet) as serve:
         await serve.call("identity")  # serve now hosts the core and serves cone.sock
+        await _one_message_pending(serve, alice)
         async with ConeClient(home / "cone.sock") as client, mcp_session(home, devnet) as mcp:
             gate = asyncio.Semaphore(6)
 

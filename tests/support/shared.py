@@ -13,7 +13,8 @@ per backend, started again if a test left it killed, and the devnet's faults are
 cleared after each test. What a test keeps must not collide with another's on the
 daemon: its send keys are its own, and what it leaves pending it does not read as
 its own (a new peer's conversation, a consumer of its own). A test that damages the
-daemon's state directory takes `own_daemon` instead.
+daemon's state directory takes `own_daemon` instead. A module whose daemons need an
+environment of their own (a shortened bound) overrides the `daemon_env` fixture.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ def devnet_node(shared_devnet_node: Devnet) -> Iterator[Devnet]:
 class Daemons:
     """The module's daemons, one per backend, started on first use."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, env: dict[str, str] | None = None) -> None:
         self._url = url
+        self._env = env or {}
         self._started: dict[str, tuple[DaemonProcess, dict[str, str]]] = {}
         self._homes: list[Path] = []
 
@@ -65,7 +67,7 @@ class Daemons:
             home = short_home()
             self._homes.append(home)
             gateway = self._url if backend == "d14n" else None
-            daemon = DaemonProcess(home, self._url, gateway_url=gateway)
+            daemon = DaemonProcess(home, self._url, self._env, gateway_url=gateway)
             self._started[backend] = (daemon, dict(daemon.env))
             await daemon.start()
             return daemon
@@ -82,10 +84,16 @@ class Daemons:
             shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def daemon_env() -> dict[str, str]:
+    """What the module's daemons add to the environment (none unless it overrides this)."""
+    return {}
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def daemons(shared_devnet_node: Devnet) -> AsyncIterator[Daemons]:
+async def daemons(shared_devnet_node: Devnet, daemon_env: dict[str, str]) -> AsyncIterator[Daemons]:
     """The module's daemons, stopped at its end."""
-    pool = Daemons(shared_devnet_node.url)
+    pool = Daemons(shared_devnet_node.url, daemon_env)
     try:
         yield pool
     finally:
@@ -138,4 +146,12 @@ async def alice(devnet: str, tmp_path: Path, backend: str) -> Peer:
     return await Peer.create(devnet, tmp_path, "alice", d14n=backend == "d14n")
 
 
-__all__ = ["alice", "daemon", "daemons", "devnet_node", "own_daemon", "shared_devnet_node"]
+__all__ = [
+    "alice",
+    "daemon",
+    "daemon_env",
+    "daemons",
+    "devnet_node",
+    "own_daemon",
+    "shared_devnet_node",
+]
