@@ -4,9 +4,9 @@ The first signal sets `requested` (the command stops cleanly: closes its session
 stops the core, closes the store) and cancels work started with `unless_requested`
 (starting the core, which can wait on the network for minutes). If the process is
 still alive `STOP_BOUND_S` later (`CONE_STOP_BOUND_S` changes it), it exits at once
-with `os._exit`, whatever is in flight; so does a second signal. A hard exit loses nothing committed: every store
-write is one SQLite transaction with synchronous=FULL, so it is the `kill -9` of the
-durability table (docs/guarantees.md).
+with `os._exit`, whatever is in flight; so does a second signal. A hard exit loses
+nothing committed: every store write is one SQLite transaction with synchronous=FULL,
+so it is the `kill -9` of the durability table (docs/guarantees.md).
 
 The process itself may ask for the same stop (`request_stop`: the host found its
 store damaged): it is handled as a first signal, bound and second signal included.
