@@ -31,8 +31,8 @@ def ffi_text(text: str) -> bytes:
 async def _at_second(lo: float, hi: float) -> None:
     """Wait until the wall clock's second within the minute is in [lo, hi).
 
-    Time is this test's input: libxmtp 1.10's insert stamps jump back at every minute
-    boundary, so the bad timing is forced, not hoped for."""
+    Only for the probe of libxmtp in this process, whose clock a test cannot set; a
+    daemon's clock is set instead (support/daemon_clock.py)."""
     while True:
         second = time.time() % 60
         if lo <= second < hi:
