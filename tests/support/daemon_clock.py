@@ -33,6 +33,7 @@ from typing import Final
 
 import pytest
 
+from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
 from support.waiting import until
 
@@ -120,19 +121,21 @@ class DaemonClock:
     async def reach(self, daemon: DaemonProcess, lo: float, hi: float, after: float = 0.0) -> float:
         """Move the running daemon's clock forward into [lo, hi) of the minute (unless
         it is there) and wait until the daemon itself reports it: a sync it ended at a
-        time in that window, after the move (and after `after`). Returns that time."""
+        time in that window, after the move (and after `after`). Returns that time.
+        A machine too busy to sync within the window meets the next minute's."""
         if not lo <= self.second() < hi - 1:
             await self.forward_to(lo + 0.5)
         moved = max(self.now() - 0.5, after + 1e-6)
 
         async def synced_in_window() -> float | None:
+            # A sync asked for now, not the catch-up's next one: a busy machine that
+            # stretches the catch-up's period would make it miss the window.
+            await daemon.client.call("Sync", pb.SyncRequest())
             at = (await daemon.status()).last_sync_at
             seconds = at.seconds + at.nanos / 1e9
             return seconds if seconds >= moved and lo <= seconds % 60 < hi else None
 
-        # A catch-up syncs every 2 s (DaemonProcess sets CONE_CATCHUP_S): the daemon
-        # reads the file again within `_REREAD_S`; a busy machine may miss the window
-        # and meet the next minute's.
+        # The daemon reads the file again within `_REREAD_S`.
         synced = await until(synced_in_window, timeout=90)
         assert synced is not None
         return synced
