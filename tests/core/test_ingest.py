@@ -14,6 +14,7 @@ from cone.config import Paths
 from cone.core.intake.reconciliation import WHOLE_AGAIN_NS
 from cone.store import Connection, Store, StoredMessage, inbox, load_db_key
 from conepb.v1 import cone_pb2 as pb
+from support.daemon_clock import DaemonClock
 from support.daemons import DaemonProcess
 from support.peers import Peer
 from support.state import open_store, open_xmtp_db
@@ -30,8 +31,8 @@ def ffi_text(text: str) -> bytes:
 async def _at_second(lo: float, hi: float) -> None:
     """Wait until the wall clock's second within the minute is in [lo, hi).
 
-    Time is this test's input: libxmtp 1.10's insert stamps jump back at every minute
-    boundary, so the bad timing is forced, not hoped for."""
+    Only for the probe of libxmtp in this process, whose clock a test cannot set; a
+    daemon's clock is set instead (support/daemon_clock.py)."""
     while True:
         second = time.time() % 60
         if lo <= second < hi:
@@ -66,29 +67,51 @@ async def test_the_installed_libxmtp_stamps_inserts_ahead_of_the_clock(
     assert second - 1 < ahead_s < second + (after - before) / 1e9 + 1, (ahead_s, second)
 
 
-@pytest.mark.slow
 async def test_a_message_early_in_a_minute_after_one_late_in_the_last_arrives(
-    daemon: DaemonProcess, alice: Peer
+    home: Path, devnet: str, alice: Peer, tmp_path: Path
 ) -> None:
     """The stamp of the late one runs ~50 s ahead; the early ones are stamped lower.
-    Both the stream path and the read path (a restart's sync) must take them."""
-    dm = await _accepted_dm(daemon, alice)
-    await _at_second(48, 53)
-    await alice.send(dm, "late in the minute")
-    await receive_n(daemon.client, 1)
-    await daemon.stop()
-    await alice.send(dm, "sent while the daemon was down")
-    await _at_second(1, 8)
-    await daemon.restart()  # the restart's sync stores it early in the new minute
-    await alice.send(dm, "early in the next minute")
-    got = await receive_n(daemon.client, 3)
-    assert [m.text for m in got] == [
-        "late in the minute",
-        "sent while the daemon was down",
-        "early in the next minute",
-    ]
-    status = await daemon.client.call("Status", pb.StatusRequest())
-    assert status.ingest_healed == 0  # taken by the normal paths, not healed later
+    Both the stream path and the read path (a restart's sync) must take them. The
+    daemon's clock is the input (support/daemon_clock.py): no wait for a real minute."""
+    clock = DaemonClock.at_second(tmp_path, 46)
+    async with clock.daemon(home, devnet) as daemon:
+        dm = await _accepted_dm(daemon, alice)
+        await clock.reach(daemon, 48, 53)
+        await alice.send(dm, "late in the minute")
+        await receive_n(daemon.client, 1)
+        await daemon.stop()
+        await alice.send(dm, "sent while the daemon was down")
+        await clock.forward_to(1.5)  # the next minute, by the daemon's clock
+        await daemon.restart()  # the restart's sync stores it early in the new minute
+        await clock.reach(daemon, 1, 8)  # the daemon's own clock says so
+        await alice.send(dm, "early in the next minute")
+        got = await receive_n(daemon.client, 3)
+        assert [m.text for m in got] == [
+            "late in the minute",
+            "sent while the daemon was down",
+            "early in the next minute",
+        ]
+        status = await daemon.client.call("Status", pb.StatusRequest())
+        assert status.ingest_healed == 0  # taken by the normal paths, not healed later
+        await daemon.stop()
+    # The bad timing really happened: libxmtp's stamps fell back at the boundary.
+    stamps = _stamps_by_text(home)
+    late = stamps["late in the minute"]
+    assert late > stamps["sent while the daemon was down"], stamps
+    assert late > stamps["early in the next minute"], stamps
+
+
+def _stamps_by_text(home: Path) -> dict[str, int]:
+    """libxmtp's insert stamp of each text message in a stopped daemon's database."""
+    xmtp = open_xmtp_db(home)
+    try:
+        rows = xmtp.execute(
+            "SELECT decrypted_message_bytes, inserted_at_ns FROM group_messages WHERE kind = 1"
+        ).fetchall()
+    finally:
+        xmtp.close()
+    texts = ("late in the minute", "sent while the daemon was down", "early in the next minute")
+    return {t: stamp for body, stamp in rows for t in texts if t.encode() in bytes(body)}
 
 
 def _forget(
@@ -169,29 +192,34 @@ async def test_the_first_start_heals_messages_an_earlier_release_skipped(
     assert status.ingest_healed == 2
 
 
-@pytest.mark.slow
 async def test_a_catch_up_heals_a_gap_while_the_daemon_runs(
-    daemon: DaemonProcess, alice: Peer
+    home: Path, devnet: str, alice: Peer, tmp_path: Path
 ) -> None:
-    dm = await _accepted_dm(daemon, alice)
-    # Stored early in a minute, the stamps run only seconds ahead; by second 20 every
-    # read the daemon makes starts above them, so only reconciliation can find a gap.
-    await _at_second(0, 4)
-    for i in range(3):
-        await alice.send(dm, f"message {i}")
-    await receive_n(daemon.client, 3)
-    await _at_second(20, 30)
-    # Another connection to the live store removes one: a gap only reconciliation sees.
-    assert _forget(daemon.home, {"message 1"}, time.time_ns()) == 1
+    clock = DaemonClock.at_second(tmp_path, 58)
+    async with clock.daemon(home, devnet) as daemon:
+        dm = await _accepted_dm(daemon, alice)
+        # Stored early in a minute (the daemon's), the stamps run only seconds ahead; by
+        # second 20 every read the daemon makes starts above them, so only
+        # reconciliation can find a gap.
+        await clock.reach(daemon, 0, 4)
+        for i in range(3):
+            await alice.send(dm, f"message {i}")
+        await receive_n(daemon.client, 3)
+        seen = await clock.reach(daemon, 20, 30)
+        # The sync after that one began once the daemon's clock was there: its read
+        # and every later one start above the stamps.
+        await clock.reach(daemon, 20, 30, after=seen)
+        # Another connection to the live store removes one: a gap only reconciliation sees.
+        assert _forget(daemon.home, {"message 1"}, int(clock.now() * 1e9)) == 1
 
-    async def healed() -> pb.StatusResponse | None:
-        status = await daemon.client.call("Status", pb.StatusRequest())
-        return status if status.ingest_healed else None
+        async def healed() -> pb.StatusResponse | None:
+            status = await daemon.client.call("Status", pb.StatusRequest())
+            return status if status.ingest_healed else None
 
-    status = await until(healed)
-    assert status.ingest_healed == 1
-    got = await receive_n(daemon.client, 3)
-    assert sorted(m.text for m in got) == [f"message {i}" for i in range(3)]
+        status = await until(healed)
+        assert status.ingest_healed == 1
+        got = await receive_n(daemon.client, 3)
+        assert sorted(m.text for m in got) == [f"message {i}" for i in range(3)]
 
 
 async def test_receive_and_send_are_answered_before_a_slow_full_reconciliation_heals(

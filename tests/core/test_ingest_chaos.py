@@ -9,9 +9,10 @@ again after its ack; the lazy consumer's pending count equals the inbox; every k
 reached its peer exactly once; and reconciliation healed nothing (the normal paths
 took every message).
 
-CI runs the bounded form, which always crosses a minute boundary (libxmtp 1.10's
-insert stamps jump back there). `CONE_SOAK=1 pytest -m soak tests/core/test_ingest_chaos.py`
-runs five minutes.
+CI runs the bounded form, which always crosses a minute boundary of the daemon's clock
+(libxmtp 1.10's insert stamps jump back there): the clock is the test's input
+(support/daemon_clock.py), set 15 s before a boundary when the sending starts.
+`CONE_SOAK=1 pytest -m soak tests/core/test_ingest_chaos.py` runs five minutes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import random
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from cone.core import content
 from cone.devnet import Devnet
 from cone.errors import ConeError
 from conepb.v1 import cone_pb2 as pb
+from support.daemon_clock import DaemonClock
 from support.daemons import DaemonProcess
 from support.peers import Peer
 from support.waiting import until
@@ -41,13 +44,29 @@ LAZY = "lazy"
 KEYS = 40 if SOAK else 12
 
 
-def _sending_deadline() -> float:
-    """Ten seconds past the next minute boundary and at least 40 s away (or five
-    minutes for the soak, which crosses four boundaries or more)."""
-    now = time.time()
+#: The kills the bounded form sees at least while the peers send.
+KILLS = 5
+
+
+@pytest.fixture
+def clock(tmp_path: Path) -> DaemonClock:
+    """The daemon's clock, at a second the setup runs to before the sending starts."""
+    return DaemonClock.at_second(tmp_path, 30)
+
+
+@pytest.fixture
+async def daemon(home: Path, devnet: str, clock: DaemonClock) -> AsyncIterator[DaemonProcess]:
+    """The core's daemon (tests/core/conftest.py), on `clock`."""
+    async with clock.daemon(home, devnet) as d:
+        yield d
+
+
+def _sending_deadline(clock: DaemonClock) -> float:
+    """Ten seconds past the daemon's next minute boundary (or five minutes for the
+    soak, which crosses four boundaries or more), in real time."""
     if SOAK:
-        return now + 300
-    return max(now - now % 60 + 60 + 10, now + 40)
+        return time.time() + 300
+    return time.time() + (60 - clock.second()) + 10
 
 
 class Holder:
@@ -95,7 +114,7 @@ async def _published_by(peer: Peer, conversation_id: bytes) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(900 if SOAK else 420)
 async def test_every_inbound_message_reaches_every_consumer_exactly_once_under_chaos(
-    daemon: DaemonProcess, devnet_node: Devnet, tmp_path: Path
+    daemon: DaemonProcess, devnet_node: Devnet, tmp_path: Path, clock: DaemonClock
 ) -> None:
     rng = random.Random(11)
     holder = Holder(daemon)
@@ -137,14 +156,16 @@ async def test_every_inbound_message_reaches_every_consumer_exactly_once_under_c
     ]
     await daemon.client.receive(consumer=LAZY, limit=1)  # the lazy consumer exists, acks nothing
 
-    started = time.time()
-    deadline = _sending_deadline()
+    # 15 s before a minute boundary by the daemon's clock (which it reports).
+    started = await clock.reach(daemon, 45, 50)
+    deadline = _sending_deadline(clock)
     stop = asyncio.Event()  # ends the kills and faults
     drained_all = asyncio.Event()  # ends the consumers
 
     async def sender(peer: Peer, conversation: Any, n: int) -> None:
         i = 0
-        while time.time() < deadline:
+        # Until past the boundary, and through enough kills to mean something.
+        while time.time() < deadline or kills < KILLS:
             try:
                 await peer.send(conversation, f"{peer.name}-{n}-{i}")
             except Exception:  # an injected fault: this one may be lost by the peer; go on
@@ -219,7 +240,12 @@ async def test_every_inbound_message_reaches_every_consumer_exactly_once_under_c
         asyncio.create_task(agent()),
     ]
     await asyncio.gather(*(sender(p, c, n) for n, (p, c) in enumerate(conversations)))
-    assert time.time() // 60 > started // 60  # a minute boundary was crossed
+
+    async def synced_past_the_boundary() -> bool:  # the daemon's clock crossed it
+        at = (await holder.call("Status", pb.StatusRequest())).last_sync_at
+        return bool(at.seconds // 60 > started // 60)
+
+    await until(synced_past_the_boundary)
     await background[-1]  # the agent's keys
     stop.set()
     await asyncio.gather(*background[:2])
@@ -246,7 +272,7 @@ async def test_every_inbound_message_reaches_every_consumer_exactly_once_under_c
     await asyncio.gather(*background[2:4])
 
     status = await holder.call("Status", pb.StatusRequest())
-    assert kills >= (10 if SOAK else 5) and faults >= 5
+    assert kills >= (10 if SOAK else KILLS) and faults >= 5
     for name in ACKING:
         assert Counter(acked[name]) == Counter(expected), name
         assert set(handed[name]) == expected, name
