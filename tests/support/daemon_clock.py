@@ -5,27 +5,25 @@ its stamps jump back at every minute boundary (docs/ingest.md). A test that forc
 timing moves the daemon's clock to the second it needs instead of waiting for the wall
 clock to get there:
 
-    clock = DaemonClock.at_second(tmp_path, 46)      # skips without libfaketime
+    clock = DaemonClock.at_second(tmp_path, 46)      # skips without a C compiler
     async with clock.daemon(home, url) as daemon:     # a DaemonProcess on this clock
         await clock.reach(daemon, 48, 53)             # forward, then seen by the daemon
 
-libfaketime (Debian's `faketime`, preloaded) shifts the realtime clock of the daemon and
-its children (what Python, libxmtp's Rust and SQLite read) by the offset in a file this
-process writes; the monotonic clock, which timers and timeouts use, stays real. The
-clock only ever moves forward, as a real one does, and stays within `MAX_SKEW_S` of the
-real clock (the devnet and the peers keep real time): a move it cannot make at once is
-made up by waiting.
-
-libfaketime 0.9.10 breaks one call in a process it is preloaded into: `time.sleep`
-(and so `subprocess.run(timeout=...)`'s final wait) fails with EINVAL, so the daemon
-may log that its child-process work on libxmtp's database failed (the cursor index,
-the newest stamps); the daemon works on without it, as it does when that work fails.
+The daemon (and its children) preload `realtime_shift.c`, built here with the system's
+C compiler on first use: the realtime clock that Python, libxmtp's Rust and SQLite read
+is shifted by the offset in a file this process writes; the monotonic clock, which
+timers, sleeps and timeouts use, stays real. The clock only ever moves forward, as a
+real one does, and stays within `MAX_SKEW_S` of the real clock (the devnet and the
+peers keep real time): a move it cannot make at once is made up by waiting.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import sysconfig
+import shutil
+import subprocess
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -39,18 +37,28 @@ from support.waiting import until
 
 #: The most the daemon's clock is ahead of or behind the real one.
 MAX_SKEW_S: Final = 30.0
-#: How long the daemon keeps a read offset before reading the file again (libfaketime's
-#: cache, in seconds): a move is seen within about this long.
-_REREAD_S: Final = 1
+_SOURCE: Final = Path(__file__).with_name("realtime_shift.c")
 
 
-def libfaketime() -> Path | None:
-    """Debian's libfaketime, where its package installs it, or None."""
-    arch = sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
-    for lib in (Path("/usr/lib") / arch / "faketime", Path("/usr/local/lib/faketime")):
-        if (lib / "libfaketime.so.1").exists():
-            return lib / "libfaketime.so.1"
-    return None
+def realtime_shift() -> Path | None:
+    """The shim built from `realtime_shift.c` (once per test process, in a directory
+    of its own: a library a daemon preloads is not taken from a shared place), or None
+    without a C compiler."""
+    global _built
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None
+    if _built is None:
+        directory = Path(tempfile.mkdtemp(prefix="cone-clock-"))
+        atexit.register(shutil.rmtree, directory, True)
+        built = directory / "realtime_shift.so"
+        command = [compiler, "-shared", "-fPIC", "-O2", "-o", str(built), str(_SOURCE), "-ldl"]
+        subprocess.run(command, check=True, capture_output=True)
+        _built = built
+    return _built
+
+
+_built: Path | None = None
 
 
 class DaemonClock:
@@ -58,40 +66,30 @@ class DaemonClock:
 
     def __init__(self, library: Path, directory: Path, offset_s: float) -> None:
         self._library = library
-        self._file = directory / "faketime"
+        self._file = directory / "clock-offset"
         self.offset_s = 0.0
         self._set(offset_s)
 
     @classmethod
     def at_second(cls, directory: Path, second: float) -> DaemonClock:
         """A clock that reads `second` within the minute now (its file in `directory`);
-        the test is skipped where libfaketime is not installed (`apt-get install faketime`)."""
-        library = libfaketime()
+        the test is skipped where no C compiler builds the clock's shim."""
+        library = realtime_shift()
         if library is None:
-            pytest.skip("libfaketime is not installed (Debian's faketime package)")
+            pytest.skip("no C compiler (cc) to build the daemon clock's shim")
         # The one offset within ±30 s that puts the clock at `second` now.
         offset = (second - time.time()) % 60
         return cls(library, directory, offset - 60 if offset >= MAX_SKEW_S else offset)
 
     def env(self) -> dict[str, str]:
         """The environment that gives a daemon (and its children) this clock."""
-        return {
-            "LD_PRELOAD": str(self._library),
-            "FAKETIME_TIMESTAMP_FILE": str(self._file),
-            "FAKETIME_CACHE_DURATION": str(_REREAD_S),
-            # Timers, timeouts and the event loop keep real time (faking it hangs waits).
-            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-        }
+        return {"LD_PRELOAD": str(self._library), "CONE_TEST_CLOCK_FILE": str(self._file)}
 
     @contextlib.asynccontextmanager
     async def daemon(self, home: Path, api_url: str) -> AsyncIterator[DaemonProcess]:
         """A started daemon on this clock, stopped after."""
-        daemon = DaemonProcess(home, api_url, extra_env=self.env())
-        try:
-            async with daemon:
-                yield daemon
-        finally:
-            _forget_shared_memory(daemon.pids)
+        async with DaemonProcess(home, api_url, extra_env=self.env()) as daemon:
+            yield daemon
 
     def now(self) -> float:
         """What the daemon's clock reads now, in seconds (once it has read the file)."""
@@ -105,7 +103,7 @@ class DaemonClock:
         assert offset_s >= self.offset_s or not self._file.exists(), "a clock never runs back"
         assert abs(offset_s) <= MAX_SKEW_S, offset_s
         self.offset_s = offset_s
-        # libfaketime's relative form: seconds ahead of (or behind) the real clock.
+        # Seconds ahead of (or behind) the real clock, as realtime_shift.c reads them.
         self._file.write_text(f"{offset_s:+.3f}\n")
 
     async def forward_to(self, second: float) -> None:
@@ -135,18 +133,10 @@ class DaemonClock:
             seconds = at.seconds + at.nanos / 1e9
             return seconds if seconds >= moved and lo <= seconds % 60 < hi else None
 
-        # The daemon reads the file again within `_REREAD_S`.
+        # The daemon reads the file again within 0.2 s (realtime_shift.c).
         synced = await until(synced_in_window, timeout=90)
         assert synced is not None
         return synced
-
-
-def _forget_shared_memory(pids: list[int]) -> None:
-    """libfaketime leaves shared memory named by each process id it started in (a
-    later process with that id would fail to start): the ended processes' go."""
-    for pid in pids:
-        for name in (f"faketime_shm_{pid}", f"sem.faketime_sem_{pid}"):
-            Path("/dev/shm", name).unlink(missing_ok=True)
 
 
 def _passed(deadline: float) -> Callable[[], Awaitable[bool]]:
@@ -156,4 +146,4 @@ def _passed(deadline: float) -> Callable[[], Awaitable[bool]]:
     return probe
 
 
-__all__ = ["MAX_SKEW_S", "DaemonClock", "libfaketime"]
+__all__ = ["MAX_SKEW_S", "DaemonClock", "realtime_shift"]

@@ -82,8 +82,6 @@ class DaemonProcess:
         self._client: ConeClient | None = None
         #: Whether a stop had to end the daemon with SIGKILL (tests of shutdown check it).
         self.needed_kill = False
-        #: Every process id this daemon ran under, restarts included.
-        self.pids: list[int] = []
 
     @property
     def socket(self) -> Path:
@@ -122,7 +120,6 @@ class DaemonProcess:
         self.proc = subprocess.Popen(  # noqa: ASYNC220
             self.command(), env=self.env, stderr=self.log, umask=self.umask
         )
-        self.pids.append(self.proc.pid)
         try:
             return await self._until_answering()
         except BaseException:
