@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from cone.devnet import Devnet
 from support.cli import CliResult, cone_cli
 from support.daemons import DaemonProcess
+from support.ports import fresh_port
 
 NO_IDENTITY = 7
 CID = "0123456789abcdef0123456789abcdef"
@@ -54,17 +54,11 @@ def _error_line(result: CliResult, command: str) -> str:
     return lines[0]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 async def test_a_typo_in_home_creates_nothing_and_says_to_run_init(tmp_path: Path) -> None:
     typo = tmp_path / "agnet"
     # A node that is not there: had any command tried to register, it would fail
     # differently (exit 5), not with the missing identity.
-    state = ["--home", str(typo), "--api-url", f"http://127.0.0.1:{_free_port()}"]
+    state = ["--home", str(typo), "--api-url", f"http://127.0.0.1:{fresh_port()}"]
     env = {"CONE_BACKUP_PASSPHRASE": "correct horse"}
     results = await asyncio.gather(*(cone_cli([*argv, *state], env=env) for argv in ONE_SHOT))
     for argv, result in zip(ONE_SHOT, results, strict=True):
@@ -84,7 +78,7 @@ async def test_a_file_given_as_home_is_said_in_words(tmp_path: Path) -> None:
     file.write_text("not a state directory")
     hosts = [["daemon"], ["serve"], ["mcp"], ["init"]]
     for home in (file, file / "agent"):
-        state = ["--home", str(home), "--api-url", f"http://127.0.0.1:{_free_port()}"]
+        state = ["--home", str(home), "--api-url", f"http://127.0.0.1:{fresh_port()}"]
         argvs = [*ONE_SHOT, *hosts]
         results = await asyncio.gather(*(cone_cli([*argv, *state], stdin=b"") for argv in argvs))
         for argv, result in zip(argvs, results, strict=True):
@@ -95,7 +89,7 @@ async def test_a_file_given_as_home_is_said_in_words(tmp_path: Path) -> None:
 
 
 async def test_an_init_that_cannot_reach_the_node_leaves_no_identity(home: Path) -> None:
-    port = _free_port()
+    port = fresh_port()
     state = ["--home", str(home), "--api-url", f"http://127.0.0.1:{port}"]
     down = await cone_cli(["init", *state])
     assert down.code == 5, down

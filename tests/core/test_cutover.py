@@ -25,9 +25,9 @@ from cone.engine._probe import cutover_ns
 from cone.errors import ConeError
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess
-from support.http_daemon import free_port
 from support.node_peer import NodePeer
 from support.peers import OPEN, Peer
+from support.ports import fresh_port
 from support.waiting import until
 
 
@@ -369,4 +369,4 @@ async def test_the_engine_reads_the_cutover_time_the_node_reports(devnet_node: D
     at = time.time_ns() + 3600 * 10**9
     devnet_node.faults.set_cutover(at)
     assert await cutover_ns(url) == at
-    assert await cutover_ns(f"http://127.0.0.1:{free_port()}") is None  # nobody answers
+    assert await cutover_ns(f"http://127.0.0.1:{fresh_port()}") is None  # nobody answers

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import os
-import socket
 import stat
 from pathlib import Path
 
 from support.daemons import run_cone
+from support.ports import fresh_port
 
 
 def _closed_port_url() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+    return f"http://127.0.0.1:{fresh_port()}"
 
 
 async def test_a_first_start_without_a_network_leaves_only_owner_only_files(home: Path) -> None:

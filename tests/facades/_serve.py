@@ -148,7 +148,11 @@ class ServeProcess:
             self.proc.kill()
 
     async def __aenter__(self) -> ServeProcess:
-        return await self.start()
+        try:
+            return await self.start()
+        except BaseException as exc:
+            await self.__aexit__(type(exc), exc, exc.__traceback__)  # no leaked process or log
+            raise
 
     async def __aexit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import mcp_types as types
 
 from cone.devnet import Devnet
+from support.ports import fresh_port
 
 from ._mcp import mcp_session
 from ._serve import ServeProcess
 
 
 def _closed_port_url() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+    return f"http://127.0.0.1:{fresh_port()}"
 
 
 async def test_serve_answers_every_request_it_read_with_the_reason_the_core_could_not_start(

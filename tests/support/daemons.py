@@ -205,7 +205,13 @@ class DaemonProcess:
             return await loop.run_in_executor(None, self.proc.wait)
 
     async def __aenter__(self) -> DaemonProcess:
-        return await self.start()
+        try:
+            return await self.start()
+        except BaseException:
+            # No __aexit__ follows: its log would be left open, and its ResourceWarning
+            # would fail whichever test the collector happens to run in.
+            self.log.close()
+            raise
 
     async def __aexit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None

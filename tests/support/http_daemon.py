@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -14,12 +13,7 @@ from typing import Any
 import aiohttp
 
 from support.daemons import DaemonProcess
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from support.ports import fresh_port
 
 
 class HttpDaemon(DaemonProcess):
@@ -27,7 +21,7 @@ class HttpDaemon(DaemonProcess):
 
     def __init__(self, home: Path, api_url: str, port: int | None = None) -> None:
         super().__init__(home, api_url)
-        self.port = port or free_port()
+        self.port = port or fresh_port()
 
     def args(self) -> list[str]:
         return [*super().args(), "--http", f"127.0.0.1:{self.port}"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -22,14 +21,9 @@ from types import TracebackType
 import nats
 import pytest
 
+from support.ports import fresh_port
+
 START_S = 30.0
-
-
-def free_port() -> int:
-    """A loopback port free now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def need_nats_server() -> str:
@@ -59,7 +53,7 @@ class NatsServer:
         self.binary = need_nats_server()
         self.store = store
         self.name = name
-        self.port = free_port()
+        self.port = fresh_port()
         self.cluster = cluster
         self.cluster_port = cluster_port
         self.routes = routes or []
@@ -153,8 +147,12 @@ class NatsServer:
             await loop.run_in_executor(None, self.proc.wait)
 
     async def __aenter__(self) -> NatsServer:
-        await self.start()
-        await self.ready()
+        try:
+            await self.start()
+            await self.ready()
+        except BaseException as exc:
+            await self.__aexit__(type(exc), exc, exc.__traceback__)  # no leaked process or log
+            raise
         return self
 
     async def __aexit__(
@@ -168,7 +166,7 @@ class NatsCluster:
     """Routed nats-servers with JetStream (a meta group of `size`)."""
 
     def __init__(self, root: Path, size: int = 3) -> None:
-        cports = [free_port() for _ in range(size)]
+        cports = [fresh_port() for _ in range(size)]
         self.nodes = [
             NatsServer(
                 root / f"n{i}",

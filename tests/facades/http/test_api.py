@@ -14,8 +14,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from support.http_daemon import HttpDaemon, event_stream, free_port, next_message
+from support.http_daemon import HttpDaemon, event_stream, next_message
 from support.peers import Peer
+from support.ports import fresh_port
 from support.waiting import until
 
 pytestmark = pytest.mark.timeout(240)
@@ -290,7 +291,7 @@ async def test_metrics_are_prometheus_text_with_the_documented_names(
 async def test_cone_serve_hosting_the_core_serves_http_too(
     home: Path, devnet: str, session: aiohttp.ClientSession
 ) -> None:
-    port = free_port()
+    port = fresh_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cone", "serve", "--home", str(home), "--api-url", devnet,
         "--http", f"127.0.0.1:{port}",
