@@ -19,13 +19,15 @@ peers keep real time): a move it cannot make at once is made up by waiting.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
+import functools
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final
 
@@ -40,25 +42,20 @@ MAX_SKEW_S: Final = 30.0
 _SOURCE: Final = Path(__file__).with_name("realtime_shift.c")
 
 
+@functools.cache
 def realtime_shift() -> Path | None:
     """The shim built from `realtime_shift.c` (once per test process, in a directory
     of its own: a library a daemon preloads is not taken from a shared place), or None
     without a C compiler."""
-    global _built
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         return None
-    if _built is None:
-        directory = Path(tempfile.mkdtemp(prefix="cone-clock-"))
-        atexit.register(shutil.rmtree, directory, True)
-        built = directory / "realtime_shift.so"
-        command = [compiler, "-shared", "-fPIC", "-O2", "-o", str(built), str(_SOURCE), "-ldl"]
-        subprocess.run(command, check=True, capture_output=True)
-        _built = built
-    return _built
-
-
-_built: Path | None = None
+    directory = Path(tempfile.mkdtemp(prefix="cone-clock-"))
+    atexit.register(shutil.rmtree, directory, True)
+    built = directory / "realtime_shift.so"
+    command = [compiler, "-shared", "-fPIC", "-O2", "-o", str(built), str(_SOURCE), "-ldl"]
+    subprocess.run(command, check=True, capture_output=True)
+    return built
 
 
 class DaemonClock:
@@ -114,7 +111,7 @@ class DaemonClock:
         self._set(self.offset_s + step)
         rest = ahead - step
         if rest > 0:  # real time makes up what the skew bound does not allow
-            await until(_passed(time.time() + rest), timeout=rest + 10)
+            await asyncio.sleep(rest)  # the input itself: real time passing
 
     async def reach(self, daemon: DaemonProcess, lo: float, hi: float, after: float = 0.0) -> float:
         """Move the running daemon's clock forward into [lo, hi) of the minute (unless
@@ -137,13 +134,6 @@ class DaemonClock:
         synced = await until(synced_in_window, timeout=90)
         assert synced is not None
         return synced
-
-
-def _passed(deadline: float) -> Callable[[], Awaitable[bool]]:
-    async def probe() -> bool:
-        return time.time() >= deadline
-
-    return probe
 
 
 __all__ = ["MAX_SKEW_S", "DaemonClock", "realtime_shift"]

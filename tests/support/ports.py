@@ -10,6 +10,7 @@ another test's server can collide, and the draw is spread over some 17,000 ports
 
 from __future__ import annotations
 
+import functools
 import random
 import socket
 from pathlib import Path
@@ -22,6 +23,7 @@ _LOWEST = 15_000
 _draw = random.SystemRandom()
 
 
+@functools.cache
 def _ephemeral_low() -> int:
     """The first port of the kernel's ephemeral range (Linux's default when unknown)."""
     try:
