@@ -214,6 +214,11 @@ def resolve_api_url(network: str, flag: str | None = None, gateway_url: str | No
     return flag or os.environ.get("CONE_API_URL") or NETWORK_URLS[network] or gateway_url or ""
 
 
+#: The default of `Settings.preface_timeout_s`: a client that stops part-way through
+#: the HTTP/2 preface is closed rather than held forever (cone/daemon/socket_front.py).
+PREFACE_TIMEOUT_S: Final = 10.0
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the core needs to start, resolved once at the edge."""
@@ -226,6 +231,8 @@ class Settings:
     key_file: Path | None = None
     wallet_key_file: Path | None = None
     catchup_interval_s: float = 30.0
+    #: How long a connection to `cone.sock` that began the HTTP/2 preface gets to end it.
+    preface_timeout_s: float = PREFACE_TIMEOUT_S
     #: What requests may hold in the store (`cone.limits.RequestBudget`).
     request_budget: RequestBudget = REQUEST_BUDGET
 
@@ -242,7 +249,6 @@ class Settings:
     ) -> Settings:
         """Settings from flags (None when not given), the environment and defaults."""
         net = resolve_network(network)
-        catchup = os.environ.get("CONE_CATCHUP_S")
         gateway = resolve_gateway_url(net, gateway_url)
         return cls(
             paths=Paths(resolve_home(home)),
@@ -253,7 +259,8 @@ class Settings:
             wallet_key_file=(
                 Path(wallet_key_file).expanduser().absolute() if wallet_key_file else None
             ),
-            catchup_interval_s=_positive(catchup, "CONE_CATCHUP_S") if catchup else 30.0,
+            catchup_interval_s=seconds_from_environment("CONE_CATCHUP_S", 30.0),
+            preface_timeout_s=seconds_from_environment("CONE_PREFACE_TIMEOUT_S", PREFACE_TIMEOUT_S),
             request_budget=RequestBudget.from_environment(os.environ),
         )
 

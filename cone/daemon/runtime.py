@@ -369,7 +369,7 @@ async def _hosting(
             # now lives on, out of the garbage collector's full walks (cone/_heap.py).
             _heap.settle()
             json_handler = json_rpc(in_process) if json_rpc is not None else None
-            front = SocketFront(paths.socket, grpc_socket, json_handler)
+            front = SocketFront(paths.socket, grpc_socket, json_handler, settings.preface_timeout_s)
             await front.start()
             try:
                 async with _http_front(http, http_sock, paths.home, in_process):

@@ -19,19 +19,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import cast
 
-from cone.config import seconds_from_environment
+from cone.config import PREFACE_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 # More than a stream reader ever buffers: `read` of it returns the whole buffer.
 _EVERYTHING = 1 << 30
-# Once a connection has begun the HTTP/2 preface, the rest must follow within this:
-# a client that stops part-way is closed rather than held forever. (Before its first
-# byte a connection may idle: a JSON-RPC client may open the socket and talk later.)
-PREFACE_TIMEOUT_S = 10.0
-#: The environment variable that changes it (tests shorten it: cone/config.py).
-PREFACE_TIMEOUT_ENV = "CONE_PREFACE_TIMEOUT_S"
 
 JsonHandler = Callable[[bytes, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -97,11 +91,20 @@ class _Relay(asyncio.Protocol):
 class SocketFront:
     """Serves `path`, sniffing each connection and routing it."""
 
-    def __init__(self, path: Path, grpc_path: Path, json_handler: JsonHandler | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        grpc_path: Path,
+        json_handler: JsonHandler | None,
+        preface_timeout_s: float = PREFACE_TIMEOUT_S,
+    ) -> None:
         self.path = path
         self.grpc_path = grpc_path
         self.json_handler = json_handler
-        self.preface_timeout_s = seconds_from_environment(PREFACE_TIMEOUT_ENV, PREFACE_TIMEOUT_S)
+        # Once a connection has begun the HTTP/2 preface, the rest must follow within
+        # this: a client that stops part-way is closed rather than held forever. (Before
+        # its first byte a connection may idle: a JSON-RPC client may talk later.)
+        self.preface_timeout_s = preface_timeout_s
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 

@@ -12,7 +12,6 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from cone.daemon.socket_front import PREFACE_TIMEOUT_ENV
 from cone.engine import _client
 from cone.grpc_errors import from_rpc_error
 from conepb.v1 import cone_pb2 as pb
@@ -33,7 +32,7 @@ PREFACE_S = 2.0
 @pytest.fixture(scope="module")
 def daemon_env() -> dict[str, str]:
     """The module's daemons, with the preface bound shortened."""
-    return {PREFACE_TIMEOUT_ENV: str(PREFACE_S)}
+    return {"CONE_PREFACE_TIMEOUT_S": str(PREFACE_S)}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
