@@ -5,10 +5,13 @@ The key protocol, in order:
    outbox (encrypted, synced) before anything else happens. Concurrent sends'
    claims share one commit (group commit, cone/store/_group.py); each send goes on
    only once its own claim is synced.
-2. libxmtp prepares the message locally (unpublished). Its id is not written
-   separately: after a crash before step 3 is recorded, the prepared message is
-   found again through the key it carries (`cone.key` in the envelope), so a key
-   never gets a second prepared message.
+2. libxmtp prepares the message locally (unpublished, its intent to publish
+   queued). Its id is not written separately: after a crash before step 3 is
+   recorded, the prepared message is found again through the key it carries
+   (`cone.key` in the envelope), so a key never gets a second prepared message.
+   The conversation's lock is let go here: its next send is claimed and prepared
+   while this one is published, and libxmtp publishes whatever the conversation
+   has queued in one cycle, in the order it was queued.
 3. The message is published (steps 2 and 3 are one call into libxmtp, one worker
    hop). The send answers once the node has it: at its echo on the message stream,
    or when libxmtp's call returns, whichever comes first (cone/core/publication.py).
@@ -237,7 +240,7 @@ class Outbox:
             ack_consumer=ack_consumer,
             ack_message_ids=ack_message_ids,
         )
-        async with self._sending(), self._lock(conversation_id):
+        async with self._sending(), _Turn(self._lock(conversation_id)) as turn:
             try:
                 rec, created, acked = await self._store.write_grouped(claim, now_ns=time.time_ns())
             except NotFound as err:
@@ -246,7 +249,7 @@ class Outbox:
                 await record_unknown(conversation_id)
                 rec, created, acked = await self._store.write_grouped(claim, now_ns=time.time_ns())
             if created:
-                result = await self._deliver(rec, deduplicated=False, fresh=True)
+                result = await self._deliver(rec, deduplicated=False, turn=turn)
                 return replace(result, acknowledged=acked)
         async with self._sending():
             again = await self._again(rec, conversation_id, kind)
@@ -277,14 +280,18 @@ class Outbox:
             return await self._deliver(current, deduplicated=True)
 
     async def _deliver(
-        self, rec: OutboxRecord, *, deduplicated: bool, fresh: bool = False
+        self, rec: OutboxRecord, *, deduplicated: bool, turn: _Turn | None = None
     ) -> SendResult:
-        """Prepare (if needed) and publish; the caller holds the conversation's lock."""
+        """Prepare (if needed) and publish; the caller holds the conversation's lock.
+        A new key's send (`turn`, its hold on that lock) lets the lock go as soon as
+        its message is queued in libxmtp: the conversation's next send is prepared
+        behind it while it is published, and goes out in the same publication when
+        it is queued in time."""
         if rec.state == "settled":
             assert rec.message_id is not None
             return SendResult(rec.message_id, rec.conversation_id, deduplicated, True)
         message_id = rec.message_id
-        if message_id is None and not fresh:
+        if message_id is None and turn is None:
             message_id = await self._find_prepared(rec)
         prepared: list[str] = []  # the id, once libxmtp has stored the message
         wait_s = self._budget.take()
@@ -300,7 +307,9 @@ class Outbox:
                 )
             # A new message's id is not recorded here: a crash before settle finds it
             # again by its key.
-            answered = await self.publications.publish(rec, message_id, prepared, self._publish)
+            answered = await self.publications.publish(
+                rec, message_id, prepared, self._publish, queued=turn.end if turn else None
+            )
         except Unavailable as err:
             message_id = message_id or (prepared[0] if prepared else None)
             final = await self._final()
@@ -473,6 +482,30 @@ class Outbox:
     async def unsettled(self) -> list[OutboxRecord]:
         """Keys not yet published, for status."""
         return await self._store.read(outbox.unsettled)
+
+
+class _Turn:
+    """A send's hold on its conversation's lock, which it may end before its block
+    does (`end`, once its message is queued in libxmtp); the block's end ends it
+    otherwise."""
+
+    def __init__(self, lock: asyncio.Lock) -> None:
+        self._lock = lock
+        self._held = False
+
+    async def __aenter__(self) -> _Turn:
+        await self._lock.acquire()
+        self._held = True
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.end()
+
+    def end(self) -> None:
+        """Let the conversation's next send go on (once; later calls do nothing)."""
+        if self._held:
+            self._held = False
+            self._lock.release()
 
 
 def _kind_of(content_type: str, payload: bytes) -> str:

@@ -68,11 +68,18 @@ class Publications:
         self.at_return = 0
 
     async def publish(
-        self, rec: OutboxRecord, message_id: str | None, prepared: list[str], guard: Guard
+        self,
+        rec: OutboxRecord,
+        message_id: str | None,
+        prepared: list[str],
+        guard: Guard,
+        *,
+        queued: Callable[[], None] | None = None,
     ) -> Answered:
         """Publish `rec`'s message (prepared first when `message_id` is None, its id
-        appended to `prepared` as soon as libxmtp has stored it); return once the node
-        has it. A failure before that raises as libxmtp's call does."""
+        appended to `prepared` as soon as libxmtp has stored it, and `queued` then
+        called on this loop); return once the node has it. A failure before that
+        raises as libxmtp's call does."""
         loop = asyncio.get_running_loop()
         seen: asyncio.Future[None] = loop.create_future()
 
@@ -83,6 +90,11 @@ class Publications:
         def on_prepared(new_id: str) -> None:  # on libxmtp's worker thread
             prepared.append(new_id)
             _failpoints.reached_now("send_prepared")
+            if queued is not None:
+                try:
+                    loop.call_soon_threadsafe(queued)
+                except RuntimeError:  # the loop is closed: nobody waits any more
+                    pass
 
         if message_id is None:
             call = guard(

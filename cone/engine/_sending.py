@@ -1,5 +1,11 @@
 """Sending, in two phases: a message is stored in libxmtp unpublished, then published.
 
+A new message is stored with its intent to publish (`send_optimistic`) and published
+with whatever else the conversation has queued, in a round of `publish_messages`
+shared by the sends waiting for it (cone/engine/_rounds.py): sends outstanding at
+once in one conversation share libxmtp's cycles instead of taking one each. A message prepared on its own (`prepare`: a backup's hold) has no intent until
+`publish` queues one.
+
 Part of the engine: calls go through its `Calls`. A publication the node refuses as
 a V3 client's is reported as the cutover (`_cutover.Cutover.unless_refused`), and one
 it accepts clears that state.
@@ -16,7 +22,11 @@ from xmtp_bindings import xmtpv3 as ffi
 from cone.engine._calls import LOCAL_CALL_S, NETWORK_CALL_S, Calls
 from cone.engine._cutover import Cutover
 from cone.engine._echoes import Echoes
+from cone.engine._rounds import Rounds
 from cone.errors import Unavailable
+
+# Every message cone sends asks for a push notification (XMTP's default).
+_PUSHED = ffi.FfiSendMessageOpts(should_push=True)
 
 
 class Sending:
@@ -32,6 +42,7 @@ class Sending:
         self._x = calls
         self._cut = cutover
         self._echoes = echoes
+        self._rounds = Rounds()
 
     async def prepare(self, conversation_id: str, payload: bytes) -> str:
         """Store an outgoing message in libxmtp as unpublished; returns its id."""
@@ -51,9 +62,10 @@ class Sending:
     ) -> str:
         """Prepare and publish a new message in one call into libxmtp (one worker
         hop, not two); returns its id. `prepared` is told the id on libxmtp's worker
-        thread as soon as the message is stored, before its publication, so a caller
-        whose publication fails or overruns still knows it: keep it to recording
-        the id. `seen` is called on this loop when the message stream echoes the
+        thread as soon as the message is stored with its intent to publish, before
+        its publication, so a caller whose publication fails or overruns still knows
+        it: keep it to recording the id (and to letting the conversation's next send
+        be prepared: messages queued meanwhile go out in the same publication). `seen` is called on this loop when the message stream echoes the
         message (the node has it), mostly before this returns: libxmtp's call goes on
         to read the conversation back. A failure raises as `prepare`'s or `publish`'s
         would.
@@ -66,12 +78,17 @@ class Sending:
 
         async def sent() -> str:
             conversation = self._client().conversation(key)
-            message = conversation.prepare_message(payload, True)
+            # Stored with its intent to publish, queued behind the conversation's
+            # earlier ones: whichever publication runs next publishes them all, in
+            # the order they were queued (one libxmtp cycle for several sends).
+            message = conversation.send_optimistic(payload, _PUSHED)
             message_id = bytes(message).hex()
             ids.append(message_id)
             self._echoes.add(bytes(message), on_echo)
             prepared(message_id)
-            await conversation.publish_stored_message(message)
+            await self._rounds.publish(
+                key, lambda: self._client().conversation(key).publish_messages()
+            )
             return message_id
 
         try:

@@ -275,3 +275,37 @@ async def test_a_kill9_right_after_a_group_commit_publishes_each_of_its_keys_onc
         got = await until(arrived)
         assert [ffi.decode_text(m.content) for m in got] == [f"first payload {i}", "after"]
         assert bytes(got[0].id).hex() == again[i].message_id
+
+
+async def test_sends_at_once_in_one_conversation_arrive_once_each_failing_or_not(
+    daemon: DaemonProcess, alice: Peer, devnet_node: Devnet
+) -> None:
+    contact = (await daemon.client.call("Connect", pb.ConnectRequest(to=alice.address))).contact
+    cid = contact.conversation_id
+    at_once = [f"once-{i}" for i in range(8)]
+    sent = await asyncio.gather(*(_send(daemon, to=cid, text=k, key=k) for k in at_once))
+    assert all(s.published for s in sent)
+    after = await _send(daemon, to=cid, text="after", key="once-after")
+    # While the node refuses the conversation, sends at once wait in the outbox, their
+    # messages queued in libxmtp; once it takes them again, each goes out once.
+    devnet_node.faults.fail_group(bytes.fromhex(cid), 1000)
+    failing = [f"failing-{i}" for i in range(2)]
+    waited = await asyncio.gather(*(_send(daemon, to=cid, text=k, key=k) for k in failing))
+    assert not any(w.published for w in waited)
+    devnet_node.faults.clear()
+
+    async def everything() -> list[object] | None:
+        got = await _peer_messages(alice, cid)
+        return got if len(got) >= len(at_once) + 1 + len(failing) else None
+
+    got = await until(everything)
+    await asyncio.sleep(0.5)  # a second copy of any message would come by now
+    got = await _peer_messages(alice, cid)
+    keys = [content.decode(m.content).send_key for m in got]  # type: ignore[attr-defined]
+    assert sorted(keys) == sorted([*at_once, "once-after", *failing])
+    ids = {m.id.hex(): k for m, k in zip(got, keys, strict=True)}  # type: ignore[attr-defined]
+    assert {ids[s.message_id] for s in [*sent, after, *waited]} == set(keys)
+    # A send made after others were answered comes after them on the node.
+    by_node = sorted(got, key=lambda m: m.sequence_id)  # type: ignore[attr-defined]
+    assert {content.decode(m.content).send_key for m in by_node[:8]} == set(at_once)  # type: ignore[attr-defined]
+    assert content.decode(by_node[8].content).send_key == "once-after"  # type: ignore[attr-defined]

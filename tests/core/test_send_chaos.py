@@ -1,5 +1,8 @@
 """Chaos: sends under random `kill -9` of the daemon; the peer gets each key exactly once.
 
+The sends go a few at a time into one conversation, as an agent answering several
+messages at once does.
+
 CI runs the bounded form (100 sends, at least 20 kills: each kill lands among
 a few sends, as in the long form). The soak form is
 `CONE_SOAK=1 pytest -m soak tests/core/test_send_chaos.py` (1,000 sends, 100 kills).
@@ -23,6 +26,7 @@ from support.waiting import until
 
 SOAK = os.environ.get("CONE_SOAK") == "1"
 SENDS, KILLS = (1000, 100) if SOAK else (100, 20)
+AT_ONCE = 4
 
 
 async def _send_until_answered(
@@ -59,11 +63,17 @@ async def test_every_key_arrives_exactly_once_with_its_first_payload(
     killing = asyncio.create_task(killer())
     keys = [f"chaos-{i:04d}" for i in range(SENDS)]
     first_ids: dict[str, str] = {}
-    for key in keys:
+
+    async def send(key: str) -> None:
         r = await _send_until_answered(
             holder, contact.conversation_id, key, f"first payload of {key}"
         )
         first_ids[key] = r.message_id
+
+    # A few at once: kills land while several of the conversation's messages are
+    # queued in libxmtp and published in one round (cone/engine/_rounds.py).
+    for at in range(0, SENDS, AT_ONCE):
+        await asyncio.gather(*(send(key) for key in keys[at : at + AT_ONCE]))
     done.set()
     await killing
     assert kills >= KILLS

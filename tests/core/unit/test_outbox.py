@@ -279,3 +279,28 @@ def _awaits(name: str) -> bool:
                 return True
             awaited = getattr(awaited, "cr_await", None)
     return False
+
+
+async def test_a_conversations_next_send_is_prepared_while_the_one_before_is_published(
+    store: Store, engine: FakeEngine, cid: str
+) -> None:
+    box = Outbox(store, engine)
+    gate = asyncio.Event()
+    publish = engine.publish
+
+    async def slow(conversation_id: str, message_id: str, seen: Callable[[], None]) -> None:
+        await gate.wait()  # the node does not have the message yet
+        await publish(conversation_id, message_id, seen)
+
+    engine.publish = slow  # type: ignore[method-assign]  # this test's publication
+    first = asyncio.create_task(_send(box, cid, key="k1"))
+    await until(lambda: _is(len(engine.prepared) == 1), timeout=5)
+    second = asyncio.create_task(_send(box, cid, key="k2"))
+    # Queued behind the first in libxmtp (one publication may carry both), in order;
+    # neither is answered before the node has it.
+    await until(lambda: _is(len(engine.prepared) == 2), timeout=5)
+    assert not first.done() and not second.done() and engine.published == []
+    gate.set()
+    sent = await asyncio.wait_for(asyncio.gather(first, second), 5)
+    assert [s.message_id for s in sent] == engine.prepared == engine.published
+    assert [(await _record(store, k)).state for k in ("k1", "k2")] == ["settled"] * 2
