@@ -16,6 +16,8 @@ process with its message stream open. Each row's sides run in alternating rounds
 - concurrent: `--parallel` DMs, each sending `--each` messages one after another, all
   at once: cone's `Send` over gRPC with its own keys, against the SDK's `sendText`
   (goal: cone ≥ 1.2× the SDK).
+- one conversation: `--parallel` senders at once into one DM, `--each` messages
+  each (an agent answering several messages of one conversation at once); no goal.
 
 Without `node` or the SDK installed (`npm ci --prefix tests/node`), the SDK's sides
 are skipped with a line saying so, and cone is reported against raw libxmtp alone.
@@ -203,6 +205,19 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
         await _rounds(args.rounds, phases)
 
         each = max(1, args.each // args.rounds)
+        one = [
+            Side(f"cone Send over gRPC, {args.parallel} senders in one conversation"),
+            Side(f"Node SDK sendText, {args.parallel} senders in one conversation"),
+            Side(f"raw libxmtp send (Python), {args.parallel} senders in one conversation"),
+        ]
+        phases = [
+            lambda: _lanes(one[0], [_grpc(d, cone_ids[0])] * args.parallel, each, daemon),
+            lambda: _lanes(one[2], [_raw(raw_dms[0])] * args.parallel, each, me),
+        ]
+        if sdk is not None:
+            phases.insert(1, lambda: _sdk(one[1], sdk, sdk_ids[:1] * args.parallel, each))
+        await _rounds(args.rounds, phases)
+
         conc = [
             Side(f"cone Send over gRPC, {args.parallel} conversations"),
             Side(f"Node SDK sendText, {args.parallel} conversations"),
@@ -224,10 +239,16 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
         f"{args.parallel} conversations at once", conc[:1], conc[1], conc[2], sdk,
         GOALS["concurrent"],
     )  # fmt: skip
+    _report(f"{args.parallel} senders at once in one conversation", one[:1], one[1], one[2], sdk)
 
 
 def _report(
-    title: str, cone: list[Side], sdk_side: Side, raw: Side, sdk: NodePeer | None, goal: float
+    title: str,
+    cone: list[Side],
+    sdk_side: Side,
+    raw: Side,
+    sdk: NodePeer | None,
+    goal: float | None = None,
 ) -> None:
     print(title)
     for side in [*cone, *([sdk_side] if sdk is not None else []), raw]:
@@ -235,7 +256,8 @@ def _report(
     for c in cone:
         against = [f"{c.rate() / raw.rate():.2f}x raw libxmtp"]
         if sdk is not None:
-            against.insert(0, f"{c.rate() / sdk_side.rate():.2f}x the Node SDK (goal {goal}x)")
+            wanted = f" (goal {goal}x)" if goal else ""
+            against.insert(0, f"{c.rate() / sdk_side.rate():.2f}x the Node SDK{wanted}")
         print(f"  {c.name}: {', '.join(against)}")
     if sdk is None:
         print(SKIPPED)
