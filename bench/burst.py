@@ -42,6 +42,7 @@ from support.peers import Peer
 
 GOAL = 1.2
 AGENT = "#!/bin/sh\necho pong\n"
+SDK_PONG = "sdk pong"
 WAIT_S = 120.0
 
 
@@ -88,11 +89,12 @@ async def _replies(streams: list[Any], text: str) -> float:
     return time.perf_counter()
 
 
-async def _cone_round(
-    peers: list[Peer], dms: list[Any], streams: list[Any], n: int
+async def _round(
+    peers: list[Peer], dms: list[Any], streams: list[Any], n: int, reply: str = "pong"
 ) -> tuple[float, float]:
-    """One burst: (seconds from all on the node, seconds from the first send)."""
-    replies = asyncio.ensure_future(_replies(streams, "pong"))
+    """One burst at an agent whose reply is `reply`: (seconds from all on the node,
+    seconds from the first send)."""
+    replies = asyncio.ensure_future(_replies(streams, reply))
     first = time.perf_counter()
     await asyncio.gather(*(p.send(dm, f"ping {n}") for p, dm in zip(peers, dms, strict=True)))
     on_node = time.perf_counter()
@@ -126,20 +128,34 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
             await _accept_all(bridge, len(peers))
             await warm
             sdk_ids = []
+            sdk_dms: list[Any] = []
             if sdk is not None:
                 for p in peers:
                     sdk_ids.append((await sdk.call("dm", inboxId=p.inbox_id))["conversationId"])
                 await sdk.call("stream")
                 await sdk.call("sendTexts", conversationIds=sdk_ids, each=1, loops=args.concurrency)
+                # The SDK as the agent: it answers each peer's text in the DM it made.
+                await sdk.call("answer", text=SDK_PONG, loops=args.concurrency)
+                await asyncio.gather(*(p.client.conversations().sync() for p in peers))
+                sdk_dms = [
+                    p.conversation(bytes.fromhex(i)) for p, i in zip(peers, sdk_ids, strict=True)
+                ]
+                warm = asyncio.ensure_future(_replies(streams, SDK_PONG))
+                await asyncio.gather(
+                    *(p.send(dm, "hello") for p, dm in zip(peers, sdk_dms, strict=True))
+                )
+                await warm
             cone_s: list[float] = []
             cone_first_s: list[float] = []
             sdk_s: list[float] = []
+            agent_s: list[float] = []
+            agent_first_s: list[float] = []
             # One round unmeasured: new conversations' first seconds are not steady
             # (libxmtp's stream resubscribes for each; a follow-up sync of each brings
             # what it missed, cone/core/followups.py).
-            await _cone_round(peers, dms, streams, -1)
+            await _round(peers, dms, streams, -1)
             for n in range(args.rounds):
-                on_node, first = await _cone_round(peers, dms, streams, n)
+                on_node, first = await _round(peers, dms, streams, n)
                 cone_s.append(on_node)
                 cone_first_s.append(first)
                 if sdk is not None:
@@ -147,9 +163,12 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
                         "sendTexts", conversationIds=sdk_ids, each=1, loops=args.concurrency
                     )
                     sdk_s.append(r["seconds"])
+                    on_node, first = await _round(peers, sdk_dms, streams, n, SDK_PONG)
+                    agent_s.append(on_node)
+                    agent_first_s.append(first)
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    _report(args, cone_s, cone_first_s, sdk_s, sdk)
+    _report(args, cone_s, cone_first_s, sdk_s, agent_s, agent_first_s, sdk)
 
 
 def _report(
@@ -157,6 +176,8 @@ def _report(
     cone_s: list[float],
     cone_first_s: list[float],
     sdk_s: list[float],
+    agent_s: list[float],
+    agent_first_s: list[float],
     sdk: NodePeer | None,
 ) -> None:
     def each(values: list[float]) -> str:
@@ -173,8 +194,12 @@ def _report(
         )
         return
     print(f"  Node SDK, {args.peers} sendText in {args.concurrency} loops: {each(sdk_s)}")
+    print(f"  the SDK as the agent, all sent → every reply at its peer: {each(agent_s)}")
+    print(f"  the SDK as the agent, first send → every reply at its peer: {each(agent_first_s)}")
     ratio = statistics.median(cone_s) / statistics.median(sdk_s)
-    print(f"  cone / SDK (medians): {ratio:.2f}x (goal ≤ {GOAL}x)")
+    print(f"  cone / SDK sending (medians): {ratio:.2f}x (goal ≤ {GOAL}x)")
+    agent = statistics.median(cone_first_s) / statistics.median(agent_first_s)
+    print(f"  cone / the SDK as the agent, from the first send (medians): {agent:.2f}x")
 
 
 def main(argv: list[str]) -> None:

@@ -21,6 +21,9 @@
 //       N texts into each conversation with `sendText`, one after another in each, all
 //       conversations at once (the send bench, bench/send.py); timed here, in the SDK;
 //       with "loops":L, L senders at once share the conversations instead (bench/burst.py)
+//   {"cmd":"answer","text":T,"loops":L}          -> {} from now on every text others send
+//       (needs "stream") is answered with T in its conversation, L `sendText`s at most
+//       at once: an agent on the SDK (bench/burst.py)
 //   {"cmd":"encrypt","attachment":{filename,mimeType,content}} -> the encrypted attachment
 //   {"cmd":"stop"}
 import { createInterface } from "node:readline";
@@ -37,6 +40,23 @@ let client = null;
 // What `start` opened with, for `reopen`: the wallet key, the database and its key.
 let opened = null;
 const streamed = [];
+// The "answer" command's state: the reply, how many at once, those running, those waiting.
+let answering = null;
+
+// Answer what waits, `answering.loops` at most at once.
+function drain() {
+  while (answering.running < answering.loops && answering.waiting.length) {
+    const id = answering.waiting.shift();
+    answering.running++;
+    conversationOf(id)
+      .then((conversation) => conversation.sendText(answering.text))
+      .catch((err) => process.stderr.write(`answering failed: ${err}\n`))
+      .finally(() => {
+        answering.running--;
+        drain();
+      });
+  }
+}
 
 function b64(bytes) {
   return Buffer.from(bytes).toString("base64");
@@ -188,6 +208,10 @@ async function run(command) {
         onValue: (m) => {
           if (m.senderInboxId !== client.inboxId && typeof m.content === "string") {
             streamed.push(m.content);
+            if (answering) {
+              answering.waiting.push(m.conversationId);
+              drain();
+            }
           }
         },
       });
@@ -225,6 +249,9 @@ async function run(command) {
       const used = process.cpuUsage(cpu);
       return { seconds, cpuSeconds: (used.user + used.system) / 1e6, latenciesMs };
     }
+    case "answer":
+      answering = { text: command.text, loops: command.loops, running: 0, waiting: [] };
+      return {};
     case "encrypt": {
       const a = command.attachment;
       return plain(encryptAttachment({ ...a, content: unb64(a.content) }));
