@@ -34,6 +34,7 @@ from xmtp_bindings import xmtpv3 as ffi
 
 from bench._against_sdk import against_sdk
 from bench.bridge import _stream
+from bench.send import _cpu_s
 from cone.engine import _client
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, short_home
@@ -150,12 +151,17 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
             sdk_s: list[float] = []
             agent_s: list[float] = []
             agent_first_s: list[float] = []
+            cpus = {"cone": 0.0, "sdk": 0.0}
+            assert bridge.proc is not None
+            bridge_pid = bridge.proc.pid
             # One round unmeasured: new conversations' first seconds are not steady
             # (libxmtp's stream resubscribes for each; a follow-up sync of each brings
             # what it missed, cone/core/followups.py).
             await _round(peers, dms, streams, -1)
             for n in range(args.rounds):
+                cpu = _cpu_s(bridge_pid)
                 on_node, first = await _round(peers, dms, streams, n)
+                cpus["cone"] += _cpu_s(bridge_pid) - cpu
                 cone_s.append(on_node)
                 cone_first_s.append(first)
                 if sdk is not None:
@@ -163,12 +169,19 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
                         "sendTexts", conversationIds=sdk_ids, each=1, loops=args.concurrency
                     )
                     sdk_s.append(r["seconds"])
+                    cpu = _cpu_s(sdk.proc.pid)
                     on_node, first = await _round(peers, sdk_dms, streams, n, SDK_PONG)
+                    cpus["sdk"] += _cpu_s(sdk.proc.pid) - cpu
                     agent_s.append(on_node)
                     agent_first_s.append(first)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     _report(args, cone_s, cone_first_s, sdk_s, agent_s, agent_first_s, sdk)
+    replies = args.peers * args.rounds
+    print(
+        f"  CPU a reply: cone's bridge {cpus['cone'] / replies * 1000:.1f} ms (its commands"
+        f" included), the SDK as the agent {cpus['sdk'] / replies * 1000:.1f} ms"
+    )
 
 
 def _report(

@@ -54,9 +54,10 @@ _keys = itertools.count()
 
 
 def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process, all threads (Linux /proc)."""
+    """User + system CPU seconds of a process, all threads, and of its children it
+    has waited for (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 class Side:
