@@ -4,23 +4,25 @@ Under `HOME/bridge/CONSUMER/` (directory 0700, files 0600):
 
 - `lock`: an exclusive flock held while a bridge runs for this consumer, so that two
   bridges never share one consumer's receipts.
-- `turns.jsonl`: the open turns, one per conversation: the message ids the turn was
-  formed from, its turn id, and how many attempts have started. Each change appends
-  the whole state as one line (`CRC32 JSON`) and fsyncs the file once, before each
-  attempt's command starts; the entry is removed once the turn's messages are
-  acknowledged (that line is not fsynced: see `Journal.finish`). The last line whose
-  checksum holds is the state: a line torn by a crash is one whose save never
-  returned, or an unsynced removal, either way one the state before it stands for.
-  At start, and once the file passes `LOG_MAX_BYTES`, it is rewritten as one line (a
-  new file, fsynced, renamed into place, the directory fsynced), so that appends only
-  ever go to a file whose name is durable. After a crash, the first turn in that conversation is formed from the same
-  messages again, so it keeps its turn id and reply key (the reply is not sent twice),
-  and its attempts keep counting. (`turns.json`, the whole state renamed into place
-  at every change, is what earlier releases wrote; it is read once and replaced.)
-- `pids.json`: the process id of each turn's running command, written (not fsynced:
-  an OS crash ends the commands anyway) when it starts, so that the next start can
-  kill a command a `kill -9` of the bridge left behind. Kept apart from `turns.jsonl`
-  so that every write of that file stays fsynced.
+- `turns.jsonl`: the open turns, one per conversation (the message ids the turn was
+  formed from, its turn id, how many attempts have started), and the process id of
+  each turn's running command. A log of checksummed lines (`CRC32 JSON`): the first
+  holds the whole state, each later one a change (a conversation's open turn set or
+  dropped, a command's pid set or dropped), so that a change costs one short line
+  however many turns are open. A turn's change is fsynced before each attempt's
+  command starts; its removal once the turn's messages are acknowledged, and pids,
+  are not (see `Journal.finish`; an OS crash ends the commands anyway). The state is
+  the lines replayed up to the first whose checksum fails: a line torn by a crash is
+  the last one written, whose save never returned or was not synced, and the state
+  before it stands. At start, and once the file passes `LOG_MAX_BYTES`, it is
+  rewritten as one line (a new file, fsynced, renamed into place, the directory
+  fsynced), so that appends only ever go to a file whose name is durable. After a
+  crash, the first turn in that conversation is formed from the same messages
+  again, so it keeps its turn id and reply key (the reply is not sent twice), and its
+  attempts keep counting; the next start kills a command a `kill -9` of the bridge
+  left behind, by its pid. (Earlier releases appended the whole state at each change,
+  a line any later one replaces, and kept pids in `pids.json`; both are read once
+  and replaced.)
 - `parked.jsonl`: one JSON object per parked turn, appended and fsynced.
 
 Nothing here holds message content: ids, counts and reasons only (the state
@@ -117,17 +119,41 @@ def _line(state: dict[str, Any]) -> bytes:
     return b"%08x %s\n" % (zlib.crc32(body), body)
 
 
-def _last_state(raw: bytes) -> dict[str, Any] | None:
-    """The state in the last complete line whose checksum holds, or None."""
-    for line in reversed(raw.split(b"\n")[:-1]):  # what follows the last newline is torn
-        crc, _, body = line.partition(b" ")
-        try:
-            if int(crc, 16) == zlib.crc32(body):
-                state: dict[str, Any] = json.loads(body)
-                return state
-        except ValueError:
-            continue
+def _intact(line: bytes) -> dict[str, Any] | None:
+    """A line's record when its checksum holds, else None."""
+    crc, _, body = line.partition(b" ")
+    try:
+        if int(crc, 16) == zlib.crc32(body):
+            record: dict[str, Any] = json.loads(body)
+            return record
+    except ValueError:
+        pass
     return None
+
+
+def _replayed(raw: bytes) -> dict[str, Any] | None:
+    """The state the log's lines make, replayed up to the first that is not intact
+    (what follows the last newline is torn too); None when the first is not."""
+    state: dict[str, Any] | None = None
+    for line in raw.split(b"\n")[:-1]:
+        record = _intact(line)
+        if record is None:
+            break
+        if "turns" in record:  # the whole state (the first line; every line, before)
+            state = {"turns": record["turns"], "pids": record.get("pids", {})}
+        elif state is None:
+            break
+        elif "turn" in record:
+            state["turns"][record["turn"]["conversation_id"]] = record["turn"]
+        elif "done" in record:
+            state["turns"].pop(record["done"], None)
+        elif "pid" in record:
+            turn_id, pid = record["pid"]
+            if pid is None:
+                state["pids"].pop(turn_id, None)
+            else:
+                state["pids"][turn_id] = pid
+    return state
 
 
 def read_parked(home: Path, consumer: str) -> list[dict[str, Any]]:
@@ -157,7 +183,7 @@ class Journal:
         self._log_fd: int | None = None
         self._log_size = 0
         self.open_turns: dict[str, OpenTurn] = {}
-        #: Turn id → process (group) id of its running command, from `pids.json`.
+        #: Turn id → process (group) id of its running command.
         self.pids: dict[str, int] = {}
 
     def acquire(self) -> None:
@@ -181,15 +207,16 @@ class Journal:
             self.release()
             raise
         self.open_turns = {c: OpenTurn(**t) for c, t in raw.get("turns", {}).items()}
+        pids = raw.get("pids", {})
+        try:  # an earlier release's
+            pids = {**json.loads((self.dir / "pids.json").read_text()), **pids}
+        except (FileNotFoundError, ValueError):  # missing, or torn by an OS crash
+            pass
+        self.pids = {t: int(p) for t, p in pids.items() if isinstance(p, int)}
         try:
             self._compact()  # one line, and no torn tail for the next append to follow
         except OSError as exc:  # a full disk: the first save rewrites it (or fails its turn)
             log.warning("could not rewrite %s now: %s", self.dir / "turns.jsonl", exc)
-        try:
-            pids = json.loads((self.dir / "pids.json").read_text())
-        except (FileNotFoundError, ValueError):  # missing, or torn by an OS crash
-            pids = {}
-        self.pids = {t: int(p) for t, p in pids.items() if isinstance(p, int)}
 
     def _load(self) -> dict[str, Any]:
         log_path = self.dir / "turns.jsonl"
@@ -198,7 +225,7 @@ class Journal:
         except FileNotFoundError:
             pass
         else:
-            state = _last_state(raw)
+            state = _replayed(raw)
             if state is None:
                 raise StateError(
                     f"{log_path} holds no intact record: move it aside to start without it "
@@ -235,28 +262,25 @@ class Journal:
                 return
         else:
             self.pids[turn_id] = pid
-        tmp = self.dir / "pids.json.tmp"
-        fd = _new_file(tmp)
-        try:
-            os.write(fd, json.dumps(self.pids).encode())
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.dir / "pids.json")
+        self._save({"pid": [turn_id, pid]}, sync=False)
 
     def _state(self) -> dict[str, Any]:
-        return {"turns": {c: asdict(t) for c, t in self.open_turns.items()}}
+        return {"turns": {c: asdict(t) for c, t in self.open_turns.items()}, "pids": self.pids}
 
-    def _save(self, sync: bool = True) -> None:
-        """Append the state and fsync once: durable when this returns (with `sync`;
+    def _save(self, change: dict[str, Any], sync: bool = True) -> None:
+        """Append `change` and fsync once: durable when this returns (with `sync`;
         else in the kernel's hands, and durable with the next save that syncs)."""
         if self._log_fd is None or self._log_size > LOG_MAX_BYTES:
             self._compact()
             return
-        line = _line(self._state())
+        line = _line(change)
         _write_all(self._log_fd, line)
         if sync:
             os.fsync(self._log_fd)
         self._log_size += len(line)
+
+    def _turn_saved(self, turn: OpenTurn) -> None:
+        self._save({"turn": asdict(turn)})
 
     def _compact(self) -> None:
         """Rewrite `turns.jsonl` as the one line of the state: a new file, fsynced,
@@ -274,7 +298,8 @@ class Journal:
             os.close(fd)
         os.replace(tmp, self.dir / "turns.jsonl")
         _fsync_dir(self.dir)
-        (self.dir / "turns.json").unlink(missing_ok=True)  # an earlier release's; superseded
+        for earlier in ("turns.json", "pids.json"):  # an earlier release's; superseded
+            (self.dir / earlier).unlink(missing_ok=True)
         self._log_fd = open_nofollow(self.dir / "turns.jsonl", os.O_WRONLY | os.O_APPEND)
         self._log_size = len(line)
 
@@ -285,7 +310,7 @@ class Journal:
             turn = OpenTurn(conversation_id, turn_id, list(message_ids))
             self.open_turns[conversation_id] = turn
         turn.attempts += 1
-        self._save()
+        self._turn_saved(turn)
         return turn.attempts
 
     def failed(self, conversation_id: str, error: str) -> None:
@@ -293,14 +318,14 @@ class Journal:
         turn = self.open_turns.get(conversation_id)
         if turn is not None:
             turn.last_error = error
-            self._save()
+            self._turn_saved(turn)
 
     def withdraw(self, conversation_id: str) -> None:
         """An attempt stopped by the bridge's own shutdown does not count."""
         turn = self.open_turns.get(conversation_id)
         if turn is not None and turn.attempts > 0:
             turn.attempts -= 1
-            self._save()
+            self._turn_saved(turn)
 
     def finish(self, conversation_id: str) -> None:
         """The turn's messages are acknowledged: forget it. Not fsynced: losing this
@@ -308,7 +333,7 @@ class Journal:
         the next batch of its conversation finds stale (`_turns.plan`), the same as
         a crash just before it; the next save that syncs makes it durable too."""
         if self.open_turns.pop(conversation_id, None) is not None:
-            self._save(sync=False)
+            self._save({"done": conversation_id}, sync=False)
 
     def park(self, record: Parked) -> None:
         """Append `record` to the parked list (fsynced). The caller acks, then `finish`es:

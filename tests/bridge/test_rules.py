@@ -10,7 +10,7 @@ import pytest
 
 from cone.bridge._address import addresses, valid_alias
 from cone.bridge._context import Context
-from cone.bridge._journal import LOG_MAX_BYTES, Journal, OpenTurn
+from cone.bridge._journal import LOG_MAX_BYTES, Journal, OpenTurn, _line
 from cone.bridge._turns import plan
 from cone.errors import StateError
 from conepb.v1 import cone_pb2 as pb
@@ -169,7 +169,9 @@ def test_one_bridge_per_consumer_and_open_turns_persist(tmp_path: Path) -> None:
     assert again.open_turns == {}
 
 
-def test_running_pids_are_kept_apart_and_a_torn_file_is_ignored(tmp_path: Path) -> None:
+def test_running_pids_are_journaled_and_an_earlier_releases_pids_file_read_once(
+    tmp_path: Path,
+) -> None:
     journal = Journal(tmp_path, "bridge")
     journal.acquire()
     journal.begin("aa", "t1", ["t1"])
@@ -181,10 +183,35 @@ def test_running_pids_are_kept_apart_and_a_torn_file_is_ignored(tmp_path: Path) 
     again.running("t1", None)
     assert again.pids == {}
     again.release()
-    (tmp_path / "bridge" / "bridge" / "pids.json").write_text('{"t1": 42')  # torn
+    folder = tmp_path / "bridge" / "bridge"
+    (folder / "pids.json").write_text('{"t9": 42}')  # an earlier release's
     third = Journal(tmp_path, "bridge")
     third.acquire()
-    assert third.pids == {} and "aa" in third.open_turns
+    assert third.pids == {"t9": 42} and "aa" in third.open_turns
+    assert not (folder / "pids.json").exists()
+    third.release()
+    (folder / "pids.json").write_text('{"t1": 42')  # torn by an OS crash: ignored
+    fourth = Journal(tmp_path, "bridge")
+    fourth.acquire()
+    assert fourth.pids == {"t9": 42}
+
+
+def test_a_journal_change_is_one_short_line_however_many_turns_are_open(tmp_path: Path) -> None:
+    journal = Journal(tmp_path, "bridge")
+    journal.acquire()
+    log = tmp_path / "bridge" / "bridge" / "turns.jsonl"
+    for c in range(50):
+        journal.begin(f"c{c:02d}", f"t{c}", [f"t{c}"])
+    before = log.stat().st_size
+    journal.begin("zz", "tz", ["tz"])
+    journal.running("tz", 7)
+    journal.finish("c00")
+    assert log.stat().st_size - before < 300
+    journal.release()
+    again = Journal(tmp_path, "bridge")
+    again.acquire()
+    assert len(again.open_turns) == 50 and "c00" not in again.open_turns
+    assert again.pids == {"tz": 7}
 
 
 def test_context_zero_hands_over_no_context() -> None:
@@ -261,3 +288,15 @@ def test_a_long_journal_is_rewritten_as_one_line(tmp_path: Path) -> None:
     again = Journal(tmp_path, "bridge")
     again.acquire()
     assert sorted(again.open_turns) == ["bb"]
+
+
+def test_a_log_of_whole_states_from_an_earlier_release_is_read(tmp_path: Path) -> None:
+    folder = tmp_path / "bridge" / "bridge"
+    folder.mkdir(parents=True)
+    turn = {"conversation_id": "aa", "turn_id": "t1", "message_ids": ["t1"], "attempts": 1}
+    states = [{"turns": {"aa": turn}}, {"turns": {"aa": {**turn, "attempts": 2}}}]
+    (folder / "turns.jsonl").write_bytes(b"".join(_line(s) for s in states))
+
+    journal = Journal(tmp_path, "bridge")
+    journal.acquire()
+    assert journal.open_turns["aa"].attempts == 2
