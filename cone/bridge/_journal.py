@@ -303,15 +303,25 @@ class Journal:
         self._log_fd = open_nofollow(self.dir / "turns.jsonl", os.O_WRONLY | os.O_APPEND)
         self._log_size = len(line)
 
-    def begin(self, conversation_id: str, turn_id: str, message_ids: list[str]) -> int:
-        """Record that an attempt starts; returns its number (1 for the first)."""
+    def begin(
+        self, conversation_id: str, turn_id: str, message_ids: list[str], *, sync: bool = True
+    ) -> int:
+        """Record that an attempt starts; returns its number (1 for the first). Without
+        `sync` the line is written but not yet durable: sync `log_copy()` before the
+        attempt's command starts."""
         turn = self.open_turns.get(conversation_id)
         if turn is None or turn.turn_id != turn_id:
             turn = OpenTurn(conversation_id, turn_id, list(message_ids))
             self.open_turns[conversation_id] = turn
         turn.attempts += 1
-        self._turn_saved(turn)
+        self._save({"turn": asdict(turn)}, sync=sync)
         return turn.attempts
+
+    def log_copy(self) -> int | None:
+        """A descriptor of `turns.jsonl` of its own (the caller closes it), for an
+        fsync off the event loop: a rewrite meanwhile closes the journal's but not
+        this one (and the rewrite is synced itself)."""
+        return None if self._log_fd is None else os.dup(self._log_fd)
 
     def failed(self, conversation_id: str, error: str) -> None:
         """Remember why the last attempt failed (shown when the turn is parked)."""

@@ -88,6 +88,13 @@ class BridgeConfig:
         return f"{self.consumer}.context"
 
 
+def _fsync_closing(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def retry_delay(base: float, attempt: int) -> float:
     """Seconds before retry `attempt + 1`: base doubling, capped, ±20 % jitter."""
     delay = min(base * 2.0 ** (attempt - 1), _BACKOFF_CAP_S)
@@ -265,7 +272,12 @@ class Bridge:
         try:
             context = self.context.for_turn(turn)
             while True:
-                attempt = self.journal.begin(cid, turn.turn_id, turn.ack_ids)
+                attempt = self.journal.begin(cid, turn.turn_id, turn.ack_ids, sync=False)
+                try:
+                    await self._journal_synced()
+                except asyncio.CancelledError:
+                    self.journal.withdraw(cid)  # stopped before the command started
+                    raise
                 if attempt > self.config.max_attempts:  # exhausted before a restart
                     last = self.journal.open_turns[cid].last_error or "attempts exhausted"
                     await self._park(turn, attempt - 1, last)
@@ -325,6 +337,13 @@ class Bridge:
         finally:
             self.files.remove(turn.turn_id)
             self._release(cid)
+
+    async def _journal_synced(self) -> None:
+        """The journal's lines so far made durable, the fsync on a thread: the event
+        loop serves the other turns and the long poll meanwhile."""
+        fd = self.journal.log_copy()
+        if fd is not None:
+            await asyncio.get_running_loop().run_in_executor(self._threads, _fsync_closing, fd)
 
     def _started(self, turn: Turn, pid: int) -> None:
         """The turn's command runs as `pid`. A DM turn's messages are acknowledged on

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -300,3 +301,23 @@ def test_a_log_of_whole_states_from_an_earlier_release_is_read(tmp_path: Path) -
     journal = Journal(tmp_path, "bridge")
     journal.acquire()
     assert journal.open_turns["aa"].attempts == 2
+
+
+def test_a_copy_of_the_journal_stays_syncable_across_a_rewrite(tmp_path: Path) -> None:
+    journal = Journal(tmp_path, "bridge")
+    journal.acquire()
+    journal.begin("aa", "t1", ["t1"], sync=False)
+    copy = journal.log_copy()
+    assert copy is not None
+    while journal._log_size <= LOG_MAX_BYTES:  # until the next save rewrites the file
+        journal.running("t1", 1)
+        journal.running("t1", None)
+    journal.begin("bb", "t2", ["t2"])  # the rewrite closes the journal's own descriptor
+    try:
+        os.fsync(copy)  # the turn's fsync, from its thread, still has a file to sync
+    finally:
+        os.close(copy)
+    journal.release()
+    again = Journal(tmp_path, "bridge")
+    again.acquire()
+    assert sorted(again.open_turns) == ["aa", "bb"]
