@@ -279,8 +279,8 @@ class Journal:
             os.fsync(self._log_fd)
         self._log_size += len(line)
 
-    def _turn_saved(self, turn: OpenTurn) -> None:
-        self._save({"turn": asdict(turn)})
+    def _turn_saved(self, turn: OpenTurn, sync: bool = True) -> None:
+        self._save({"turn": asdict(turn)}, sync=sync)
 
     def _compact(self) -> None:
         """Rewrite `turns.jsonl` as the one line of the state: a new file, fsynced,
@@ -314,7 +314,7 @@ class Journal:
             turn = OpenTurn(conversation_id, turn_id, list(message_ids))
             self.open_turns[conversation_id] = turn
         turn.attempts += 1
-        self._save({"turn": asdict(turn)}, sync=sync)
+        self._turn_saved(turn, sync)
         return turn.attempts
 
     def log_copy(self) -> int | None:

@@ -3,7 +3,8 @@
 A new message is stored with its intent to publish (`send_optimistic`) and published
 with whatever else the conversation has queued, in a round of `publish_messages`
 shared by the sends waiting for it (cone/engine/_rounds.py): sends outstanding at
-once in one conversation share libxmtp's cycles instead of taking one each. A message prepared on its own (`prepare`: a backup's hold) has no intent until
+once in one conversation share libxmtp's cycles instead of taking one each. A
+message prepared on its own (`prepare`: a backup's hold) has no intent until
 `publish` queues one.
 
 Part of the engine: calls go through its `Calls`. A publication the node refuses as
@@ -65,10 +66,10 @@ class Sending:
         thread as soon as the message is stored with its intent to publish, before
         its publication, so a caller whose publication fails or overruns still knows
         it: keep it to recording the id (and to letting the conversation's next send
-        be prepared: messages queued meanwhile go out in the same publication). `seen` is called on this loop when the message stream echoes the
-        message (the node has it), mostly before this returns: libxmtp's call goes on
-        to read the conversation back. A failure raises as `prepare`'s or `publish`'s
-        would.
+        be prepared: messages queued meanwhile go out in the same publication).
+        `seen` is called on this loop when the message stream echoes the message (the
+        node has it), mostly before this returns: libxmtp's call goes on to read the
+        conversation back. A failure raises as `prepare`'s or `publish`'s would.
 
         The message stream's echo of the message is dropped on libxmtp's thread and
         never reaches `on_message`: the caller accounts for its own send."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -294,18 +295,20 @@ async def test_sends_at_once_in_one_conversation_arrive_once_each_failing_or_not
     assert not any(w.published for w in waited)
     devnet_node.faults.clear()
 
-    async def everything() -> list[object] | None:
-        got = await _peer_messages(alice, cid)
-        return got if len(got) >= len(at_once) + 1 + len(failing) else None
+    async def settled() -> bool:
+        return not (await daemon.client.call("Status", pb.StatusRequest())).outbox
 
-    got = await until(everything)
-    await asyncio.sleep(0.5)  # a second copy of any message would come by now
-    got = await _peer_messages(alice, cid)
-    keys = [content.decode(m.content).send_key for m in got]  # type: ignore[attr-defined]
+    await until(settled)  # every key published and settled: nothing more goes out
+    got: list[Any] = await until(lambda: _peer_messages(alice, cid))
+    keys = [content.decode(m.content).send_key for m in got]
     assert sorted(keys) == sorted([*at_once, "once-after", *failing])
-    ids = {m.id.hex(): k for m, k in zip(got, keys, strict=True)}  # type: ignore[attr-defined]
+    ids = {m.id.hex(): k for m, k in zip(got, keys, strict=True)}
     assert {ids[s.message_id] for s in [*sent, after, *waited]} == set(keys)
     # A send made after others were answered comes after them on the node.
-    by_node = sorted(got, key=lambda m: m.sequence_id)  # type: ignore[attr-defined]
-    assert {content.decode(m.content).send_key for m in by_node[:8]} == set(at_once)  # type: ignore[attr-defined]
-    assert content.decode(by_node[8].content).send_key == "once-after"  # type: ignore[attr-defined]
+    by_node = [content.decode(m.content).send_key for m in sorted(got, key=_sequence)]
+    assert set(by_node[:8]) == set(at_once) and by_node[8] == "once-after"
+
+
+def _sequence(message: Any) -> int:
+    """Where the node put a message in its conversation."""
+    return int(message.sequence_id)
