@@ -18,6 +18,9 @@ process with its message stream open. Each row's sides run in alternating rounds
   (goal: cone ≥ 1.2× the SDK).
 - one conversation: `--parallel` senders at once into one DM, `--each` messages
   each (an agent answering several messages of one conversation at once); no goal.
+- the design's floor (bench/_floor.py): cone's steps on raw libxmtp in this process,
+  with no daemon around them, sequentially and into the `--parallel` DMs: what no
+  build of this design can beat.
 
 Without `node` or the SDK installed (`npm ci --prefix tests/node`), the SDK's sides
 are skipped with a line saying so, and cone is reported against raw libxmtp alone.
@@ -41,6 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from bench._against_sdk import SKIPPED, against_sdk
+from bench._floor import Floor
 from conepb.v1 import cone_pb2 as pb
 from support.daemons import DaemonProcess, short_home
 from support.node_peer import NodePeer
@@ -170,6 +174,7 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
         raw = await Peer.create(url, work, "raw")
         raw_dms = [await raw.dm_with(t) for t in targets]
         stream = await raw.stream_all()
+        floor = await Floor.create(url, work, targets)
         sdk_ids = []
         if sdk is not None:
             sdk_ids = [
@@ -182,6 +187,7 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
             ([_grpc(d, c) for c in cone_ids], daemon),
             ([rpc.sender(cone_ids[0])], daemon),
             ([_raw(dm) for dm in raw_dms], me),
+            ([floor.sender(dm) for dm in floor.dms], me),
         ):
             await _lanes(Side("warm-up"), lanes, 3, pid)
         if sdk is not None:
@@ -194,12 +200,14 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
             Side("Node SDK sendText"),
             Side("raw libxmtp send (Python)"),
             Side("cone Send over gRPC to the address"),
+            Side("cone's steps on raw libxmtp, in process (the design's floor)"),
         ]
         phases: list[Callable[[], Awaitable[None]]] = [
             lambda: _lanes(seq[0], [_grpc(d, cone_ids[0])], per, daemon),
             lambda: _lanes(seq[1], [rpc.sender(cone_ids[0])], per, daemon),
             lambda: _lanes(seq[3], [_raw(raw_dms[0])], per, me),
             lambda: _lanes(seq[4], [_grpc(d, targets[0].address)], per, daemon),
+            lambda: _lanes(seq[5], [floor.sender(floor.dms[0])], per, me),
         ]
         if sdk is not None:
             phases.insert(2, lambda: _sdk(seq[2], sdk, sdk_ids[:1], per))
@@ -223,24 +231,34 @@ async def run(args: argparse.Namespace, url: str, work: Path, sdk: NodePeer | No
             Side(f"cone Send over gRPC, {args.parallel} conversations"),
             Side(f"Node SDK sendText, {args.parallel} conversations"),
             Side(f"raw libxmtp send (Python), {args.parallel} conversations"),
+            Side(f"the design's floor, {args.parallel} conversations"),
         ]
         phases = [
             lambda: _lanes(conc[0], [_grpc(d, c) for c in cone_ids], each, daemon),
             lambda: _lanes(conc[2], [_raw(dm) for dm in raw_dms], each, me),
+            lambda: _lanes(conc[3], [floor.sender(dm) for dm in floor.dms], each, me),
         ]
         if sdk is not None:
             phases.insert(1, lambda: _sdk(conc[1], sdk, sdk_ids, each))
         await _rounds(args.rounds, phases)
         await rpc.close()
         await stream.end()
+        await floor.close()
 
     _report("sequential, one conversation", seq[:2], seq[2], seq[3], sdk, GOALS["sequential"])
     print(f"  {seq[4].summary()}: {seq[4].rate() / seq[0].rate():.2f}x the conversation id")
+    _floor_line(seq[5], seq[2], sdk)
     _report(
         f"{args.parallel} conversations at once", conc[:1], conc[1], conc[2], sdk,
         GOALS["concurrent"],
     )  # fmt: skip
+    _floor_line(conc[3], conc[1], sdk)
     _report(f"{args.parallel} senders at once in one conversation", one[:1], one[1], one[2], sdk)
+
+
+def _floor_line(floor: Side, sdk_side: Side, sdk: NodePeer | None) -> None:
+    against = f": {floor.rate() / sdk_side.rate():.2f}x the Node SDK" if sdk is not None else ""
+    print(f"  {floor.summary()}{against}")
 
 
 def _report(
