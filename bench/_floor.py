@@ -50,7 +50,7 @@ def _done(future: asyncio.Future[None]) -> None:
 class Floor:
     """One raw libxmtp client sending the way cone does, into DMs with `targets`."""
 
-    def __init__(self, peer: Peer, dms: list[Any], echoes: _Echoes, closer: Any, db: Any):
+    def __init__(self, dms: list[Any], echoes: _Echoes, closer: Any, db: Any) -> None:
         self.dms, self._echoes, self._closer, self._db = dms, echoes, closer, db
         self._calls: set[asyncio.Future[None]] = set()
 
@@ -65,7 +65,7 @@ class Floor:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         db.execute("CREATE TABLE keys (key TEXT PRIMARY KEY, payload BLOB)")
-        return cls(peer, dms, echoes, closer, db)
+        return cls(dms, echoes, closer, db)
 
     def sender(self, dm: Any) -> Any:
         """A `Send` into `dm`."""
@@ -87,6 +87,7 @@ class Floor:
         return send
 
     async def close(self) -> None:
+        """Let the read-backs finish, end the stream, close the claims' database."""
         await asyncio.gather(*self._calls, return_exceptions=True)
         await self._closer.end_and_wait()
         self._db.close()
