@@ -15,8 +15,9 @@ acknowledged on the context consumer and dropped.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Protocol
 
 from cone.bridge._turns import Turn, kind
@@ -40,6 +41,35 @@ async def ack(caller: Caller, ids: Iterable[str], consumer: str) -> None:
     for i in range(0, len(todo), most):
         chunk = todo[i : i + most]
         await caller.call("Ack", pb.AckRequest(message_ids=chunk, consumer=consumer), timeout=60)
+
+
+class Gathered:
+    """Acknowledgements on one consumer that nobody waits for, gathered: what is
+    queued while a call runs goes out in the next one, so a burst of turns makes a
+    few calls (and commits), not one each. `send` is given each batch (and reports
+    its failure: the ids stay pending, to be acknowledged again later); `start`
+    runs the sending as a task its owner stops with it."""
+
+    def __init__(
+        self,
+        send: Callable[[list[str]], Awaitable[None]],
+        start: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]],
+    ) -> None:
+        self._send = send
+        self._start = start
+        self._queued: list[str] = []
+        self._draining: asyncio.Task[None] | None = None
+
+    def add(self, ids: Iterable[str]) -> None:
+        """Queue `ids` for the next call."""
+        self._queued.extend(ids)
+        if self._draining is None or self._draining.done():
+            self._draining = self._start(self._drain())
+
+    async def _drain(self) -> None:
+        while self._queued:
+            ids, self._queued = self._queued, []
+            await self._send(ids)
 
 
 class Context:
@@ -128,4 +158,4 @@ class Context:
             log.info("recovered %d context messages in %d groups", n, len(self.held))
 
 
-__all__ = ["Caller", "Context", "ack"]
+__all__ = ["Caller", "Context", "Gathered", "ack"]

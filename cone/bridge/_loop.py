@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from cone.bridge._agent import Outcome, kill_leftover, run_agent
-from cone.bridge._context import Caller, Context, ack
+from cone.bridge._context import Caller, Context, Gathered, ack
 from cone.bridge._env import agent_environment
 from cone.bridge._files import TurnFiles, files_root
 from cone.bridge._journal import Journal, Parked
@@ -121,6 +121,8 @@ class Bridge:
         self._changed = asyncio.Event()
         # A deterministic failure inside a turn, to stop the bridge with.
         self._fatal: ConeError | None = None
+        # DM turns' acknowledgements on the context consumer, gathered (`_started`).
+        self._dm_context = Gathered(self._ack_context, self._background)
         # Two threads per running command: spawning, then waiting for it.
         self._threads = ThreadPoolExecutor(config.concurrency * 2, "cone-agent")
 
@@ -348,12 +350,14 @@ class Bridge:
     def _started(self, turn: Turn, pid: int) -> None:
         """The turn's command runs as `pid`. A DM turn's messages are acknowledged on
         the context consumer now, not when the turn ends: that consumer keeps group
-        context only (nothing of a DM is read back from it after a crash), and the end
-        of a turn is where the conversation's next message is ingested and polled."""
+        context only (nothing of a DM is read back from it after a crash: recovery
+        acknowledges what it finds), and the end of a turn is where the
+        conversation's next message is ingested and polled. The acknowledgement is
+        gathered with other DM turns' into one call."""
         self.journal.running(turn.turn_id, pid)
         if turn.conversation_type == "dm" and not turn.context_acked:
             turn.context_acked = True
-            self._background(self._ack_context(self.context.to_ack(turn)))
+            self._dm_context.add(self.context.to_ack(turn))
 
     def _background(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """`work` as a task the bridge keeps until it ends (and stops with it)."""

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cone.bridge._address import addresses, valid_alias
-from cone.bridge._context import Context
+from cone.bridge._context import Context, Gathered
 from cone.bridge._journal import LOG_MAX_BYTES, Journal, OpenTurn, _line
 from cone.bridge._turns import plan
 from cone.errors import StateError
@@ -321,3 +324,30 @@ def test_a_copy_of_the_journal_stays_syncable_across_a_rewrite(tmp_path: Path) -
     again = Journal(tmp_path, "bridge")
     again.acquire()
     assert sorted(again.open_turns) == ["aa", "bb"]
+
+
+async def test_acknowledgements_queued_during_a_call_go_out_together_in_the_next() -> None:
+    calls: list[list[str]] = []
+    release = asyncio.Event()
+
+    async def send(ids: list[str]) -> None:
+        calls.append(ids)
+        await release.wait()
+
+    tasks: list[asyncio.Task[None]] = []
+
+    def start(work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        tasks.append(asyncio.create_task(work))
+        return tasks[-1]
+
+    gathered = Gathered(send, start)
+    gathered.add(["a"])
+    await asyncio.sleep(0)
+    for ids in (["b"], ["c", "d"], ["e"]):  # while the first call runs
+        gathered.add(ids)
+    release.set()
+    await asyncio.gather(*tasks)
+    assert calls == [["a"], ["b", "c", "d", "e"]] and len(tasks) == 1
+    gathered.add(["f"])  # idle again: a new call at once
+    await asyncio.gather(*tasks)
+    assert calls[-1] == ["f"] and len(tasks) == 2
