@@ -79,7 +79,9 @@ class Shutdown:
     def __init__(self, command: str, bound_s: float | None = None) -> None:
         """`bound_s`: the stop bound (None: `CONE_STOP_BOUND_S`, else `STOP_BOUND_S`)."""
         self.command = command
-        self.bound_s = bound_s or seconds_from_environment(STOP_BOUND_ENV, STOP_BOUND_S)
+        if bound_s is None:
+            bound_s = seconds_from_environment(STOP_BOUND_ENV, STOP_BOUND_S)
+        self.bound_s = bound_s
         self.requested = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         self._interruptible: set[asyncio.Future[Any]] = set()

@@ -122,10 +122,11 @@ class StatusReport:
             )
         if intake.last_sync_error:
             warnings.append(f"the last sync failed: {intake.last_sync_error}")
-        if intake.ingestor.reconciler.healed:
+        healed = intake.ingestor.reconciler.healed  # one count for the warning and the field
+        if healed:
             warnings.append(
-                f"reconciliation has ingested {intake.ingestor.reconciler.healed} message(s) that ingest "
-                "had missed (see the log); please report it"
+                f"reconciliation has ingested {healed} message(s) that ingest had missed "
+                "(see the log); please report it"
             )
         if self._restore_fence.forked:
             warnings.append(
@@ -150,7 +151,7 @@ class StatusReport:
             identity_updates=updates,
             outbox=await self._outbox.unsettled(),
             warnings=warnings,
-            ingest_healed=intake.ingestor.reconciler.healed,
+            ingest_healed=healed,
             network=network,
             requests_dropped=dropped,
         )

@@ -2,9 +2,10 @@
 a long pass stretches the wait before the next.
 
 A real core in this process over a real engine, store and devnet, catching up every
-0.3 s (0.1 s in the test of a long pass). The engine's `sync_all` and `conversations` are wrapped to note each call in
-order (instrumentation: the real calls run): a period is a sync and what follows it
-up to the next sync (cone/core/intake/relisting.py, docs/guarantees.md path 2).
+0.3 s (0.1 s in the test of a long pass). The engine's `sync_all` and `conversations`
+are wrapped to note each call in order (instrumentation: the real calls run): a period
+is a sync and what follows it up to the next sync (cone/core/intake/relisting.py,
+docs/guarantees.md path 2).
 """
 
 from __future__ import annotations
