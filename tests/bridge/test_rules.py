@@ -6,11 +6,14 @@ import asyncio
 import itertools
 import json
 import os
+import tempfile
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cone.bridge._address import addresses, valid_alias
 from cone.bridge._context import Context, Gathered
@@ -351,3 +354,27 @@ async def test_acknowledgements_queued_during_a_call_go_out_together_in_the_next
     gathered.add(["f"])  # idle again: a new call at once
     await asyncio.gather(*tasks)
     assert calls[-1] == ["f"] and len(tasks) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(tail=st.binary(max_size=300))
+def test_whatever_follows_the_journals_last_intact_line_loses_nothing_before_it(
+    tail: bytes,
+) -> None:
+    """A crash (or anything else) may leave any bytes after the last complete line:
+    the state is that of the lines before them, and the next start writes it afresh."""
+    with tempfile.TemporaryDirectory() as d:
+        home = Path(d)
+        journal = Journal(home, "bridge")
+        journal.acquire()
+        journal.begin("aa", "t1", ["t1"])
+        journal.running("t1", 41)
+        journal.begin("bb", "t2", ["t2"])
+        journal.finish("aa")
+        journal.release()
+        log = home / "bridge" / "bridge" / "turns.jsonl"
+        log.write_bytes(log.read_bytes() + tail)
+        again = Journal(home, "bridge")
+        again.acquire()
+        assert sorted(again.open_turns) == ["bb"] and again.pids == {"t1": 41}
+        again.release()
